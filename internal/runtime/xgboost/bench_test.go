@@ -1,0 +1,97 @@
+package xgboost
+
+import (
+	"context"
+	"encoding/binary"
+	"math"
+	"os"
+	"testing"
+
+	"github.com/sluiceml/sluice/internal/runtime"
+)
+
+// benchFixture loads the 500-tree model and the 1000 rows written by
+// scripts/make_bench_model.py, skipping when they are absent.
+func benchFixture(tb testing.TB) (*Model, runtime.Batch) {
+	tb.Helper()
+	art, err := os.ReadFile("testdata/bench500.ubj")
+	if os.IsNotExist(err) {
+		tb.Skip("testdata/bench500.ubj is absent; run /usr/bin/python3 scripts/make_bench_model.py")
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	raw, err := os.ReadFile("testdata/bench_rows.f32")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	m, err := Parse(art)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cols := m.Info().Inputs
+	if len(raw)%(4*cols) != 0 {
+		tb.Fatalf("bench_rows.f32: %d bytes is not a whole number of %d-float rows", len(raw), cols)
+	}
+	in := runtime.Batch{Rows: len(raw) / (4 * cols), Cols: cols, Data: make([]float32, len(raw)/4)}
+	for i := range in.Data {
+		in.Data[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
+	}
+	return m, in
+}
+
+// TestBenchModelMatchesXGBoost keeps the benchmark honest: the 500-tree model
+// must also be bit-exact.
+func TestBenchModelMatchesXGBoost(t *testing.T) {
+	m, in := benchFixture(t)
+	var exp struct {
+		Margin []uint32 `json:"margin"`
+	}
+	readJSON(t, "bench500.expect.json", &exp)
+	if len(exp.Margin) != in.Rows {
+		t.Fatalf("%d expected margins for %d rows", len(exp.Margin), in.Rows)
+	}
+	if got := m.Info().Detail; got != "gbtree, 500 trees, binary:logistic" {
+		t.Fatalf("Detail = %q", got)
+	}
+	out, err := m.PredictMargin(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r, want := range exp.Margin {
+		if got := math.Float32bits(out.Data[r]); got != want {
+			t.Fatalf("row %d: margin %v, xgboost %v", r, out.Data[r], math.Float32frombits(want))
+		}
+	}
+}
+
+// BenchmarkPredict500Trees predicts 1000 rows with 500 trees in one call on
+// one goroutine, as scripts/bench_xgboost.py does with xgboost.
+func BenchmarkPredict500Trees(b *testing.B) {
+	m, in := benchFixture(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := m.Predict(ctx, in); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(in.Rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+}
+
+// BenchmarkPredictSingleRow is the latency of one row through 500 trees.
+func BenchmarkPredictSingleRow(b *testing.B) {
+	m, in := benchFixture(b)
+	ctx := context.Background()
+	row := runtime.Batch{Rows: 1, Cols: in.Cols}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		row.Data = in.Row(i % in.Rows)
+		if _, err := m.Predict(ctx, row); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+}

@@ -1,0 +1,472 @@
+package xgboost
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+)
+
+// objective describes one supported objective: how base_score becomes a
+// margin, how a margin becomes an output, and how many output columns.
+type objective int
+
+const (
+	objBinaryLogistic objective = iota
+	objBinaryLogitraw
+	objRegSquaredError
+	objRegLogistic
+	objCountPoisson
+	objMultiSoftprob
+	objMultiSoftmax
+)
+
+var objectives = map[string]objective{
+	"binary:logistic":  objBinaryLogistic,
+	"binary:logitraw":  objBinaryLogitraw,
+	"reg:squarederror": objRegSquaredError,
+	"reg:logistic":     objRegLogistic,
+	"count:poisson":    objCountPoisson,
+	"multi:softprob":   objMultiSoftprob,
+	"multi:softmax":    objMultiSoftmax,
+}
+
+const supportedObjectives = "binary:logistic, binary:logitraw, reg:squarederror, reg:logistic, count:poisson, multi:softprob, multi:softmax"
+
+func (o objective) multi() bool { return o == objMultiSoftprob || o == objMultiSoftmax }
+
+// probToMargin mirrors the objectives' ProbToMargin in XGBoost: base_score is
+// stored in output space and turned into a margin when the model is loaded.
+// The arithmetic is done in float32 where XGBoost does it in float32.
+// binary:logitraw keeps base_score as the margin unchanged (checked against
+// XGBoost 1.7.4 by the binary_logitraw fixture, trained with base_score 0.3).
+func (o objective) probToMargin(p float32) (float32, error) {
+	switch o {
+	case objBinaryLogistic, objRegLogistic:
+		if !(p > 0 && p < 1) {
+			return 0, fmt.Errorf("base_score %v must be in (0, 1) for a logistic objective", p)
+		}
+		t := float32(1)/p - float32(1)
+		return -float32(math.Log(float64(t))), nil
+	case objCountPoisson:
+		if !(p > 0) {
+			return 0, fmt.Errorf("base_score %v must be positive for count:poisson", p)
+		}
+		return float32(math.Log(float64(p))), nil
+	}
+	if math.IsNaN(float64(p)) || math.IsInf(float64(p), 0) {
+		return 0, fmt.Errorf("base_score %v is not finite", p)
+	}
+	return p, nil
+}
+
+// Limits that keep a hostile artifact from making the loader do absurd work.
+// They are far above anything XGBoost produces for a servable model.
+const (
+	maxTrees    = 1 << 20
+	maxFeatures = 1 << 24
+	maxClasses  = 1 << 16
+	maxDepth    = 1024
+	// maxTotalNodes bounds the flattened array (16 bytes a node).
+	maxTotalNodes = 1 << 27
+)
+
+// node is one flattened tree node. Children of a split are adjacent: left is
+// at index left, right at left+1, and a missing value goes to index missing.
+//
+// A leaf loops to itself: its feat is the index of a slot that always holds
+// -Inf (the predictor appends one to every row), which is below any finite
+// leaf value, and its left and missing are its own index, so stepping from a
+// leaf stays on it. That lets the predictor walk a
+// tree a fixed number of steps (the tree's depth) without testing for
+// leaves, several rows at once, with no data-dependent branches. For a leaf,
+// value is the leaf value; for a split, the threshold.
+type node struct {
+	feat    int32
+	value   float32
+	left    int32
+	missing int32
+}
+
+// parsed is a validated model before it becomes a Model.
+type parsed struct {
+	obj        objective
+	objName    string
+	numFeature int
+	numGroup   int // margin columns: num_class for multi-class, else 1
+	baseMargin []float32
+	nodes      []node
+	roots      []int32 // index of each tree's root in nodes
+	depths     []int32 // depth of each tree (edges on its longest path)
+	groups     []int32 // output group of each tree
+	version    string
+}
+
+func parseModel(b []byte) (*parsed, error) {
+	root, err := decodeArtifact(b)
+	if err != nil {
+		return nil, err
+	}
+	top, err := object(root, "model")
+	if err != nil {
+		return nil, err
+	}
+	p := &parsed{}
+	if v, ok := top["version"]; ok {
+		if vs, err := int64s(v, "version"); err == nil {
+			parts := make([]string, len(vs))
+			for i, n := range vs {
+				parts[i] = fmt.Sprint(n)
+			}
+			p.version = strings.Join(parts, ".")
+		}
+	}
+	learner, err := objectField(top, "learner", "model")
+	if err != nil {
+		return nil, err
+	}
+	gb, err := objectField(learner, "gradient_booster", "learner")
+	if err != nil {
+		return nil, err
+	}
+	booster, err := stringField(gb, "name", "learner.gradient_booster")
+	if err != nil {
+		return nil, err
+	}
+	if booster != "gbtree" {
+		return nil, fmt.Errorf("booster %q is not supported (supported: gbtree)", booster)
+	}
+	objo, err := objectField(learner, "objective", "learner")
+	if err != nil {
+		return nil, err
+	}
+	if p.objName, err = stringField(objo, "name", "learner.objective"); err != nil {
+		return nil, err
+	}
+	obj, ok := objectives[p.objName]
+	if !ok {
+		return nil, fmt.Errorf("objective %q is not supported (supported: %s)", p.objName, supportedObjectives)
+	}
+	p.obj = obj
+
+	mp, err := objectField(learner, "learner_model_param", "learner")
+	if err != nil {
+		return nil, err
+	}
+	const mpWhat = "learner.learner_model_param"
+	if p.numFeature, err = intField(mp, "num_feature", mpWhat, 1, maxFeatures); err != nil {
+		return nil, err
+	}
+	numClass, err := intField(mp, "num_class", mpWhat, 0, maxClasses)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := mp["num_target"]; ok {
+		nt, err := intField(mp, "num_target", mpWhat, 0, math.MaxInt32)
+		if err != nil {
+			return nil, err
+		}
+		if nt > 1 {
+			return nil, fmt.Errorf("multi-target models are not supported (num_target = %d)", nt)
+		}
+	}
+	p.numGroup = 1
+	if obj.multi() {
+		if numClass < 2 {
+			return nil, fmt.Errorf("objective %s needs num_class >= 2, model has %d", p.objName, numClass)
+		}
+		p.numGroup = numClass
+	} else if numClass > 1 {
+		return nil, fmt.Errorf("objective %s with num_class = %d is not supported", p.objName, numClass)
+	}
+	if err := p.readBaseScore(mp); err != nil {
+		return nil, err
+	}
+
+	model, err := objectField(gb, "model", "learner.gradient_booster")
+	if err != nil {
+		return nil, err
+	}
+	if err := p.readTrees(model); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// readBaseScore reads base_score: a number or numeric string, or (newer
+// XGBoost) a bracketed list with one value or one per output group.
+func (p *parsed) readBaseScore(mp map[string]any) error {
+	v, err := field(mp, "base_score", "learner.learner_model_param")
+	if err != nil {
+		return err
+	}
+	var scores []float32
+	if s, ok := v.(string); ok && strings.HasPrefix(strings.TrimSpace(s), "[") {
+		s = strings.TrimSpace(s)
+		if !strings.HasSuffix(s, "]") {
+			return fmt.Errorf("base_score: malformed list %q", s)
+		}
+		for _, part := range strings.Split(s[1:len(s)-1], ",") {
+			f, err := float32Value(part, "base_score")
+			if err != nil {
+				return err
+			}
+			scores = append(scores, f)
+		}
+	} else if arrayLen(v) >= 0 {
+		if scores, err = float32s(v, "base_score"); err != nil {
+			return err
+		}
+	} else {
+		f, err := float32Value(v, "base_score")
+		if err != nil {
+			return err
+		}
+		scores = []float32{f}
+	}
+	switch {
+	case len(scores) == 1:
+		s := scores[0]
+		scores = make([]float32, p.numGroup)
+		for i := range scores {
+			scores[i] = s
+		}
+	case len(scores) != p.numGroup:
+		return fmt.Errorf("base_score has %d values, model has %d output groups", len(scores), p.numGroup)
+	}
+	p.baseMargin = make([]float32, p.numGroup)
+	for i, s := range scores {
+		m, err := p.obj.probToMargin(s)
+		if err != nil {
+			return err
+		}
+		p.baseMargin[i] = m
+	}
+	return nil
+}
+
+func (p *parsed) readTrees(model map[string]any) error {
+	const what = "gradient_booster.model"
+	mparam, err := objectField(model, "gbtree_model_param", what)
+	if err != nil {
+		return err
+	}
+	numTrees, err := intField(mparam, "num_trees", what+".gbtree_model_param", 0, maxTrees)
+	if err != nil {
+		return err
+	}
+	if _, ok := mparam["num_parallel_tree"]; ok {
+		// Only iteration ranges need it, and Sluice always predicts with
+		// every tree; still, it must be sane.
+		npt, err := intField(mparam, "num_parallel_tree", what+".gbtree_model_param", 1, maxTrees)
+		if err != nil {
+			return err
+		}
+		if numTrees%npt != 0 {
+			return fmt.Errorf("num_trees %d is not a multiple of num_parallel_tree %d", numTrees, npt)
+		}
+	}
+	tv, err := field(model, "trees", what)
+	if err != nil {
+		return err
+	}
+	trees, ok := tv.([]any)
+	if !ok {
+		return fmt.Errorf("%s.trees: want an array, got %s", what, typeName(tv))
+	}
+	if len(trees) != numTrees {
+		return fmt.Errorf("%s: num_trees is %d but there are %d trees", what, numTrees, len(trees))
+	}
+	iv, err := field(model, "tree_info", what)
+	if err != nil {
+		return err
+	}
+	info, err := int64s(iv, what+".tree_info")
+	if err != nil {
+		return err
+	}
+	if len(info) != numTrees {
+		return fmt.Errorf("%s: tree_info has %d entries for %d trees", what, len(info), numTrees)
+	}
+	p.roots = make([]int32, numTrees)
+	p.groups = make([]int32, numTrees)
+	for t, g := range info {
+		if g < 0 || g >= int64(p.numGroup) {
+			return fmt.Errorf("tree %d: output group %d out of range (model has %d groups)", t, g, p.numGroup)
+		}
+		p.groups[t] = int32(g)
+	}
+	for t, tv := range trees {
+		tm, err := object(tv, fmt.Sprintf("tree %d", t))
+		if err != nil {
+			return err
+		}
+		rt, err := readTree(tm, p.numFeature)
+		if err != nil {
+			return fmt.Errorf("tree %d: %w", t, err)
+		}
+		p.roots[t] = int32(len(p.nodes))
+		var depth int
+		if p.nodes, depth, err = rt.flatten(p.nodes, int32(p.numFeature)); err != nil {
+			return fmt.Errorf("tree %d: %w", t, err)
+		}
+		p.depths = append(p.depths, int32(depth))
+	}
+	return nil
+}
+
+// rawTree is one tree as stored: parallel arrays indexed by node id.
+type rawTree struct {
+	left, right []int64
+	feat        []int64
+	cond        []float32
+	defaultLeft []int64
+}
+
+func readTree(m map[string]any, numFeature int) (*rawTree, error) {
+	tp, err := objectField(m, "tree_param", "tree")
+	if err != nil {
+		return nil, err
+	}
+	n, err := intField(tp, "num_nodes", "tree_param", 1, maxTotalNodes)
+	if err != nil {
+		return nil, err
+	}
+	if v, ok := tp["size_leaf_vector"]; ok {
+		if s, err := intValue(v, "tree_param.size_leaf_vector"); err != nil {
+			return nil, err
+		} else if s > 1 {
+			return nil, fmt.Errorf("vector leaves are not supported (size_leaf_vector = %d)", s)
+		}
+	}
+	ints := func(key string) ([]int64, error) {
+		v, err := field(m, key, "tree")
+		if err != nil {
+			return nil, err
+		}
+		if l := arrayLen(v); l != n {
+			if l < 0 {
+				return nil, fmt.Errorf("%s: want an array, got %s", key, typeName(v))
+			}
+			return nil, fmt.Errorf("%s has %d entries, tree has %d nodes", key, l, n)
+		}
+		return int64s(v, key)
+	}
+	t := &rawTree{}
+	if t.left, err = ints("left_children"); err != nil {
+		return nil, err
+	}
+	if t.right, err = ints("right_children"); err != nil {
+		return nil, err
+	}
+	if t.feat, err = ints("split_indices"); err != nil {
+		return nil, err
+	}
+	if t.defaultLeft, err = ints("default_left"); err != nil {
+		return nil, err
+	}
+	cv, err := field(m, "split_conditions", "tree")
+	if err != nil {
+		return nil, err
+	}
+	if l := arrayLen(cv); l != n {
+		if l < 0 {
+			return nil, fmt.Errorf("split_conditions: want an array, got %s", typeName(cv))
+		}
+		return nil, fmt.Errorf("split_conditions has %d entries, tree has %d nodes", l, n)
+	}
+	if t.cond, err = float32s(cv, "split_conditions"); err != nil {
+		return nil, err
+	}
+	if _, ok := m["split_type"]; ok {
+		st, err := ints("split_type")
+		if err != nil {
+			return nil, err
+		}
+		for i, s := range st {
+			if s != 0 && t.left[i] != -1 {
+				return nil, fmt.Errorf("node %d: categorical splits are not supported", i)
+			}
+		}
+	}
+	if v, ok := m["categories_nodes"]; ok && arrayLen(v) > 0 {
+		return nil, errors.New("categorical splits are not supported")
+	}
+	for i := range n {
+		if t.left[i] == -1 {
+			continue // leaf: right and split index are not used
+		}
+		if f := t.feat[i]; f < 0 || f >= int64(numFeature) {
+			return nil, fmt.Errorf("node %d: split feature %d out of range (model has %d features)", i, f, numFeature)
+		}
+		if c := t.cond[i]; math.IsNaN(float64(c)) {
+			return nil, fmt.Errorf("node %d: split condition is NaN", i)
+		}
+		if d := t.defaultLeft[i]; d != 0 && d != 1 {
+			return nil, fmt.Errorf("node %d: default_left %d is not 0 or 1", i, d)
+		}
+	}
+	return t, nil
+}
+
+// flatten validates the tree's shape and appends its reachable nodes to out
+// in breadth-first order, children adjacent. A node id is a leaf when its
+// left child is -1; otherwise both children must be valid node ids, and every
+// node may be reached at most once (which rules out cycles and shared
+// subtrees). Unreachable nodes (XGBoost's deleted nodes) are dropped.
+// sentinel is the feature index leaves read (always -Inf). It returns the
+// tree's depth.
+func (t *rawTree) flatten(out []node, sentinel int32) ([]node, int, error) {
+	n := len(t.left)
+	if len(out)+n > maxTotalNodes {
+		return nil, 0, fmt.Errorf("model has more than %d nodes", maxTotalNodes)
+	}
+	depth := 0
+	seen := make([]bool, n)
+	type item struct {
+		id, depth int
+	}
+	base := len(out)
+	queue := []item{{0, 0}}
+	seen[0] = true
+	out = append(out, node{})
+	for qi := 0; qi < len(queue); qi++ {
+		it := queue[qi]
+		slot := base + qi // BFS order: queue position == slot
+		id := it.id
+		l, r := t.left[id], t.right[id]
+		if l == -1 {
+			v := t.cond[id]
+			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+				return nil, 0, fmt.Errorf("node %d: leaf value %v is not finite", id, v)
+			}
+			out[slot] = node{feat: sentinel, value: v, left: int32(slot), missing: int32(slot)}
+			depth = max(depth, it.depth)
+			continue
+		}
+		for _, c := range [2]struct {
+			name string
+			id   int64
+		}{{"left", l}, {"right", r}} {
+			if c.id < 0 || c.id >= int64(n) {
+				return nil, 0, fmt.Errorf("node %d: %s child %d out of range (tree has %d nodes)", id, c.name, c.id, n)
+			}
+			if c.id == 0 || seen[c.id] {
+				return nil, 0, fmt.Errorf("node %d: %s child %d is reached twice (cycle or shared subtree)", id, c.name, c.id)
+			}
+			seen[c.id] = true
+		}
+		if it.depth+1 > maxDepth {
+			return nil, 0, fmt.Errorf("node %d: tree deeper than %d", id, maxDepth)
+		}
+		left := int32(base + len(queue))
+		queue = append(queue, item{int(l), it.depth + 1}, item{int(r), it.depth + 1})
+		out = append(out, node{}, node{})
+		missing := left + 1
+		if t.defaultLeft[id] == 1 {
+			missing = left
+		}
+		out[slot] = node{feat: int32(t.feat[id]), value: t.cond[id], left: left, missing: missing}
+	}
+	return out, depth, nil
+}

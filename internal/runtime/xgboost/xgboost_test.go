@@ -1,0 +1,232 @@
+package xgboost
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sluiceml/sluice/internal/runtime"
+)
+
+// fixtureRows loads the shared test rows written by
+// scripts/make_xgboost_fixtures.py.
+func fixtureRows(t testing.TB) runtime.Batch {
+	t.Helper()
+	var f struct {
+		Cols int        `json:"cols"`
+		Rows [][]uint32 `json:"rows"`
+	}
+	readJSON(t, "rows.json", &f)
+	b := runtime.Batch{Rows: len(f.Rows), Cols: f.Cols}
+	for _, r := range f.Rows {
+		if len(r) != f.Cols {
+			t.Fatalf("rows.json: row has %d values, want %d", len(r), f.Cols)
+		}
+		for _, u := range r {
+			b.Data = append(b.Data, math.Float32frombits(u))
+		}
+	}
+	return b
+}
+
+func readJSON(t testing.TB, name string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+}
+
+func loadFile(t testing.TB, name string) *Model {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Parse(b)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return m
+}
+
+// TestMatchesXGBoost compares every fixture model, in every format it was
+// saved in, against XGBoost's own predictions: margins bit for bit,
+// transformed predictions within 1e-6 (relative above 1).
+func TestMatchesXGBoost(t *testing.T) {
+	rows := fixtureRows(t)
+	nanRows := 0
+	for r := range rows.Rows {
+		for _, v := range rows.Row(r) {
+			if v != v {
+				nanRows++
+				break
+			}
+		}
+	}
+	if nanRows == 0 {
+		t.Fatal("fixture rows contain no missing values")
+	}
+	cases := []struct {
+		name    string
+		formats []string
+		outCols int
+		groups  int
+	}{
+		{"binary_logistic", []string{"json", "ubj"}, 1, 1},
+		{"binary_logitraw", []string{"json"}, 1, 1},
+		{"reg_squarederror", []string{"json"}, 1, 1},
+		{"reg_logistic", []string{"json"}, 1, 1},
+		{"count_poisson", []string{"json"}, 1, 1},
+		{"multi_softprob", []string{"json", "ubj"}, 3, 3},
+		{"multi_softmax", []string{"json"}, 1, 4},
+		{"parallel_trees", []string{"json", "ubj"}, 1, 1},
+		{"pruned_exact", []string{"json"}, 1, 1},
+	}
+	for _, tc := range cases {
+		var exp struct {
+			Margin [][]uint32 `json:"margin"`
+			Pred   [][]uint32 `json:"pred"`
+		}
+		readJSON(t, tc.name+".expect.json", &exp)
+		if len(exp.Margin) != rows.Rows || len(exp.Pred) != rows.Rows {
+			t.Fatalf("%s: expectations for %d/%d rows, have %d rows", tc.name, len(exp.Margin), len(exp.Pred), rows.Rows)
+		}
+		for _, format := range tc.formats {
+			t.Run(tc.name+"."+format, func(t *testing.T) {
+				m := loadFile(t, tc.name+"."+format)
+				if got := m.Info(); got.Inputs != rows.Cols || got.Outputs != tc.outCols {
+					t.Fatalf("Info() = %+v, want %d inputs, %d outputs", got, rows.Cols, tc.outCols)
+				}
+				if m.NumGroups() != tc.groups {
+					t.Fatalf("NumGroups() = %d, want %d", m.NumGroups(), tc.groups)
+				}
+				mg, err := m.PredictMargin(context.Background(), rows)
+				if err != nil {
+					t.Fatal(err)
+				}
+				pr, err := m.Predict(context.Background(), rows)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if mg.Cols != tc.groups || pr.Cols != tc.outCols || mg.Rows != rows.Rows || pr.Rows != rows.Rows {
+					t.Fatalf("shapes: margin %dx%d, pred %dx%d", mg.Rows, mg.Cols, pr.Rows, pr.Cols)
+				}
+				bad := 0
+				for r := range rows.Rows {
+					for k, want := range exp.Margin[r] {
+						if got := math.Float32bits(mg.Row(r)[k]); got != want && bad < 5 {
+							bad++
+							t.Errorf("row %d margin %d: got %v (%#08x), xgboost %v (%#08x)", r, k,
+								math.Float32frombits(got), got, math.Float32frombits(want), want)
+						}
+					}
+					for k, wantBits := range exp.Pred[r] {
+						got, want := float64(pr.Row(r)[k]), float64(math.Float32frombits(wantBits))
+						if math.Abs(got-want) > 1e-6*math.Max(1, math.Abs(want)) && bad < 5 {
+							bad++
+							t.Errorf("row %d prediction %d: got %v, xgboost %v", r, k, got, want)
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestRegistered(t *testing.T) {
+	rt, err := runtime.Lookup("xgboost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile("testdata/binary_logistic.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := rt.Load(context.Background(), runtime.Spec{Name: "fraud@1", Features: 8, Outputs: 1}, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Info().Detail; got != "gbtree, 20 trees, binary:logistic" {
+		t.Errorf("Detail = %q", got)
+	}
+	_, err = rt.Load(context.Background(), runtime.Spec{Name: "fraud@1", Features: 6}, b)
+	if err == nil || !strings.Contains(err.Error(), "model reads 8 features, package schema produces 6") {
+		t.Errorf("feature mismatch: err = %v", err)
+	}
+}
+
+func TestPredictInputChecks(t *testing.T) {
+	m := loadFile(t, "binary_logistic.json")
+	ctx := context.Background()
+	cases := []struct {
+		name string
+		in   runtime.Batch
+		want string
+	}{
+		{"too few columns", runtime.Batch{Rows: 1, Cols: 7, Data: make([]float32, 7)}, "batch has 7 columns, model reads 8 features"},
+		{"too many columns", runtime.Batch{Rows: 1, Cols: 9, Data: make([]float32, 9)}, "batch has 9 columns, model reads 8 features"},
+		{"short data", runtime.Batch{Rows: 2, Cols: 8, Data: make([]float32, 8)}, "batch data has 8 values, want 2 rows x 8 columns"},
+		{"negative rows", runtime.Batch{Rows: -1, Cols: 8}, "invalid batch shape"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := m.Predict(ctx, tc.in)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+	out, err := m.Predict(ctx, runtime.Batch{Cols: 8})
+	if err != nil || out.Rows != 0 || len(out.Data) != 0 {
+		t.Fatalf("empty batch: %+v, %v", out, err)
+	}
+}
+
+func TestPredictHonoursContext(t *testing.T) {
+	m := loadFile(t, "binary_logistic.json")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := m.Predict(ctx, runtime.Batch{Rows: 1, Cols: 8, Data: make([]float32, 8)})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+}
+
+// TestLargeBatchMatchesRowByRow checks the blocked evaluation (rows in
+// blocks, trees outer) against one row at a time, across block boundaries.
+func TestLargeBatchMatchesRowByRow(t *testing.T) {
+	rows := fixtureRows(t)
+	for _, name := range []string{"binary_logistic.json", "multi_softprob.json"} {
+		m := loadFile(t, name)
+		// repeat the rows to cross both the row block and the ctx block
+		big := runtime.Batch{Cols: rows.Cols}
+		for big.Rows < 2*ctxBlock+rowBlock+3 {
+			big.Data = append(big.Data, rows.Data...)
+			big.Rows += rows.Rows
+		}
+		all, err := m.PredictMargin(context.Background(), big)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for r := range big.Rows {
+			one, err := m.PredictMargin(context.Background(), runtime.Batch{Rows: 1, Cols: big.Cols, Data: big.Row(r)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k, v := range one.Data {
+				if math.Float32bits(v) != math.Float32bits(all.Row(r)[k]) {
+					t.Fatalf("%s row %d col %d: batch %v, single %v", name, r, k, all.Row(r)[k], v)
+				}
+			}
+		}
+	}
+}
