@@ -1,0 +1,317 @@
+// Package synthetic is the "synthetic" runtime, for experiments and tests.
+//
+// A synthetic model stands for a model with a known cost curve: it computes
+// nothing of interest, but a batch of n rows costs exactly base + n·perInstance
+// of wall time, so batching, queueing and scaling behaviour can be studied
+// against a curve that is known in advance. The artifact is cost.json:
+//
+//	{"base": "1.7ms", "perInstance": "0.32ms", "mode": "spin"}
+//
+// With the curve above a batch of 1 costs about 2 ms, a batch of 8 about
+// 4.3 ms and a batch of 32 about 12 ms.
+//
+// mode "spin" (the default) burns CPU for that long in a busy loop, like a
+// CPU-bound model: once started it runs to completion and ignores
+// cancellation. mode "sleep" waits without using CPU, standing for an
+// accelerator the host waits on; the wait ends early, returning ctx.Err(),
+// when ctx ends.
+//
+// Optional keys for tests: "panicEvery": N makes every Nth Predict call on a
+// loaded model panic (to exercise replica crash recovery) and "failEvery": N
+// makes every Nth call return an error. Both count calls per loaded model and
+// take effect before any cost is paid. Decoding is strict: unknown keys,
+// durations that are not strings ("2ms"), negative or absurd values are
+// errors naming the key.
+//
+// Inputs may have any width (Info().Inputs is 0) unless the package's schema
+// says how many features it produces (Spec.Features), in which case batches
+// must have that width. There are Spec.Outputs output columns (at least one);
+// output j of a row x of width d is
+//
+//	sigmoid( Σ_i x_i·(i+1)·(j+1) / d )
+//
+// with NaN (missing) inputs counted as 0, so results are deterministic
+// functions of the row.
+package synthetic
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluiceml/sluice/internal/runtime"
+)
+
+func init() { runtime.Register("synthetic", Runtime{}) }
+
+// Limits on the artifact's values.
+const (
+	MaxBase        = 10 * time.Second
+	MaxPerInstance = time.Second
+	MaxEvery       = 1 << 30
+	MaxOutputs     = 1 << 12
+	MaxFeatures    = 1 << 20
+)
+
+// Modes.
+const (
+	ModeSpin  = "spin"
+	ModeSleep = "sleep"
+)
+
+// Cost is a decoded cost.json.
+type Cost struct {
+	Base        time.Duration
+	PerInstance time.Duration
+	Mode        string // ModeSpin or ModeSleep
+	PanicEvery  int    // 0: never
+	FailEvery   int    // 0: never
+}
+
+// For returns what a batch of n rows costs: Base + n·PerInstance.
+func (c Cost) For(n int) time.Duration {
+	if n < 0 {
+		n = 0
+	}
+	return c.Base + time.Duration(n)*c.PerInstance
+}
+
+// knownKeys are cost.json's keys. Matching is exact (encoding/json alone
+// would accept "perinstance" for "perInstance").
+var knownKeys = []string{"base", "perInstance", "mode", "panicEvery", "failEvery"}
+
+// Decode parses and checks a cost.json artifact.
+func Decode(data []byte) (Cost, error) {
+	var raw map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&raw); err != nil {
+		return Cost{}, fmt.Errorf("synthetic: decode cost.json: %v", err)
+	}
+	if raw == nil {
+		return Cost{}, fmt.Errorf("synthetic: cost.json must be a JSON object")
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return Cost{}, fmt.Errorf("synthetic: trailing data after the cost.json object")
+	}
+	for k := range raw {
+		if !slices.Contains(knownKeys, k) {
+			return Cost{}, fmt.Errorf("synthetic: unknown key %q in cost.json (known keys: %s)", k, strings.Join(knownKeys, ", "))
+		}
+	}
+	a := struct{ Base, PerInstance, Mode, PanicEvery, FailEvery json.RawMessage }{
+		raw["base"], raw["perInstance"], raw["mode"], raw["panicEvery"], raw["failEvery"],
+	}
+	var c Cost
+	var err error
+	if c.Base, err = duration("base", a.Base, MaxBase); err != nil {
+		return Cost{}, err
+	}
+	if c.PerInstance, err = duration("perInstance", a.PerInstance, MaxPerInstance); err != nil {
+		return Cost{}, err
+	}
+	c.Mode = ModeSpin
+	if !isNull(a.Mode) {
+		var m string
+		if err := json.Unmarshal(a.Mode, &m); err != nil {
+			return Cost{}, fmt.Errorf("synthetic: mode must be a string, \"spin\" or \"sleep\", got %s", a.Mode)
+		}
+		switch m {
+		case ModeSpin, ModeSleep:
+			c.Mode = m
+		default:
+			return Cost{}, fmt.Errorf("synthetic: mode %q is not known (use \"spin\" or \"sleep\")", m)
+		}
+	}
+	if c.PanicEvery, err = every("panicEvery", a.PanicEvery); err != nil {
+		return Cost{}, err
+	}
+	if c.FailEvery, err = every("failEvery", a.FailEvery); err != nil {
+		return Cost{}, err
+	}
+	return c, nil
+}
+
+func isNull(raw json.RawMessage) bool {
+	return len(raw) == 0 || string(raw) == "null"
+}
+
+func duration(key string, raw json.RawMessage, max time.Duration) (time.Duration, error) {
+	if isNull(raw) {
+		return 0, nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return 0, fmt.Errorf("synthetic: %s must be a duration string such as \"1.5ms\", got %s", key, raw)
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("synthetic: %s: %q is not a duration (use e.g. \"1.5ms\" or \"300us\")", key, s)
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("synthetic: %s must not be negative, got %s", key, s)
+	}
+	if d > max {
+		return 0, fmt.Errorf("synthetic: %s must be at most %v, got %s", key, max, s)
+	}
+	return d, nil
+}
+
+func every(key string, raw json.RawMessage) (int, error) {
+	if isNull(raw) {
+		return 0, nil
+	}
+	var f float64
+	if err := json.Unmarshal(raw, &f); err != nil {
+		return 0, fmt.Errorf("synthetic: %s must be a whole number of calls, got %s", key, raw)
+	}
+	if f != math.Trunc(f) {
+		return 0, fmt.Errorf("synthetic: %s must be a whole number of calls, got %s", key, raw)
+	}
+	if f < 0 {
+		return 0, fmt.Errorf("synthetic: %s must not be negative (0 turns it off), got %s", key, raw)
+	}
+	if f > MaxEvery {
+		return 0, fmt.Errorf("synthetic: %s must be at most %d, got %s", key, MaxEvery, raw)
+	}
+	return int(f), nil
+}
+
+// Runtime loads synthetic artifacts.
+type Runtime struct{}
+
+// Load decodes cost.json and sizes the model from spec.
+func (Runtime) Load(ctx context.Context, spec runtime.Spec, data []byte) (runtime.Model, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	c, err := Decode(data)
+	if err != nil {
+		return nil, err
+	}
+	return New(c, spec)
+}
+
+// New returns a model with cost c, shaped by spec.
+func New(c Cost, spec runtime.Spec) (*Model, error) {
+	if spec.Features < 0 || spec.Features > MaxFeatures {
+		return nil, fmt.Errorf("synthetic: %s: features must be between 0 and %d, got %d", spec.Name, MaxFeatures, spec.Features)
+	}
+	if spec.Outputs < 0 || spec.Outputs > MaxOutputs {
+		return nil, fmt.Errorf("synthetic: %s: outputs must be between 0 and %d, got %d", spec.Name, MaxOutputs, spec.Outputs)
+	}
+	outs := spec.Outputs
+	if outs < 1 {
+		outs = 1
+	}
+	return &Model{cost: c, inputs: spec.Features, outputs: outs}, nil
+}
+
+// Model is a loaded synthetic model.
+type Model struct {
+	cost    Cost
+	inputs  int // 0: any width
+	outputs int
+	calls   atomic.Int64
+}
+
+// Cost returns the model's cost curve.
+func (m *Model) Cost() Cost { return m.cost }
+
+// Info reports the model's shape.
+func (m *Model) Info() runtime.Info {
+	return runtime.Info{
+		Inputs:  m.inputs,
+		Outputs: m.outputs,
+		Detail: fmt.Sprintf("synthetic, %s, base %v + %v per instance, %d outputs",
+			m.cost.Mode, m.cost.Base, m.cost.PerInstance, m.outputs),
+	}
+}
+
+// Predict pays the batch's cost and returns the deterministic outputs.
+func (m *Model) Predict(ctx context.Context, in runtime.Batch) (runtime.Output, error) {
+	n := m.calls.Add(1)
+	if e := int64(m.cost.PanicEvery); e > 0 && n%e == 0 {
+		panic(fmt.Sprintf("synthetic: planted panic on call %d (panicEvery %d)", n, e))
+	}
+	if e := int64(m.cost.FailEvery); e > 0 && n%e == 0 {
+		return runtime.Output{}, fmt.Errorf("synthetic: planted failure on call %d (failEvery %d)", n, e)
+	}
+	if in.Rows < 0 || in.Cols < 0 || len(in.Data) != in.Rows*in.Cols {
+		return runtime.Output{}, fmt.Errorf("synthetic: malformed batch: %d rows × %d columns but %d values", in.Rows, in.Cols, len(in.Data))
+	}
+	if m.inputs > 0 && in.Cols != m.inputs {
+		return runtime.Output{}, fmt.Errorf("synthetic: batch has %d features per row, model expects %d", in.Cols, m.inputs)
+	}
+	if err := ctx.Err(); err != nil {
+		return runtime.Output{}, err
+	}
+	if err := pay(ctx, m.cost.Mode, m.cost.For(in.Rows)); err != nil {
+		return runtime.Output{}, err
+	}
+	return Compute(in, m.outputs), nil
+}
+
+// pay spends d: burning CPU (spin) or waiting (sleep, which ends early when
+// ctx does).
+func pay(ctx context.Context, mode string, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	if mode == ModeSleep {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	end := time.Now().Add(d)
+	x := uint64(1)
+	for time.Now().Before(end) {
+		for i := 0; i < 64; i++ { // a little real work between clock reads
+			x ^= x << 13
+			x ^= x >> 7
+			x ^= x << 17
+		}
+	}
+	sink.Store(x)
+	return nil
+}
+
+var sink atomic.Uint64 // keeps the spin loop from being optimized away
+
+// Compute returns the synthetic outputs for a batch: k columns, column j of
+// row x being sigmoid(Σ_i x_i·(i+1)·(j+1)/width), NaN inputs counted as 0.
+func Compute(in runtime.Batch, k int) runtime.Output {
+	out := runtime.Output{Rows: in.Rows, Cols: k, Data: make([]float32, in.Rows*k)}
+	for r := 0; r < in.Rows; r++ {
+		var s float64 // Σ x_i·(i+1)
+		for i, v := range in.Row(r) {
+			if v == v { // not NaN
+				s += float64(v) * float64(i+1)
+			}
+		}
+		w := float64(in.Cols)
+		if w == 0 {
+			w = 1
+		}
+		o := out.Row(r)
+		for j := range o {
+			z := s * float64(j+1) / w
+			o[j] = float32(1 / (1 + math.Exp(-z)))
+		}
+	}
+	return out
+}
+
+// Close releases nothing.
+func (m *Model) Close() error { return nil }
