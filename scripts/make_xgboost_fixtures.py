@@ -81,6 +81,9 @@ CASES = [
     # exact + pruning, which can leave deleted nodes in the arrays
     ("pruned_exact", {"objective": "reg:squarederror", "tree_method": "exact", "max_depth": 6,
                       "gamma": 40.0}, 6, "reg", False),
+    # tiny models: fuzz seeds (see scripts/xgboost_fuzz_corpus.go)
+    ("tiny_binary", {"objective": "binary:logistic", "max_depth": 2}, 2, "binary", True),
+    ("tiny_softprob", {"objective": "multi:softprob", "num_class": 3, "max_depth": 1}, 1, "class3", True),
 ]
 
 

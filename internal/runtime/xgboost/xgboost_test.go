@@ -90,6 +90,8 @@ func TestMatchesXGBoost(t *testing.T) {
 		{"multi_softmax", []string{"json"}, 1, 4},
 		{"parallel_trees", []string{"json", "ubj"}, 1, 1},
 		{"pruned_exact", []string{"json"}, 1, 1},
+		{"tiny_binary", []string{"json", "ubj"}, 1, 1},
+		{"tiny_softprob", []string{"json", "ubj"}, 3, 3},
 	}
 	for _, tc := range cases {
 		var exp struct {
@@ -229,4 +231,12 @@ func TestLargeBatchMatchesRowByRow(t *testing.T) {
 			}
 		}
 	}
+}
+
+func batchOf(rows ...[]float32) runtime.Batch {
+	b := runtime.Batch{Rows: len(rows), Cols: len(rows[0])}
+	for _, r := range rows {
+		b.Data = append(b.Data, r...)
+	}
+	return b
 }
