@@ -1,0 +1,53 @@
+// Command sluice is Sluice's one binary: the server and its CLI. It wires
+// packages together and holds no logic of its own.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sluiceml/sluice/internal/client"
+	_ "github.com/sluiceml/sluice/internal/runtime/linear"
+	_ "github.com/sluiceml/sluice/internal/runtime/synthetic"
+	_ "github.com/sluiceml/sluice/internal/runtime/xgboost"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+func main() {
+	root := &cobra.Command{
+		Use:           "sluice",
+		Short:         "Sluice serves machine-learning models under a latency contract",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       version,
+	}
+	root.AddCommand(newServeCmd(), newCheckCmd(), newPushCmd(), newModelsCmd(), newPredictCmd(), newBenchCmd())
+	if err := root.Execute(); err != nil {
+		var ce *client.Error
+		if errors.As(err, &ce) {
+			fmt.Fprintln(os.Stderr, "sluice:", ce.Error())
+		} else {
+			fmt.Fprintln(os.Stderr, "sluice:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+func serverFlag(cmd *cobra.Command, dst *string) {
+	def := os.Getenv("SLUICE_SERVER")
+	if def == "" {
+		def = "http://127.0.0.1:8080"
+	}
+	cmd.Flags().StringVar(dst, "server", def, "Sluice server URL (env SLUICE_SERVER)")
+}
+
+func newClient(server string) *client.Client {
+	c := client.New(server)
+	c.APIKey = os.Getenv("SLUICE_API_KEY")
+	return c
+}

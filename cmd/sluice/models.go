@@ -1,0 +1,52 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+)
+
+func newModelsCmd() *cobra.Command {
+	var server string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "models",
+		Short: "List models, their versions and the version that serves each",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ms, err := newClient(server).Models(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(ms)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "MODEL\tSERVING\tVERSIONS\tINPUT SCHEMA")
+			for _, m := range ms {
+				serving := "-"
+				if m.ServingVersion != nil {
+					serving = fmt.Sprintf("%s@%d", m.Name, *m.ServingVersion)
+				}
+				var vs []string
+				for _, v := range m.Versions {
+					vs = append(vs, fmt.Sprintf("%d:%s", v.Version, v.State))
+				}
+				schema := "-"
+				if m.Input != nil {
+					schema = m.Input.Schema
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.Name, serving, strings.Join(vs, " "), schema)
+			}
+			return tw.Flush()
+		},
+	}
+	serverFlag(cmd, &server)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sluiceml/sluice/examples"
+	"github.com/sluiceml/sluice/internal/control"
+	"github.com/sluiceml/sluice/internal/registry"
+	"github.com/sluiceml/sluice/internal/server"
+)
+
+func newServeCmd() *cobra.Command {
+	var (
+		addr, data, models string
+		cfg                server.Config
+		grace              time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the server (with no flags: the built-in examples on ./.sluice-data)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+			cfg.Logger = log
+			store, err := registry.Open(data)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			ctl := control.New(store, log)
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+
+			var fsys fs.FS = examples.FS
+			root, display := ".", "examples (built in)"
+			if models != "" {
+				fsys, display = os.DirFS(models), models
+			}
+			if _, err := ctl.PublishFS(ctx, fsys, root, display); err != nil {
+				return err
+			}
+			if err := ctl.Start(ctx); err != nil {
+				return err
+			}
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				return fmt.Errorf("listen on %s: %w", addr, err)
+			}
+			log.Info("serving", "addr", ln.Addr().String(), "data", data, "models", display)
+			return server.New(cfg, ctl).Serve(ctx, ln, grace)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&addr, "addr", "127.0.0.1:8080", "listen address")
+	f.StringVar(&data, "data", ".sluice-data", "data directory (registry database and artifacts); created if missing")
+	f.StringVar(&models, "models", "", "folder of model packages to publish at start (default: the built-in examples)")
+	f.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", 1<<20, "largest predict request body")
+	f.Int64Var(&cfg.MaxUploadBytes, "max-upload-bytes", 512<<20, "largest package upload")
+	f.DurationVar(&cfg.MaxDeadline, "max-deadline", time.Minute, "largest deadlineMs a request may ask for")
+	f.DurationVar(&grace, "grace", 30*time.Second, "how long shutdown waits for in-flight and queued requests")
+	return cmd
+}

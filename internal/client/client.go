@@ -1,0 +1,178 @@
+// Package client is the Go client of Sluice's public HTTP API. The CLI,
+// the benchmark tool and the end-to-end tests use it; it holds no server
+// logic.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/sluiceml/sluice/internal/api"
+)
+
+// Client talks to one Sluice server.
+type Client struct {
+	Base   string // "http://127.0.0.1:8080"
+	APIKey string
+	HTTP   *http.Client
+}
+
+// New returns a client for base.
+func New(base string) *Client {
+	return &Client{Base: strings.TrimSuffix(base, "/"), HTTP: &http.Client{Timeout: 10 * time.Minute}}
+}
+
+// Error is an API error response.
+type Error struct {
+	Status     int
+	Detail     api.ErrorDetail
+	RetryAfter string
+}
+
+func (e *Error) Error() string {
+	s := fmt.Sprintf("%d %s", e.Status, e.Detail.Code)
+	if e.Detail.Field != "" {
+		s += " " + e.Detail.Field
+	}
+	return s + ": " + e.Detail.Message
+}
+
+// Response is a raw API response.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// Do sends a request and returns the raw response; non-2xx answers are
+// returned as *Error along with the response.
+func (c *Client) Do(ctx context.Context, method, path string, header http.Header, body io.Reader) (*Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.Base+path, body)
+	if err != nil {
+		return nil, err
+	}
+	for k, vs := range header {
+		req.Header[k] = vs
+	}
+	if c.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.APIKey)
+	}
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", method, c.Base+path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: read response: %w", method, c.Base+path, err)
+	}
+	r := &Response{Status: resp.StatusCode, Header: resp.Header, Body: b}
+	if resp.StatusCode/100 != 2 {
+		e := &Error{Status: resp.StatusCode, RetryAfter: resp.Header.Get("Retry-After")}
+		var eb api.ErrorBody
+		if json.Unmarshal(b, &eb) == nil && eb.Error.Code != "" {
+			e.Detail = eb.Error
+		} else {
+			e.Detail = api.ErrorDetail{Code: "http_" + fmt.Sprint(resp.StatusCode), Message: strings.TrimSpace(string(b))}
+		}
+		return r, e
+	}
+	return r, nil
+}
+
+func (c *Client) getJSON(ctx context.Context, path string, v any) error {
+	r, err := c.Do(ctx, http.MethodGet, path, nil, nil)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(r.Body, v)
+}
+
+// Models lists the models.
+func (c *Client) Models(ctx context.Context) ([]api.Model, error) {
+	var l api.ModelList
+	err := c.getJSON(ctx, "/v1/models", &l)
+	return l.Models, err
+}
+
+// Model describes one model.
+func (c *Client) Model(ctx context.Context, name string) (*api.Model, error) {
+	var m api.Model
+	if err := c.getJSON(ctx, "/v1/models/"+url.PathEscape(name), &m); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// Version describes one model version.
+func (c *Client) Version(ctx context.Context, name string, n int) (*api.Version, error) {
+	var v api.Version
+	if err := c.getJSON(ctx, fmt.Sprintf("/v1/models/%s/versions/%d", url.PathEscape(name), n), &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// PredictRaw sends a predict body as is. version 0 means the serving version.
+func (c *Client) PredictRaw(ctx context.Context, model string, version int, body []byte, requestID string) (*Response, error) {
+	path := "/v1/models/" + url.PathEscape(model) + ":predict"
+	if version > 0 {
+		path = fmt.Sprintf("/v1/models/%s/versions/%d:predict", url.PathEscape(model), version)
+	}
+	h := http.Header{"Content-Type": {"application/json"}}
+	if requestID != "" {
+		h.Set("X-Request-Id", requestID)
+	}
+	return c.Do(ctx, http.MethodPost, path, h, bytes.NewReader(body))
+}
+
+// Predict sends instances and decodes the response.
+func (c *Client) Predict(ctx context.Context, model string, version int, body []byte) (*api.PredictResponse, error) {
+	r, err := c.PredictRaw(ctx, model, version, body, "")
+	if err != nil {
+		return nil, err
+	}
+	var p api.PredictResponse
+	if err := json.Unmarshal(r.Body, &p); err != nil {
+		return nil, fmt.Errorf("decode predict response: %w", err)
+	}
+	return &p, nil
+}
+
+// Push uploads a package archive (.tar.gz). wait > 0 asks the server to
+// answer once the version is ready or failed (at most wait).
+func (c *Client) Push(ctx context.Context, model string, archive []byte, wait time.Duration) (*api.PublishResponse, error) {
+	path := "/v1/models/" + url.PathEscape(model) + "/versions"
+	if wait > 0 {
+		path += "?wait=" + wait.String()
+	}
+	r, err := c.Do(ctx, http.MethodPost, path, http.Header{"Content-Type": {"application/gzip"}}, bytes.NewReader(archive))
+	if err != nil {
+		return nil, err
+	}
+	var p api.PublishResponse
+	if err := json.Unmarshal(r.Body, &p); err != nil {
+		return nil, fmt.Errorf("decode publish response: %w", err)
+	}
+	return &p, nil
+}
+
+// Ready reports the server's readiness.
+func (c *Client) Ready(ctx context.Context) (*api.Readiness, error) {
+	r, err := c.Do(ctx, http.MethodGet, "/readyz", nil, nil)
+	if r == nil {
+		return nil, err
+	}
+	var rd api.Readiness
+	if jerr := json.Unmarshal(r.Body, &rd); jerr != nil {
+		return nil, jerr
+	}
+	return &rd, nil
+}

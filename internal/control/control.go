@@ -1,0 +1,564 @@
+// Package control is Sluice's control plane: it publishes packages into the
+// registry, loads versions (verify artifact hash → load → golden examples →
+// warmup → ready), starts their serving.Servers and publishes the routing
+// snapshot the data plane reads. It never sits on the predict path.
+package control
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"math"
+	"path"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/sluiceml/sluice/internal/modelpkg"
+	"github.com/sluiceml/sluice/internal/registry"
+	"github.com/sluiceml/sluice/internal/routing"
+	"github.com/sluiceml/sluice/internal/runtime"
+	"github.com/sluiceml/sluice/internal/serving"
+)
+
+// Controller owns loaded versions and the routing snapshot.
+type Controller struct {
+	store  *registry.Store
+	log    *slog.Logger
+	Table  *routing.Holder
+	ctx    context.Context // cancelled by Close: stops loads
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	sem    chan struct{} // bounds concurrent loads
+
+	mu       sync.Mutex // guards versions, closing, started
+	versions map[string]*Loaded
+	closing  bool
+	started  bool
+}
+
+// Loaded is the in-memory state of one version.
+type Loaded struct {
+	Version registry.Version // as published; State/Reason/Timings below are live
+	Spec    *modelpkg.Spec
+	done    chan struct{} // closed when the load ends (ready or failed)
+
+	// guarded by Controller.mu
+	State   registry.State
+	Reason  string
+	Timings registry.Timings
+	Server  *serving.Server
+}
+
+// New returns a controller over store.
+func New(store *registry.Store, log *slog.Logger) *Controller {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Controller{store: store, log: log, Table: &routing.Holder{}, ctx: ctx, cancel: cancel,
+		sem: make(chan struct{}, 2), versions: map[string]*Loaded{}}
+}
+
+func key(model string, n int) string { return fmt.Sprintf("%s@%d", model, n) }
+
+// Start loads every published version. It returns once loading has begun;
+// Ready reports when it is done.
+func (c *Controller) Start(ctx context.Context) error {
+	vs, err := c.store.List(ctx)
+	if err != nil {
+		return err
+	}
+	for _, v := range vs {
+		c.startLoad(v)
+	}
+	c.mu.Lock()
+	c.started = true
+	c.mu.Unlock()
+	return nil
+}
+
+// Publish stores a package as a new version (or finds the identical one)
+// and starts loading it if it is not loaded.
+func (c *Controller) Publish(ctx context.Context, p *modelpkg.Package) (registry.Version, bool, error) {
+	v, created, err := c.store.Publish(ctx, p)
+	if err != nil {
+		return v, false, err
+	}
+	c.startLoad(v)
+	return v, created, nil
+}
+
+func (c *Controller) startLoad(v registry.Version) *Loaded {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if l, ok := c.versions[v.ID()]; ok {
+		return l
+	}
+	l := &Loaded{Version: v, State: registry.Loading, done: make(chan struct{})}
+	c.versions[v.ID()] = l
+	if c.closing {
+		l.State, l.Reason = registry.Failed, "server shutting down"
+		close(l.done)
+		return l
+	}
+	c.publishLocked()
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		c.load(l)
+	}()
+	return l
+}
+
+// Wait blocks until model@n finished loading or ctx ends.
+func (c *Controller) Wait(ctx context.Context, model string, n int) {
+	c.mu.Lock()
+	l := c.versions[key(model, n)]
+	c.mu.Unlock()
+	if l == nil {
+		return
+	}
+	select {
+	case <-l.done:
+	case <-ctx.Done():
+	}
+}
+
+func (c *Controller) setState(l *Loaded, st registry.State, reason string) {
+	c.mu.Lock()
+	l.State, l.Reason = st, reason
+	t := l.Timings
+	c.mu.Unlock()
+	if err := c.store.SetState(c.ctx, l.Version.Model, l.Version.N, st, reason, t); err != nil {
+		c.log.Warn("record version state", "model", l.Version.Model, "version", l.Version.N, "err", err)
+	}
+}
+
+func (c *Controller) load(l *Loaded) {
+	defer close(l.done)
+	select {
+	case c.sem <- struct{}{}:
+		defer func() { <-c.sem }()
+	case <-c.ctx.Done():
+		return
+	}
+	v := l.Version
+	log := c.log.With("model", v.Model, "version", v.N)
+	fail := func(err error) {
+		log.Error("version failed", "reason", err.Error())
+		c.setState(l, registry.Failed, err.Error())
+		c.mu.Lock()
+		c.publishLocked()
+		c.mu.Unlock()
+	}
+	c.setState(l, registry.Loading, "")
+	spec, err := modelpkg.Parse(v.ID()+"/model.yaml", v.Manifest)
+	if err != nil {
+		fail(fmt.Errorf("load %s: %w", v.ID(), err))
+		return
+	}
+	l.Spec = spec
+	sv := spec.Manifest.Serving
+	t0 := time.Now()
+	loader := func(ctx context.Context) (runtime.Model, error) { return c.loadReplica(ctx, v, spec) }
+	var models []runtime.Model
+	closeAll := func() {
+		for _, m := range models {
+			_ = m.Close()
+		}
+	}
+	for i := 0; i < sv.Replicas; i++ {
+		m, err := c.loadModel(c.ctx, v, spec)
+		if err != nil {
+			closeAll()
+			fail(err)
+			return
+		}
+		models = append(models, m)
+	}
+	c.mu.Lock()
+	l.Timings.Load = time.Since(t0)
+	c.mu.Unlock()
+	c.setState(l, registry.Validating, "")
+	t1 := time.Now()
+	for _, m := range models {
+		if err := CheckGolden(c.ctx, v.ID(), spec, m); err != nil {
+			closeAll()
+			fail(err)
+			return
+		}
+	}
+	golden := time.Since(t1)
+	srv := serving.New(serving.Config{
+		Name: v.ID(), MaxBatchSize: sv.MaxBatchSize, MaxBatchDelay: sv.MaxBatchDelay.Duration,
+		MaxQueueInstances: sv.MaxQueueInstances, Logger: log, Load: loader,
+	}, models)
+	t2 := time.Now()
+	if err := warmup(c.ctx, spec, models[0], srv); err != nil {
+		_ = srv.Close(context.Background())
+		fail(fmt.Errorf("warmup %s: %w", v.ID(), err))
+		return
+	}
+	c.mu.Lock()
+	l.Timings.Golden = golden
+	l.Timings.Warmup = time.Since(t2)
+	if c.closing {
+		c.mu.Unlock()
+		_ = srv.Close(context.Background())
+		return
+	}
+	l.Server = srv
+	c.mu.Unlock()
+	c.setState(l, registry.Ready, "")
+	c.mu.Lock()
+	c.publishLocked()
+	c.mu.Unlock()
+	log.Info("version ready", "load", l.Timings.Load, "golden", golden, "warmup", l.Timings.Warmup, "replicas", sv.Replicas)
+}
+
+// loadModel reads and verifies the artifact, then loads one model and checks
+// its shape against the schema.
+func (c *Controller) loadModel(ctx context.Context, v registry.Version, spec *modelpkg.Spec) (runtime.Model, error) {
+	art, err := c.store.Artifact(v.ArtifactSHA)
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", v.ID(), err)
+	}
+	rt, err := runtime.Lookup(v.Runtime)
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", v.ID(), err)
+	}
+	m, err := safeLoad(ctx, rt, runtime.Spec{Name: v.ID(), Features: spec.Schema.Width(), Outputs: len(spec.OutputNames)}, art)
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", v.ID(), err)
+	}
+	if err := checkShape(spec, m.Info()); err != nil {
+		_ = m.Close()
+		return nil, fmt.Errorf("load %s: %w", v.ID(), err)
+	}
+	return m, nil
+}
+
+// loadReplica is the loader used to replace a crashed replica.
+func (c *Controller) loadReplica(ctx context.Context, v registry.Version, spec *modelpkg.Spec) (runtime.Model, error) {
+	m, err := c.loadModel(ctx, v, spec)
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckGolden(ctx, v.ID(), spec, m); err != nil {
+		_ = m.Close()
+		return nil, err
+	}
+	return m, nil
+}
+
+func safeLoad(ctx context.Context, rt runtime.Runtime, s runtime.Spec, art []byte) (m runtime.Model, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("runtime panicked while loading the artifact: %v", p)
+		}
+	}()
+	return rt.Load(ctx, s, art)
+}
+
+func checkShape(spec *modelpkg.Spec, info runtime.Info) error {
+	if info.Inputs > 0 && info.Inputs != spec.Schema.Width() {
+		return fmt.Errorf("the model reads %d features but the schema produces %d after preprocessing (%v)", info.Inputs, spec.Schema.Width(), spec.Schema.Features())
+	}
+	if info.Outputs != len(spec.OutputNames) {
+		return fmt.Errorf("the model produces %d output columns but output.fields names %d (%v)", info.Outputs, len(spec.OutputNames), spec.OutputNames)
+	}
+	return nil
+}
+
+// GoldenResult is one compared output of one golden example.
+type GoldenResult struct {
+	Example   int
+	Output    string
+	Got, Want float64
+	Tolerance float64
+	OK        bool
+}
+
+// CompareGolden runs the golden examples on m and compares every expected
+// output within its tolerance.
+func CompareGolden(ctx context.Context, spec *modelpkg.Spec, m runtime.Model) ([]GoldenResult, error) {
+	if len(spec.Golden) == 0 {
+		return nil, nil
+	}
+	out, err := PredictGolden(ctx, spec, m)
+	if err != nil {
+		return nil, err
+	}
+	var res []GoldenResult
+	for i, g := range spec.Golden {
+		row := out.Row(i)
+		names := make([]string, 0, len(g.Expect))
+		for k := range g.Expect {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			got := float64(row[indexOf(spec.OutputNames, k)])
+			want := g.Expect[k]
+			res = append(res, GoldenResult{Example: i, Output: k, Got: got, Want: want, Tolerance: g.Tolerance, OK: math.Abs(got-want) <= g.Tolerance})
+		}
+	}
+	return res, nil
+}
+
+// CheckGolden fails with the first golden mismatch.
+func CheckGolden(ctx context.Context, id string, spec *modelpkg.Spec, m runtime.Model) error {
+	res, err := CompareGolden(ctx, spec, m)
+	if err != nil {
+		return fmt.Errorf("golden examples of %s: %w", id, err)
+	}
+	for _, r := range res {
+		if !r.OK {
+			return fmt.Errorf("golden example %d of %s: %s = %v, expected %v (tolerance %g)", r.Example, id, r.Output, r.Got, r.Want, r.Tolerance)
+		}
+	}
+	return nil
+}
+
+// LoadPackage loads a package's model straight from its bytes (for
+// `sluice check`) and checks its shape against the schema.
+func LoadPackage(ctx context.Context, p *modelpkg.Package) (runtime.Model, error) {
+	rt, err := runtime.Lookup(p.Spec.Manifest.Runtime)
+	if err != nil {
+		return nil, err
+	}
+	m, err := safeLoad(ctx, rt, runtime.Spec{Name: p.Spec.Manifest.Name, Features: p.Spec.Schema.Width(), Outputs: len(p.Spec.OutputNames)}, p.Artifact)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkShape(p.Spec, m.Info()); err != nil {
+		_ = m.Close()
+		return nil, err
+	}
+	return m, nil
+}
+
+// PublishFS publishes every package folder under root of fsys (folders with
+// a model.yaml). It stops at the first invalid package: a server must not
+// start with half of its declared models.
+func (c *Controller) PublishFS(ctx context.Context, fsys fs.FS, root, display string) ([]registry.Version, error) {
+	dirs, err := modelpkg.Packages(fsys, root)
+	if err != nil {
+		return nil, fmt.Errorf("read models folder %s: %w", display, err)
+	}
+	var out []registry.Version
+	for _, d := range dirs {
+		p, err := modelpkg.ReadFS(fsys, d, path.Join(display, path.Base(d)))
+		if err != nil {
+			return out, err
+		}
+		v, created, err := c.Publish(ctx, p)
+		if err != nil {
+			return out, err
+		}
+		c.log.Info("published", "model", v.Model, "version", v.N, "new", created, "sha256", v.ArtifactSHA[:12])
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// PredictGolden predicts the golden rows in one batch.
+func PredictGolden(ctx context.Context, spec *modelpkg.Spec, m runtime.Model) (runtime.Output, error) {
+	w := spec.Schema.Width()
+	b := runtime.Batch{Rows: len(spec.Golden), Cols: w, Data: make([]float32, 0, len(spec.Golden)*w)}
+	for _, g := range spec.Golden {
+		b.Data = append(b.Data, g.Row...)
+	}
+	out, err := safePredict(ctx, m, b)
+	if err != nil {
+		return out, err
+	}
+	if out.Rows != b.Rows || out.Cols != len(spec.OutputNames) || len(out.Data) != out.Rows*out.Cols {
+		return out, fmt.Errorf("runtime returned %d×%d outputs for %d rows", out.Rows, out.Cols, b.Rows)
+	}
+	return out, nil
+}
+
+func safePredict(ctx context.Context, m runtime.Model, b runtime.Batch) (out runtime.Output, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("runtime panicked: %v", p)
+		}
+	}()
+	return m.Predict(ctx, b)
+}
+
+func indexOf(xs []string, s string) int {
+	for i, x := range xs {
+		if x == s {
+			return i
+		}
+	}
+	return -1
+}
+
+// warmup runs batches of several sizes to warm caches and seed the server's
+// service-time model.
+func warmup(ctx context.Context, spec *modelpkg.Spec, m runtime.Model, srv *serving.Server) error {
+	n := spec.Manifest.Serving.WarmupBatches
+	if n == 0 {
+		return nil
+	}
+	w := spec.Schema.Width()
+	maxB := spec.Manifest.Serving.MaxBatchSize
+	sizes := []int{1, max(1, maxB/2), maxB}
+	var src []float32
+	for _, g := range spec.Golden {
+		src = append(src, g.Row...)
+	}
+	if len(src) == 0 {
+		src = make([]float32, w)
+	}
+	for i := 0; i < n; i++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		size := sizes[i%len(sizes)]
+		b := runtime.Batch{Rows: size, Cols: w, Data: make([]float32, size*w)}
+		for j := 0; j < size*w; j += len(src) {
+			copy(b.Data[j:], src)
+		}
+		t := time.Now()
+		if _, err := safePredict(ctx, m, b); err != nil {
+			return err
+		}
+		srv.Observe(size, time.Since(t))
+	}
+	return nil
+}
+
+// publishLocked rebuilds and swaps in the routing snapshot.
+func (c *Controller) publishLocked() {
+	t := &routing.Table{Models: map[string]*routing.Entry{}}
+	for _, l := range c.versions {
+		v := l.Version
+		e := t.Models[v.Model]
+		if e == nil {
+			e = &routing.Entry{Versions: map[int]*routing.Target{}, NotReady: map[int]string{}}
+			t.Models[v.Model] = e
+		}
+		if l.State == registry.Ready && l.Server != nil {
+			tg := &routing.Target{Model: v.Model, N: v.N, ID: v.ID(), Spec: l.Spec, Server: l.Server, Digest: v.Digest, Runtime: v.Runtime}
+			e.Versions[v.N] = tg
+			if e.Serving == nil || v.N > e.Serving.N {
+				e.Serving = tg
+			}
+		} else {
+			why := string(l.State)
+			if l.Reason != "" {
+				why += ": " + l.Reason
+			}
+			e.NotReady[v.N] = why
+		}
+	}
+	c.Table.Store(t)
+}
+
+// Status is a snapshot of one version for the API.
+type Status struct {
+	Version registry.Version
+	State   registry.State
+	Reason  string
+	Timings registry.Timings
+	Spec    *modelpkg.Spec
+	Stats   *serving.Stats
+}
+
+// Versions lists every known version (loaded or not), by model then number.
+func (c *Controller) Versions() []Status {
+	c.mu.Lock()
+	out := make([]Status, 0, len(c.versions))
+	servers := make([]*serving.Server, 0, len(c.versions))
+	for _, l := range c.versions {
+		out = append(out, Status{Version: l.Version, State: l.State, Reason: l.Reason, Timings: l.Timings, Spec: l.Spec})
+		servers = append(servers, l.Server)
+	}
+	c.mu.Unlock()
+	for i, s := range servers {
+		if s != nil {
+			st := s.Stats()
+			out[i].Stats = &st
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Version.Model != out[j].Version.Model {
+			return out[i].Version.Model < out[j].Version.Model
+		}
+		return out[i].Version.N < out[j].Version.N
+	})
+	return out
+}
+
+// Readiness reports whether startup loading has finished and every model
+// has a ready version; problems lists what is missing.
+func (c *Controller) Readiness() (ready bool, problems []string) {
+	c.mu.Lock()
+	started, closing := c.started, c.closing
+	c.mu.Unlock()
+	if closing {
+		return false, []string{"shutting down"}
+	}
+	if !started {
+		return false, []string{"starting"}
+	}
+	has := map[string]bool{}
+	var loading []string
+	for _, s := range c.Versions() {
+		m := s.Version.Model
+		if _, ok := has[m]; !ok {
+			has[m] = false
+		}
+		switch s.State {
+		case registry.Ready:
+			has[m] = true
+		case registry.Failed:
+		default:
+			loading = append(loading, s.Version.ID()+" is "+string(s.State))
+		}
+	}
+	problems = append(problems, loading...)
+	for m, ok := range has {
+		if !ok && len(loading) == 0 {
+			problems = append(problems, "model "+m+" has no ready version")
+		}
+	}
+	sort.Strings(problems)
+	return len(problems) == 0, problems
+}
+
+// Close marks the controller closing, stops loads and drains every
+// version's server within ctx.
+func (c *Controller) Close(ctx context.Context) error {
+	c.mu.Lock()
+	c.closing = true
+	var servers []*serving.Server
+	for _, l := range c.versions {
+		if l.Server != nil {
+			servers = append(servers, l.Server)
+		}
+	}
+	c.mu.Unlock()
+	c.cancel()
+	var errList []error
+	var wg sync.WaitGroup
+	var emu sync.Mutex
+	for _, s := range servers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := s.Close(ctx); err != nil {
+				emu.Lock()
+				errList = append(errList, err)
+				emu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	c.wg.Wait()
+	return errors.Join(errList...)
+}

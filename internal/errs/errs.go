@@ -1,0 +1,142 @@
+// Package errs holds Sluice's one error type, its stable codes and the single
+// table that maps a code to an HTTP status (and, later, a gRPC code). Every
+// layer returns *Error for failures a caller should see; transports render
+// them and never invent statuses of their own.
+package errs
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// Code is a stable, machine-readable error code. Codes never change meaning
+// once published; clients switch on them.
+type Code string
+
+// The codes. Keep this list, the status table below and docs/api.md in step.
+const (
+	InvalidArgument     Code = "invalid_argument"
+	UnsupportedMedia    Code = "unsupported_media_type"
+	PayloadTooLarge     Code = "payload_too_large"
+	TooManyInstances    Code = "too_many_instances"
+	NotFound            Code = "not_found"
+	AlreadyExists       Code = "already_exists"
+	MethodNotAllowed    Code = "method_not_allowed"
+	Unauthenticated     Code = "unauthenticated"
+	PermissionDenied    Code = "permission_denied"
+	NotReady            Code = "not_ready"
+	QuotaExceeded       Code = "quota_exceeded"
+	QueueFull           Code = "queue_full"
+	DeadlineInfeasible  Code = "deadline_infeasible"
+	DeadlineExceeded    Code = "deadline_exceeded"
+	ExpiredInQueue      Code = "expired_in_queue"
+	Unavailable         Code = "unavailable"
+	ShuttingDown        Code = "shutting_down"
+	InvalidPackage      Code = "invalid_package"
+	IdempotencyConflict Code = "idempotency_conflict"
+	Internal            Code = "internal"
+)
+
+var statusOf = map[Code]int{
+	InvalidArgument:     http.StatusBadRequest,
+	UnsupportedMedia:    http.StatusUnsupportedMediaType,
+	PayloadTooLarge:     http.StatusRequestEntityTooLarge,
+	TooManyInstances:    http.StatusRequestEntityTooLarge,
+	NotFound:            http.StatusNotFound,
+	AlreadyExists:       http.StatusConflict,
+	MethodNotAllowed:    http.StatusMethodNotAllowed,
+	Unauthenticated:     http.StatusUnauthorized,
+	PermissionDenied:    http.StatusForbidden,
+	NotReady:            http.StatusServiceUnavailable,
+	QuotaExceeded:       http.StatusTooManyRequests,
+	QueueFull:           http.StatusServiceUnavailable,
+	DeadlineInfeasible:  http.StatusServiceUnavailable,
+	DeadlineExceeded:    http.StatusGatewayTimeout,
+	ExpiredInQueue:      http.StatusGatewayTimeout,
+	Unavailable:         http.StatusServiceUnavailable,
+	ShuttingDown:        http.StatusServiceUnavailable,
+	InvalidPackage:      http.StatusUnprocessableEntity,
+	IdempotencyConflict: http.StatusConflict,
+	Internal:            http.StatusInternalServerError,
+}
+
+// HTTPStatus maps a code to its HTTP status; unknown codes are 500.
+func HTTPStatus(c Code) int {
+	if s, ok := statusOf[c]; ok {
+		return s
+	}
+	return http.StatusInternalServerError
+}
+
+// Codes lists every code (for docs and tests).
+func Codes() []Code {
+	out := make([]Code, 0, len(statusOf))
+	for c := range statusOf {
+		out = append(out, c)
+	}
+	return out
+}
+
+// Error is a failure a caller should see.
+type Error struct {
+	Code    Code
+	Message string
+	// Field is the path of the offending input, e.g. "instances[3].amount".
+	Field string
+	// RetryAfter, when > 0, tells the client when trying again makes sense.
+	RetryAfter time.Duration
+	// Err is the underlying cause, kept for logs; not shown to clients.
+	Err error
+}
+
+func (e *Error) Error() string {
+	if e.Field != "" && !startsWith(e.Message, e.Field) {
+		return e.Field + ": " + e.Message
+	}
+	return e.Message
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+func startsWith(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }
+
+// New returns an error with a code and a formatted message.
+func New(c Code, format string, args ...any) *Error {
+	return &Error{Code: c, Message: fmt.Sprintf(format, args...)}
+}
+
+// Field returns an error about one input field.
+func Field(c Code, field, format string, args ...any) *Error {
+	return &Error{Code: c, Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// Wrap gives err a code, keeping it as the cause.
+func Wrap(c Code, err error, format string, args ...any) *Error {
+	msg := fmt.Sprintf(format, args...)
+	if err != nil {
+		msg += ": " + err.Error()
+	}
+	return &Error{Code: c, Message: msg, Err: err}
+}
+
+// As extracts an *Error from err's chain; a plain error becomes Internal.
+func As(err error) *Error {
+	if err == nil {
+		return nil
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return &Error{Code: Internal, Message: err.Error(), Err: err}
+}
+
+// CodeOf returns the code of err ("" for nil).
+func CodeOf(err error) Code {
+	if err == nil {
+		return ""
+	}
+	return As(err).Code
+}

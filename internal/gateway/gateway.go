@@ -1,0 +1,88 @@
+// Package gateway runs one predict call end to end: pick the target version
+// from the routing snapshot, check the request against the version's limits,
+// validate and preprocess every instance with its schema, submit the rows
+// to the version's server and return its outputs. HTTP (and later gRPC)
+// both call it; it knows no transport.
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/sluiceml/sluice/internal/errs"
+	"github.com/sluiceml/sluice/internal/routing"
+	"github.com/sluiceml/sluice/internal/runtime"
+	"github.com/sluiceml/sluice/internal/schema"
+	"github.com/sluiceml/sluice/internal/serving"
+)
+
+// Gateway serves predict calls from the current routing snapshot.
+type Gateway struct {
+	Table *routing.Holder
+}
+
+// Request is one decoded predict call.
+type Request struct {
+	Model     string
+	Version   int // 0: the version that serves the model
+	Instances []schema.Instance
+	Deadline  time.Duration // 0: the version's default
+}
+
+// Response is a predict call's result.
+type Response struct {
+	Target     *routing.Target
+	Out        runtime.Output
+	Timing     serving.Timing
+	Preprocess time.Duration
+}
+
+// Predict runs req. The context's deadline is set from req.Deadline (or the
+// version's default) before anything is queued.
+func (g *Gateway) Predict(ctx context.Context, req Request) (*Response, error) {
+	t := g.Table.Load()
+	var tg *routing.Target
+	var err error
+	if req.Version > 0 {
+		tg, err = t.Pinned(req.Model, req.Version)
+	} else {
+		tg, err = t.Pick(req.Model)
+	}
+	if err != nil {
+		return nil, err
+	}
+	sv := tg.Spec.Manifest.Serving
+	n := len(req.Instances)
+	if n == 0 {
+		return nil, errs.Field(errs.InvalidArgument, "instances", "at least one instance is required")
+	}
+	if n > sv.MaxInstancesPerRequest {
+		return nil, errs.Field(errs.TooManyInstances, "instances", "%d instances, %s accepts at most %d per request", n, tg.ID, sv.MaxInstancesPerRequest)
+	}
+	d := req.Deadline
+	if d == 0 {
+		d = sv.DefaultDeadline.Duration
+	}
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+
+	t0 := time.Now()
+	sch := tg.Spec.Schema
+	w := sch.Width()
+	rows := runtime.Batch{Rows: n, Cols: w, Data: make([]float32, n*w)}
+	for i, inst := range req.Instances {
+		if err := sch.Row(fmt.Sprintf("instances[%d]", i), inst, rows.Data[i*w:(i+1)*w]); err != nil {
+			return nil, err
+		}
+	}
+	pre := time.Since(t0)
+	res, err := tg.Server.Submit(ctx, serving.Work{Rows: rows, Priority: serving.Online})
+	if err != nil {
+		if e := errs.As(err); e.Code == errs.DeadlineExceeded || e.Code == errs.ExpiredInQueue {
+			e.Message = fmt.Sprintf("%s (deadline %s)", e.Message, d)
+		}
+		return nil, err
+	}
+	return &Response{Target: tg, Out: res.Out, Timing: res.Timing, Preprocess: pre}, nil
+}

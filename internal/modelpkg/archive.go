@@ -1,0 +1,200 @@
+package modelpkg
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// MaxArchiveEntries bounds the number of entries of an uploaded package.
+const MaxArchiveEntries = 64
+
+// ReadDir reads the package in dir: model.yaml and the artifact it names.
+func ReadDir(dir string) (*Package, error) {
+	return ReadFS(os.DirFS(dir), ".", dir)
+}
+
+// ReadFS reads the package in folder dir of fsys; display names the folder
+// in messages.
+func ReadFS(fsys fs.FS, dir, display string) (*Package, error) {
+	manPath := filepath.Join(display, ManifestFile)
+	man, err := readLimited(fsys, path.Join(dir, ManifestFile), manPath, MaxManifestBytes)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := Parse(manPath, man)
+	if err != nil {
+		return nil, err
+	}
+	art, err := fs.ReadFile(fsys, path.Join(dir, spec.Manifest.Artifact))
+	if err != nil {
+		return nil, &Error{File: manPath, Problems: []Problem{{Path: "artifact", Message: fmt.Sprintf("cannot read %q: %v", spec.Manifest.Artifact, errors.Unwrap(err))}}}
+	}
+	return FromFiles(display, map[string][]byte{ManifestFile: man, spec.Manifest.Artifact: art})
+}
+
+func readLimited(fsys fs.FS, name, display string, limit int64) ([]byte, error) {
+	f, err := fsys.Open(name)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%s: not found: a model package is a folder with model.yaml and the artifact", display)
+		}
+		return nil, fmt.Errorf("%s: %w", display, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", display, err)
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%s: larger than the %d-byte limit", display, limit)
+	}
+	return b, nil
+}
+
+// Packages lists the package folders directly under root (those holding a
+// model.yaml), sorted.
+func Packages(fsys fs.FS, root string) ([]string, error) {
+	ents, err := fs.ReadDir(fsys, root)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		p := path.Join(root, e.Name())
+		if _, err := fs.Stat(fsys, path.Join(p, ManifestFile)); err == nil {
+			out = append(out, p)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// ArchiveError is a problem with an uploaded archive.
+type ArchiveError struct{ Msg string }
+
+func (e *ArchiveError) Error() string { return "package archive: " + e.Msg }
+
+func archiveErr(format string, args ...any) error {
+	return &ArchiveError{Msg: fmt.Sprintf(format, args...)}
+}
+
+// ReadTarGz reads an uploaded package archive (.tar.gz) into memory. It
+// accepts regular files and folders only; absolute paths, "..", links and
+// devices are refused, and so is more than maxBytes of content in all. If
+// every file sits under one top folder, that folder is stripped.
+func ReadTarGz(r io.Reader, maxBytes int64) (map[string][]byte, error) {
+	zr, err := gzip.NewReader(r)
+	if err != nil {
+		return nil, archiveErr("not a gzip stream: %v (send a .tar.gz of the package folder)", err)
+	}
+	defer zr.Close()
+	tr := tar.NewReader(zr)
+	files := map[string][]byte{}
+	var total int64
+	for n := 0; ; n++ {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, archiveErr("corrupt tar: %v", err)
+		}
+		if n >= MaxArchiveEntries {
+			return nil, archiveErr("more than %d entries", MaxArchiveEntries)
+		}
+		name := h.Name
+		if strings.HasPrefix(name, "/") || filepath.IsAbs(name) {
+			return nil, archiveErr("entry %q: absolute paths are not allowed", name)
+		}
+		for _, part := range strings.Split(name, "/") {
+			if part == ".." {
+				return nil, archiveErr("entry %q: \"..\" is not allowed", name)
+			}
+		}
+		clean := path.Clean(name)
+		switch h.Typeflag {
+		case tar.TypeDir:
+			continue
+		case tar.TypeReg:
+		case tar.TypeSymlink, tar.TypeLink:
+			return nil, archiveErr("entry %q: links are not allowed", name)
+		case tar.TypeXGlobalHeader, tar.TypeXHeader:
+			continue
+		default:
+			return nil, archiveErr("entry %q: only regular files and folders are allowed (type %q)", name, string(h.Typeflag))
+		}
+		if h.Size < 0 || h.Size > maxBytes-total {
+			return nil, archiveErr("entry %q: content exceeds the %d-byte upload limit", name, maxBytes)
+		}
+		if _, dup := files[clean]; dup {
+			return nil, archiveErr("entry %q appears twice", name)
+		}
+		b, err := io.ReadAll(io.LimitReader(tr, h.Size))
+		if err != nil || int64(len(b)) != h.Size {
+			return nil, archiveErr("entry %q: truncated", name)
+		}
+		total += h.Size
+		files[clean] = b
+	}
+	if len(files) == 0 {
+		return nil, archiveErr("no files")
+	}
+	return stripTop(files), nil
+}
+
+// stripTop removes a single leading folder shared by every file.
+func stripTop(files map[string][]byte) map[string][]byte {
+	top := ""
+	for name := range files {
+		i := strings.IndexByte(name, '/')
+		if i < 0 {
+			return files
+		}
+		if top == "" {
+			top = name[:i+1]
+		} else if !strings.HasPrefix(name, top) {
+			return files
+		}
+	}
+	out := make(map[string][]byte, len(files))
+	for name, b := range files {
+		out[strings.TrimPrefix(name, top)] = b
+	}
+	return out
+}
+
+// WriteTarGz writes the package (model.yaml and its artifact) as a .tar.gz.
+func (p *Package) WriteTarGz(w io.Writer) error {
+	zw := gzip.NewWriter(w)
+	tw := tar.NewWriter(zw)
+	files := map[string][]byte{ManifestFile: p.ManifestYAML, p.Spec.Manifest.Artifact: p.Artifact}
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if err := tw.WriteHeader(&tar.Header{Name: n, Mode: 0o644, Size: int64(len(files[n])), Typeflag: tar.TypeReg}); err != nil {
+			return err
+		}
+		if _, err := tw.Write(files[n]); err != nil {
+			return err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	return zw.Close()
+}

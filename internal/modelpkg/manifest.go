@@ -1,0 +1,545 @@
+// Package modelpkg owns the model package: a folder (or .tar.gz) holding
+// model.yaml and one artifact. It decodes model.yaml strictly, validates it
+// (schema, preprocessing, runtime name, serving limits, golden examples) and
+// hashes the artifact. Every problem names the file, line and key path. It
+// does not load models or touch the registry.
+package modelpkg
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"reflect"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/sluiceml/sluice/internal/errs"
+	"github.com/sluiceml/sluice/internal/runtime"
+	"github.com/sluiceml/sluice/internal/schema"
+)
+
+// ManifestFile is the name of the manifest inside a package.
+const ManifestFile = "model.yaml"
+
+// MaxManifestBytes bounds model.yaml.
+const MaxManifestBytes = 1 << 20
+
+// Manifest is model.yaml.
+type Manifest struct {
+	Name        string        `yaml:"name"`
+	Description string        `yaml:"description,omitempty"`
+	Runtime     string        `yaml:"runtime"`
+	Artifact    string        `yaml:"artifact"`
+	Input       Input         `yaml:"input"`
+	Preprocess  []schema.Step `yaml:"preprocess,omitempty"`
+	Output      Output        `yaml:"output"`
+	Serving     Serving       `yaml:"serving,omitempty"`
+	Golden      []Golden      `yaml:"golden,omitempty"`
+}
+
+// Input is model.yaml input:.
+type Input struct {
+	Schema string         `yaml:"schema"`
+	Fields []schema.Field `yaml:"fields"`
+}
+
+// Output is model.yaml output:.
+type Output struct {
+	Schema string        `yaml:"schema"`
+	Fields []OutputField `yaml:"fields"`
+}
+
+// OutputField names one output column of the model.
+type OutputField struct {
+	Name string `yaml:"name"`
+}
+
+// Serving holds a version's serving limits (model.yaml serving:).
+type Serving struct {
+	MaxInstancesPerRequest int      `yaml:"maxInstancesPerRequest,omitempty"`
+	DefaultDeadline        Duration `yaml:"defaultDeadline,omitempty"`
+	Replicas               int      `yaml:"replicas,omitempty"`
+	MaxBatchSize           int      `yaml:"maxBatchSize,omitempty"`
+	MaxBatchDelay          Duration `yaml:"maxBatchDelay,omitempty"`
+	MaxQueueInstances      int      `yaml:"maxQueueInstances,omitempty"`
+	WarmupBatches          int      `yaml:"warmupBatches,omitempty"`
+}
+
+// Serving defaults.
+const (
+	DefaultMaxInstancesPerRequest = 1000
+	DefaultDeadline               = time.Second
+	DefaultReplicas               = 1
+	DefaultMaxBatchSize           = 64
+	DefaultMaxQueueInstances      = 4096
+	DefaultWarmupBatches          = 20
+	MaxReplicas                   = 64
+)
+
+// Golden is one golden example: an instance and the outputs it must produce.
+type Golden struct {
+	Instance  yaml.Node          `yaml:"instance"`
+	Expect    map[string]float64 `yaml:"expect"`
+	Tolerance *float64           `yaml:"tolerance,omitempty"`
+}
+
+// Duration is a time.Duration written as a string ("50ms") in YAML.
+type Duration struct{ time.Duration }
+
+// UnmarshalYAML accepts only duration strings.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode || n.Tag != "!!str" {
+		return fmt.Errorf("expected a duration string like \"50ms\", got %s", n.Value)
+	}
+	v, err := time.ParseDuration(n.Value)
+	if err != nil {
+		return fmt.Errorf("invalid duration %q (use forms like \"50ms\", \"2s\")", n.Value)
+	}
+	d.Duration = v
+	return nil
+}
+
+// MarshalYAML writes the duration as a string.
+func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
+
+// IsZero lets omitempty drop unset durations.
+func (d Duration) IsZero() bool { return d.Duration == 0 }
+
+// Problem is one thing wrong with a package.
+type Problem struct {
+	Line    int    // 0 when unknown
+	Path    string // key path, e.g. "serving.maxBatchDelay"
+	Message string
+}
+
+// Error collects every problem found in one file.
+type Error struct {
+	File     string
+	Problems []Problem
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	for i, p := range e.Problems {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(e.File)
+		if p.Line > 0 {
+			fmt.Fprintf(&b, ":%d", p.Line)
+		}
+		b.WriteString(": ")
+		if p.Path != "" {
+			b.WriteString(p.Path + ": ")
+		}
+		b.WriteString(p.Message)
+	}
+	return b.String()
+}
+
+// GoldenCase is a golden example compiled against the schema.
+type GoldenCase struct {
+	Row       []float32          // preprocessed features
+	Expect    map[string]float64 // output field -> expected value
+	Tolerance float64
+}
+
+// Spec is a validated manifest with its compiled schema and golden rows.
+type Spec struct {
+	Manifest Manifest
+	Schema   *schema.Schema
+	Golden   []GoldenCase
+	// OutputIndex maps output field names to columns.
+	OutputNames []string
+}
+
+var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
+
+// Parse decodes and validates model.yaml. file names the file in messages.
+func Parse(file string, data []byte) (*Spec, error) {
+	if len(data) > MaxManifestBytes {
+		return nil, &Error{File: file, Problems: []Problem{{Message: fmt.Sprintf("is %d bytes, the limit is %d", len(data), MaxManifestBytes)}}}
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, &Error{File: file, Problems: []Problem{yamlSyntaxProblem(err)}}
+	}
+	if root.Kind == 0 || len(root.Content) == 0 {
+		return nil, &Error{File: file, Problems: []Problem{{Message: "is empty; see docs/model-yaml.md"}}}
+	}
+	doc := root.Content[0]
+	idx := map[string]int{}
+	var probs []Problem
+	checkKeys(doc, reflect.TypeOf(Manifest{}), "", idx, &probs)
+	if len(probs) > 0 {
+		return nil, &Error{File: file, Problems: probs}
+	}
+	var m Manifest
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&m); err != nil {
+		return nil, &Error{File: file, Problems: typeProblems(err, idx)}
+	}
+	spec, probs := validate(&m)
+	if len(probs) > 0 {
+		for i := range probs {
+			probs[i].Line = lineOf(idx, probs[i].Path)
+		}
+		return nil, &Error{File: file, Problems: probs}
+	}
+	return spec, nil
+}
+
+var lineRE = regexp.MustCompile(`^line (\d+): (.*)$`)
+
+func yamlSyntaxProblem(err error) Problem {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	if m := lineRE.FindStringSubmatch(msg); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		return Problem{Line: n, Message: m[2]}
+	}
+	return Problem{Message: msg}
+}
+
+func typeProblems(err error, idx map[string]int) []Problem {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return []Problem{yamlSyntaxProblem(err)}
+	}
+	byLine := map[int]string{}
+	for p, l := range idx {
+		if old, ok := byLine[l]; !ok || len(p) > len(old) {
+			byLine[l] = p
+		}
+	}
+	var out []Problem
+	for _, s := range te.Errors {
+		if m := lineRE.FindStringSubmatch(s); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			msg := strings.ReplaceAll(m[2], "!!", "")
+			out = append(out, Problem{Line: n, Path: byLine[n], Message: msg})
+			continue
+		}
+		out = append(out, Problem{Message: s})
+	}
+	return out
+}
+
+// checkKeys walks the YAML tree against the Go type, reporting unknown keys
+// with their path and the keys that are allowed, and records the line of
+// every key path in idx.
+func checkKeys(n *yaml.Node, t reflect.Type, path string, idx map[string]int, probs *[]Problem) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if n.Kind == yaml.AliasNode {
+		*probs = append(*probs, Problem{Line: n.Line, Path: path, Message: "YAML aliases are not supported in model.yaml"})
+		return
+	}
+	if path != "" {
+		if _, ok := idx[path]; !ok {
+			idx[path] = n.Line
+		}
+	}
+	if t == reflect.TypeOf(yaml.Node{}) {
+		if n.Kind == yaml.MappingNode {
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				idx[join(path, n.Content[i].Value)] = n.Content[i].Line
+			}
+		}
+		return
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		if n.Kind != yaml.MappingNode {
+			return // the decoder reports the type error
+		}
+		allowed := map[string]reflect.Type{}
+		var names []string
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			tag := strings.Split(f.Tag.Get("yaml"), ",")[0]
+			if tag == "" || tag == "-" {
+				continue
+			}
+			allowed[tag] = f.Type
+			names = append(names, tag)
+		}
+		if _, ok := reflect.New(t).Interface().(yaml.Unmarshaler); ok {
+			return
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			p := join(path, k.Value)
+			ft, ok := allowed[k.Value]
+			if !ok {
+				*probs = append(*probs, Problem{Line: k.Line, Path: p, Message: fmt.Sprintf("unknown key %q (allowed here: %s)", k.Value, strings.Join(names, ", "))})
+				continue
+			}
+			idx[p] = k.Line
+			checkKeys(v, ft, p, idx, probs)
+		}
+	case reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			return
+		}
+		for i, c := range n.Content {
+			checkKeys(c, t.Elem(), fmt.Sprintf("%s[%d]", path, i), idx, probs)
+		}
+	case reflect.Map:
+		if n.Kind != yaml.MappingNode {
+			return
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			p := join(path, n.Content[i].Value)
+			idx[p] = n.Content[i].Line
+			checkKeys(n.Content[i+1], t.Elem(), p, idx, probs)
+		}
+	}
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// lineOf finds the line of path, or of its nearest ancestor.
+func lineOf(idx map[string]int, path string) int {
+	for path != "" {
+		if l, ok := idx[path]; ok {
+			return l
+		}
+		i := strings.LastIndexAny(path, ".[")
+		if i < 0 {
+			break
+		}
+		path = path[:i]
+	}
+	return 0
+}
+
+func validate(m *Manifest) (*Spec, []Problem) {
+	var probs []Problem
+	add := func(path, format string, args ...any) {
+		probs = append(probs, Problem{Path: path, Message: fmt.Sprintf(format, args...)})
+	}
+	switch {
+	case m.Name == "":
+		add("name", "is required")
+	case len(m.Name) > 63 || !nameRE.MatchString(m.Name):
+		add("name", "%q is not a valid model name (lowercase letters, digits and '-', starting with a letter or digit, at most 63 characters)", m.Name)
+	}
+	if m.Runtime == "" {
+		add("runtime", "is required (one of: %s)", strings.Join(runtime.Names(), ", "))
+	} else if _, err := runtime.Lookup(m.Runtime); err != nil {
+		add("runtime", "unknown runtime %q (one of: %s)", m.Runtime, strings.Join(runtime.Names(), ", "))
+	}
+	switch {
+	case m.Artifact == "":
+		add("artifact", "is required: the file name of the model artifact in the package")
+	case m.Artifact == ManifestFile || strings.ContainsAny(m.Artifact, `/\`) || m.Artifact == "." || m.Artifact == ".." || strings.HasPrefix(m.Artifact, "."):
+		add("artifact", "%q must be a plain file name inside the package (no directories, not hidden, not model.yaml)", m.Artifact)
+	}
+	if m.Input.Schema == "" {
+		add("input.schema", "is required (a schema version like \"fraud-input@3\"); it is echoed as schemaVersion")
+	}
+	if m.Output.Schema == "" {
+		add("output.schema", "is required (a schema version like \"fraud-output@1\")")
+	}
+	outNames := make([]string, len(m.Output.Fields))
+	outIdx := map[string]int{}
+	if len(m.Output.Fields) == 0 {
+		add("output.fields", "must name at least one output column")
+	}
+	for i, f := range m.Output.Fields {
+		p := fmt.Sprintf("output.fields[%d].name", i)
+		if f.Name == "" {
+			add(p, "is required")
+		} else if _, dup := outIdx[f.Name]; dup {
+			add(p, "duplicate output name %q", f.Name)
+		}
+		outIdx[f.Name] = i
+		outNames[i] = f.Name
+	}
+	s := &m.Serving
+	if s.MaxInstancesPerRequest == 0 {
+		s.MaxInstancesPerRequest = DefaultMaxInstancesPerRequest
+	}
+	if s.MaxInstancesPerRequest < 0 || s.MaxInstancesPerRequest > 1_000_000 {
+		add("serving.maxInstancesPerRequest", "must be between 1 and 1000000, got %d", s.MaxInstancesPerRequest)
+	}
+	if s.DefaultDeadline.Duration == 0 {
+		s.DefaultDeadline.Duration = DefaultDeadline
+	}
+	if s.DefaultDeadline.Duration < 0 {
+		add("serving.defaultDeadline", "must be > 0, got %s", s.DefaultDeadline)
+	}
+	if s.Replicas == 0 {
+		s.Replicas = DefaultReplicas
+	}
+	if s.Replicas < 0 || s.Replicas > MaxReplicas {
+		add("serving.replicas", "must be between 1 and %d, got %d", MaxReplicas, s.Replicas)
+	}
+	if s.MaxBatchSize == 0 {
+		s.MaxBatchSize = DefaultMaxBatchSize
+	}
+	if s.MaxBatchSize < 0 || s.MaxBatchSize > 1_000_000 {
+		add("serving.maxBatchSize", "must be between 1 and 1000000, got %d", s.MaxBatchSize)
+	}
+	if s.MaxBatchDelay.Duration < 0 || s.MaxBatchDelay.Duration > time.Second {
+		add("serving.maxBatchDelay", "must be between 0 (opportunistic batching) and 1s, got %s", s.MaxBatchDelay)
+	}
+	if s.MaxQueueInstances == 0 {
+		s.MaxQueueInstances = DefaultMaxQueueInstances
+	}
+	if s.MaxQueueInstances < 0 {
+		add("serving.maxQueueInstances", "must be > 0, got %d", s.MaxQueueInstances)
+	} else if s.MaxQueueInstances < s.MaxInstancesPerRequest {
+		add("serving.maxQueueInstances", "must be >= serving.maxInstancesPerRequest (%d), got %d: a full-size request could never be queued", s.MaxInstancesPerRequest, s.MaxQueueInstances)
+	}
+	if s.WarmupBatches == 0 {
+		s.WarmupBatches = DefaultWarmupBatches
+	}
+	if s.WarmupBatches < 0 || s.WarmupBatches > 10_000 {
+		add("serving.warmupBatches", "must be between 0 and 10000, got %d", s.WarmupBatches)
+	}
+
+	sch, sprobs := schema.Compile(m.Input.Fields, m.Preprocess)
+	for _, p := range sprobs {
+		add(p.Path, "%s", p.Message)
+	}
+	spec := &Spec{Manifest: *m, Schema: sch, OutputNames: outNames}
+	if sch == nil {
+		return nil, probs
+	}
+	for i, g := range m.Golden {
+		p := fmt.Sprintf("golden[%d]", i)
+		if g.Instance.Kind != yaml.MappingNode {
+			add(p+".instance", "must be a mapping of input field names to values")
+			continue
+		}
+		keys := make([]string, 0, len(g.Instance.Content)/2)
+		vals := map[string]any{}
+		bad := false
+		for j := 0; j+1 < len(g.Instance.Content); j += 2 {
+			k := g.Instance.Content[j].Value
+			var v any
+			if err := g.Instance.Content[j+1].Decode(&v); err != nil {
+				add(p+".instance."+k, "%v", err)
+				bad = true
+				continue
+			}
+			keys = append(keys, k)
+			vals[k] = v
+		}
+		if bad {
+			continue
+		}
+		inst, err := schema.InstanceOf(keys, vals)
+		if err != nil {
+			add(p+".instance", "%v", err)
+			continue
+		}
+		row := make([]float32, sch.Width())
+		if err := sch.Row(p+".instance", inst, row); err != nil {
+			probs = append(probs, Problem{Path: fieldOf(err, p+".instance"), Message: msgOf(err)})
+			continue
+		}
+		if len(g.Expect) == 0 {
+			add(p+".expect", "must name at least one output and its expected value")
+		}
+		keysOut := make([]string, 0, len(g.Expect))
+		for k := range g.Expect {
+			keysOut = append(keysOut, k)
+		}
+		sort.Strings(keysOut)
+		for _, k := range keysOut {
+			if _, ok := outIdx[k]; !ok {
+				add(p+".expect."+k, "unknown output %q (outputs: %s)", k, strings.Join(outNames, ", "))
+			}
+			if v := g.Expect[k]; math.IsNaN(v) || math.IsInf(v, 0) {
+				add(p+".expect."+k, "must be a finite number")
+			}
+		}
+		tol := 1e-6
+		if g.Tolerance != nil {
+			tol = *g.Tolerance
+			if !(tol >= 0) || math.IsInf(tol, 0) {
+				add(p+".tolerance", "must be a finite number >= 0, got %v", tol)
+			}
+		}
+		spec.Golden = append(spec.Golden, GoldenCase{Row: row, Expect: g.Expect, Tolerance: tol})
+	}
+	if len(probs) > 0 {
+		return nil, probs
+	}
+	return spec, nil
+}
+
+func fieldOf(err error, fallback string) string {
+	if e := errs.As(err); e.Field != "" {
+		return e.Field
+	}
+	return fallback
+}
+
+func msgOf(err error) string { return errs.As(err).Message }
+
+// Package is a model package read from a folder or an upload.
+type Package struct {
+	Spec         *Spec
+	ManifestYAML []byte
+	Artifact     []byte
+	ArtifactSHA  string // hex SHA-256 of Artifact
+	// Digest identifies the package's content: SHA-256 over model.yaml and
+	// the artifact hash. Publishing the same digest twice is a no-op.
+	Digest string
+}
+
+// FromFiles builds a package from its files (name -> content). dir names the
+// package in messages.
+func FromFiles(dir string, files map[string][]byte) (*Package, error) {
+	man, ok := files[ManifestFile]
+	if !ok {
+		return nil, &Error{File: dir, Problems: []Problem{{Message: "no model.yaml in the package"}}}
+	}
+	spec, err := Parse(joinFile(dir, ManifestFile), man)
+	if err != nil {
+		return nil, err
+	}
+	art, ok := files[spec.Manifest.Artifact]
+	if !ok {
+		return nil, &Error{File: joinFile(dir, ManifestFile), Problems: []Problem{{Path: "artifact", Message: fmt.Sprintf("file %q is not in the package", spec.Manifest.Artifact)}}}
+	}
+	sum := sha256.Sum256(art)
+	p := &Package{Spec: spec, ManifestYAML: man, Artifact: art, ArtifactSHA: hex.EncodeToString(sum[:])}
+	p.Digest = digest(man, p.ArtifactSHA)
+	return p, nil
+}
+
+func digest(manifest []byte, artifactSHA string) string {
+	h := sha256.New()
+	io.WriteString(h, "sluice-package-v1\n")
+	fmt.Fprintf(h, "%d\n", len(manifest))
+	h.Write(manifest)
+	io.WriteString(h, artifactSHA)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func joinFile(dir, name string) string {
+	if dir == "" {
+		return name
+	}
+	return strings.TrimSuffix(dir, "/") + "/" + name
+}

@@ -1,0 +1,115 @@
+// Package runtime defines the seam between Sluice and the code that runs a
+// model: a Runtime turns artifact bytes into a Model, a Model turns a batch of
+// numeric rows into a batch of output rows. Runtimes know tensors only: no
+// HTTP, no queues, no tenants, no schema names. Each runtime lives in its own
+// subpackage and registers itself here by name.
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+)
+
+// Batch is n rows of d features, row-major. NaN marks a missing value.
+type Batch struct {
+	Rows int
+	Cols int
+	Data []float32 // len == Rows*Cols
+}
+
+// Row returns row i of the batch.
+func (b Batch) Row(i int) []float32 { return b.Data[i*b.Cols : (i+1)*b.Cols] }
+
+// Output is n rows of k output columns, row-major.
+type Output struct {
+	Rows int
+	Cols int
+	Data []float32 // len == Rows*Cols
+}
+
+// Row returns row i of the output.
+func (o Output) Row(i int) []float32 { return o.Data[i*o.Cols : (i+1)*o.Cols] }
+
+// Info describes the shape a loaded model expects and produces.
+type Info struct {
+	// Inputs is the number of features per row the model reads
+	// (0 if the model accepts any width, as the synthetic runtime does).
+	Inputs int
+	// Outputs is the number of output columns per row.
+	Outputs int
+	// Detail is a short human description ("gbtree, 500 trees, binary:logistic").
+	Detail string
+}
+
+// Model is one loaded instance of a model version. Predict must be safe to
+// call from one goroutine at a time; the serving layer gives each replica its
+// own Model.
+type Model interface {
+	Info() Info
+	Predict(ctx context.Context, in Batch) (Output, error)
+	Close() error
+}
+
+// Spec is what a runtime may know about the version it loads besides the
+// artifact bytes.
+type Spec struct {
+	// Name is "model@N" (or the package name before publishing), for messages.
+	Name string
+	// Features is the number of features the package's schema produces after
+	// preprocessing; runtimes that need it to size things may use it.
+	Features int
+	// Outputs is the number of output fields the package declares.
+	Outputs int
+}
+
+// Runtime loads artifacts of one kind.
+type Runtime interface {
+	// Load decodes and validates the artifact. A malformed artifact is an
+	// error, never a panic.
+	Load(ctx context.Context, spec Spec, artifact []byte) (Model, error)
+}
+
+var (
+	mu       sync.RWMutex // guards runtimes
+	runtimes = map[string]Runtime{}
+)
+
+// Register makes a runtime available under name. It panics on a duplicate
+// name: registration happens in init functions, so that is a programming error.
+func Register(name string, r Runtime) {
+	mu.Lock()
+	defer mu.Unlock()
+	if _, dup := runtimes[name]; dup {
+		panic("runtime: duplicate registration of " + name)
+	}
+	runtimes[name] = r
+}
+
+// Lookup returns the runtime registered under name.
+func Lookup(name string) (Runtime, error) {
+	mu.RLock()
+	defer mu.RUnlock()
+	r, ok := runtimes[name]
+	if !ok {
+		return nil, fmt.Errorf("unknown runtime %q (known: %v)", name, namesLocked())
+	}
+	return r, nil
+}
+
+// Names lists the registered runtimes, sorted.
+func Names() []string {
+	mu.RLock()
+	defer mu.RUnlock()
+	return namesLocked()
+}
+
+func namesLocked() []string {
+	out := make([]string, 0, len(runtimes))
+	for n := range runtimes {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,55 @@
+// Package schema owns a model version's input contract: strict validation of
+// instances against typed fields, and the preprocessing steps that turn a
+// valid instance into the numeric feature row the model sees. It knows
+// nothing of HTTP, files or runtimes; callers hand it decoded values and
+// get back float32 rows or errors that name the offending field.
+package schema
+
+// Field declares one input field (model.yaml input.fields[i]).
+type Field struct {
+	Name     string   `yaml:"name"`
+	Type     string   `yaml:"type"`
+	Min      *float64 `yaml:"min,omitempty"`
+	Max      *float64 `yaml:"max,omitempty"`
+	Optional bool     `yaml:"optional,omitempty"`
+	Default  any      `yaml:"default,omitempty"`
+	Values   []string `yaml:"values,omitempty"`
+}
+
+// Step is one preprocessing step (model.yaml preprocess[i]).
+type Step struct {
+	Op         string    `yaml:"op"`
+	Field      string    `yaml:"field"`
+	Mean       *float64  `yaml:"mean,omitempty"`
+	Std        *float64  `yaml:"std,omitempty"`
+	Min        *float64  `yaml:"min,omitempty"`
+	Max        *float64  `yaml:"max,omitempty"`
+	Boundaries []float64 `yaml:"boundaries,omitempty"`
+}
+
+// Field types.
+const (
+	TypeFloat    = "float"
+	TypeInt      = "int"
+	TypeBool     = "bool"
+	TypeCategory = "category"
+)
+
+// Preprocessing ops.
+const (
+	OpStandardize = "standardize"
+	OpLog1p       = "log1p"
+	OpClip        = "clip"
+	OpBucketize   = "bucketize"
+	OpOnehot      = "onehot"
+	OpOrdinal     = "ordinal"
+)
+
+// Problem is one thing wrong with a schema definition, located by its key
+// path in model.yaml ("input.fields[2].min").
+type Problem struct {
+	Path    string
+	Message string
+}
+
+func (p Problem) Error() string { return p.Path + ": " + p.Message }

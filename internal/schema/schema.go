@@ -1,0 +1,577 @@
+package schema
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/sluiceml/sluice/internal/errs"
+)
+
+var fieldName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// MaxFields bounds the number of input fields of one schema.
+const MaxFields = 4096
+
+type opKind int
+
+const (
+	opStandardize opKind = iota
+	opLog1p
+	opClip
+	opBucketize
+	opOnehot
+	opOrdinal
+)
+
+type op struct {
+	kind   opKind
+	a, b   float64 // standardize: mean, std; clip: min, max
+	bounds []float64
+}
+
+type field struct {
+	Field
+	kind       int // one of kFloat...
+	cats       map[string]int
+	hasDefault bool
+	def        float64
+	ops        []op
+	offset     int // first feature column
+	width      int // 1, or the one-hot width
+}
+
+const (
+	kFloat = iota
+	kInt
+	kBool
+	kCategory
+)
+
+// Schema is a compiled, immutable input contract. Safe for concurrent use.
+type Schema struct {
+	fields   []field
+	index    map[string]int
+	width    int
+	features []string
+	known    string // "a, b, c" for messages
+}
+
+// Compile checks field declarations and preprocessing steps and builds a
+// Schema. It reports every problem it finds, each with its key path.
+func Compile(fields []Field, steps []Step) (*Schema, []Problem) {
+	var probs []Problem
+	add := func(path, format string, args ...any) {
+		probs = append(probs, Problem{Path: path, Message: fmt.Sprintf(format, args...)})
+	}
+	s := &Schema{index: map[string]int{}}
+	if len(fields) == 0 {
+		add("input.fields", "must declare at least one field")
+	}
+	if len(fields) > MaxFields {
+		add("input.fields", "has %d fields, at most %d are allowed", len(fields), MaxFields)
+		return nil, probs
+	}
+	for i, f := range fields {
+		p := fmt.Sprintf("input.fields[%d]", i)
+		cf := field{Field: f}
+		switch {
+		case f.Name == "":
+			add(p+".name", "is required")
+		case !fieldName.MatchString(f.Name):
+			add(p+".name", "%q is not a valid field name (letters, digits and _; not starting with a digit)", f.Name)
+		default:
+			if _, dup := s.index[f.Name]; dup {
+				add(p+".name", "duplicate field %q", f.Name)
+			}
+		}
+		switch f.Type {
+		case TypeFloat:
+			cf.kind = kFloat
+		case TypeInt:
+			cf.kind = kInt
+		case TypeBool:
+			cf.kind = kBool
+		case TypeCategory:
+			cf.kind = kCategory
+			if len(f.Values) == 0 {
+				add(p+".values", "a category field needs its list of values")
+			}
+			cf.cats = make(map[string]int, len(f.Values))
+			for j, v := range f.Values {
+				if _, dup := cf.cats[v]; dup {
+					add(fmt.Sprintf("%s.values[%d]", p, j), "duplicate value %q", v)
+				}
+				cf.cats[v] = j
+			}
+		case "":
+			add(p+".type", "is required (float, int, bool or category)")
+		default:
+			add(p+".type", "unknown type %q (use float, int, bool or category)", f.Type)
+		}
+		if f.Type != TypeCategory && len(f.Values) > 0 {
+			add(p+".values", "only category fields have values")
+		}
+		if (f.Min != nil || f.Max != nil) && (f.Type == TypeBool || f.Type == TypeCategory) {
+			add(p, "min/max apply to float and int fields only")
+		}
+		if f.Min != nil && f.Max != nil && *f.Min > *f.Max {
+			add(p+".max", "must be >= min (%v), got %v", *f.Min, *f.Max)
+		}
+		for _, b := range []*float64{f.Min, f.Max} {
+			if b != nil && (math.IsNaN(*b) || math.IsInf(*b, 0)) {
+				add(p, "min/max must be finite")
+			}
+		}
+		if f.Default != nil {
+			cf.hasDefault = true
+			v, err := valueOf(f.Default)
+			if err == nil {
+				cf.def, err = cf.parse(v)
+			}
+			if err != nil {
+				add(p+".default", "%s", strings.TrimPrefix(err.Error(), ": "))
+			}
+		}
+		s.index[f.Name] = len(s.fields)
+		s.fields = append(s.fields, cf)
+	}
+	if len(probs) > 0 {
+		return nil, probs
+	}
+
+	// Attach steps to fields, checking each against the field's state.
+	levels := make([]int, len(s.fields)) // > 0: value is a category index with that many levels
+	for i := range s.fields {
+		if s.fields[i].kind == kCategory {
+			levels[i] = len(s.fields[i].Values)
+		}
+	}
+	encoded := make([]bool, len(s.fields))
+	closed := make([]bool, len(s.fields))
+	for i, st := range steps {
+		p := fmt.Sprintf("preprocess[%d]", i)
+		fi, ok := s.index[st.Field]
+		if st.Field == "" {
+			add(p+".field", "is required")
+			continue
+		}
+		if !ok {
+			add(p+".field", "unknown field %q (input fields: %s)", st.Field, knownNames(fields))
+			continue
+		}
+		f := &s.fields[fi]
+		if closed[fi] {
+			add(p, "field %q is already one-hot encoded; onehot must be its last step", st.Field)
+			continue
+		}
+		isCat := f.kind == kCategory && !encoded[fi]
+		numeric := func() bool {
+			if isCat {
+				add(p+".op", "%s needs a numeric value; %q is a category (encode it with ordinal first, or use onehot)", st.Op, st.Field)
+				return false
+			}
+			return true
+		}
+		var o op
+		switch st.Op {
+		case OpStandardize:
+			o.kind = opStandardize
+			if st.Mean == nil {
+				add(p+".mean", "is required for standardize")
+			}
+			if st.Std == nil || !(*st.Std > 0) || math.IsInf(*st.Std, 0) {
+				add(p+".std", "is required for standardize and must be a finite number > 0")
+			}
+			if st.Mean != nil && st.Std != nil {
+				o.a, o.b = *st.Mean, *st.Std
+			}
+			if !numeric() {
+				continue
+			}
+			levels[fi] = 0
+		case OpLog1p:
+			o.kind = opLog1p
+			if !numeric() {
+				continue
+			}
+			levels[fi] = 0
+		case OpClip:
+			o.kind = opClip
+			o.a, o.b = math.Inf(-1), math.Inf(1)
+			if st.Min == nil && st.Max == nil {
+				add(p, "clip needs min, max or both")
+			}
+			if st.Min != nil {
+				o.a = *st.Min
+			}
+			if st.Max != nil {
+				o.b = *st.Max
+			}
+			if o.a > o.b {
+				add(p+".max", "must be >= min (%v), got %v", o.a, o.b)
+			}
+			if !numeric() {
+				continue
+			}
+			levels[fi] = 0
+		case OpBucketize:
+			o.kind = opBucketize
+			if len(st.Boundaries) == 0 {
+				add(p+".boundaries", "is required for bucketize (a strictly increasing list)")
+			}
+			for j := 1; j < len(st.Boundaries); j++ {
+				if !(st.Boundaries[j] > st.Boundaries[j-1]) {
+					add(fmt.Sprintf("%s.boundaries[%d]", p, j), "boundaries must be strictly increasing, got %v after %v", st.Boundaries[j], st.Boundaries[j-1])
+				}
+			}
+			o.bounds = st.Boundaries
+			if !numeric() {
+				continue
+			}
+			levels[fi] = len(st.Boundaries) + 1
+		case OpOnehot:
+			o.kind = opOnehot
+			if levels[fi] == 0 {
+				add(p+".field", "onehot needs a category field or a bucketized value; %q is numeric", st.Field)
+				continue
+			}
+			f.width = levels[fi]
+			closed[fi] = true
+			encoded[fi] = true
+		case OpOrdinal:
+			o.kind = opOrdinal
+			if f.kind != kCategory {
+				add(p+".field", "ordinal applies to category fields; %q is %s", st.Field, f.Type)
+				continue
+			}
+			if encoded[fi] {
+				add(p, "field %q is already encoded", st.Field)
+				continue
+			}
+			encoded[fi] = true
+		case "":
+			add(p+".op", "is required (standardize, log1p, clip, bucketize, onehot or ordinal)")
+			continue
+		default:
+			add(p+".op", "unknown op %q (use standardize, log1p, clip, bucketize, onehot or ordinal)", st.Op)
+			continue
+		}
+		if st.Op != OpStandardize && (st.Mean != nil || st.Std != nil) {
+			add(p, "mean/std belong to standardize only")
+		}
+		if st.Op != OpClip && (st.Min != nil || st.Max != nil) {
+			add(p, "min/max belong to clip only")
+		}
+		if st.Op != OpBucketize && len(st.Boundaries) > 0 {
+			add(p, "boundaries belong to bucketize only")
+		}
+		f.ops = append(f.ops, o)
+	}
+	for i := range s.fields {
+		f := &s.fields[i]
+		if f.kind == kCategory && !encoded[i] {
+			add(fmt.Sprintf("input.fields[%d]", i), "category field %q must be encoded: add {op: onehot, field: %s} or {op: ordinal, field: %s} to preprocess", f.Name, f.Name, f.Name)
+		}
+		if f.width == 0 {
+			f.width = 1
+		}
+		f.offset = s.width
+		s.width += f.width
+		s.features = append(s.features, f.featureNames()...)
+	}
+	if len(probs) > 0 {
+		return nil, probs
+	}
+	s.known = knownNames(fields)
+	return s, nil
+}
+
+func knownNames(fields []Field) string {
+	names := make([]string, len(fields))
+	for i, f := range fields {
+		names[i] = f.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+func (f *field) featureNames() []string {
+	name := f.Name
+	for _, o := range f.ops {
+		switch o.kind {
+		case opStandardize:
+			name = "standardize(" + name + ")"
+		case opLog1p:
+			name = "log1p(" + name + ")"
+		case opClip:
+			name = "clip(" + name + ")"
+		case opBucketize:
+			name = "bucketize(" + name + ")"
+		case opOrdinal:
+			name = "ordinal(" + name + ")"
+		case opOnehot:
+			out := make([]string, f.width)
+			for j := range out {
+				if f.kind == kCategory && len(f.ops) == 1 {
+					out[j] = f.Name + "=" + f.Values[j]
+				} else {
+					out[j] = fmt.Sprintf("%s=%d", name, j)
+				}
+			}
+			return out
+		}
+	}
+	return []string{name}
+}
+
+// Width is the number of features a row has after preprocessing.
+func (s *Schema) Width() int { return s.width }
+
+// Features names the feature columns in order, e.g. "log1p(amount)", "country=US".
+func (s *Schema) Features() []string { return append([]string(nil), s.features...) }
+
+// Fields returns the declared fields in order.
+func (s *Schema) Fields() []Field {
+	out := make([]Field, len(s.fields))
+	for i, f := range s.fields {
+		out[i] = f.Field
+	}
+	return out
+}
+
+// ValueKind says what a decoded input value is.
+type ValueKind uint8
+
+// Value kinds.
+const (
+	Null ValueKind = iota
+	Number
+	String
+	Bool
+	Composite // an object or array: never valid for a field
+)
+
+// Value is one decoded input value. Numbers keep their literal text so that
+// overflow and integrality are judged on what the client sent.
+type Value struct {
+	Kind ValueKind
+	Text string // Number: the literal; String: the string
+	Bool bool
+}
+
+// Member is one name/value pair of an instance, in the order sent.
+type Member struct {
+	Name  string
+	Value Value
+}
+
+// Instance is one decoded instance object.
+type Instance []Member
+
+// Row validates inst and writes its preprocessed features into dst, which
+// must have Width() elements. path prefixes field names in errors
+// ("instances[3]"). Any problem is an *errs.Error naming the field.
+func (s *Schema) Row(path string, inst Instance, dst []float32) error {
+	if len(dst) != s.width {
+		return errs.New(errs.Internal, "schema: row buffer has %d columns, want %d", len(dst), s.width)
+	}
+	var seenBuf [64]bool
+	seen := seenBuf[:0]
+	if len(s.fields) <= len(seenBuf) {
+		seen = seenBuf[:len(s.fields)]
+	} else {
+		seen = make([]bool, len(s.fields))
+	}
+	raw := make([]float64, len(s.fields))
+	for _, m := range inst {
+		i, ok := s.index[m.Name]
+		if !ok {
+			return errs.Field(errs.InvalidArgument, path+"."+m.Name, "unknown field (expected: %s)", s.known)
+		}
+		if seen[i] {
+			return errs.Field(errs.InvalidArgument, path+"."+m.Name, "duplicate field")
+		}
+		seen[i] = true
+		f := &s.fields[i]
+		if m.Value.Kind == Null {
+			if !f.Optional && !f.hasDefault {
+				return errs.Field(errs.InvalidArgument, path+"."+m.Name, "null is not allowed for a required field")
+			}
+			seen[i] = false
+			continue
+		}
+		v, err := f.parse(m.Value)
+		if err != nil {
+			return errs.Field(errs.InvalidArgument, path+"."+m.Name, "%s", err.Error())
+		}
+		raw[i] = v
+	}
+	for i := range s.fields {
+		f := &s.fields[i]
+		if !seen[i] {
+			switch {
+			case f.hasDefault:
+				raw[i] = f.def
+			case f.Optional:
+				raw[i] = math.NaN()
+			default:
+				return errs.Field(errs.InvalidArgument, path+"."+f.Name, "required field is missing")
+			}
+		}
+		if err := f.apply(raw[i], dst[f.offset:f.offset+f.width]); err != nil {
+			return errs.Field(errs.InvalidArgument, path+"."+f.Name, "%s", err.Error())
+		}
+	}
+	return nil
+}
+
+// parse checks one value against the field's type and bounds and returns it
+// as a number (category: its index).
+func (f *field) parse(v Value) (float64, error) {
+	switch f.kind {
+	case kFloat, kInt:
+		if v.Kind != Number {
+			return 0, fmt.Errorf("expected a number (%s), got %s", f.Type, kindName(v))
+		}
+		x, err := strconv.ParseFloat(v.Text, 64)
+		if err != nil {
+			if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange && (math.IsInf(x, 0)) {
+				return 0, fmt.Errorf("number %s overflows float64", v.Text)
+			}
+			return 0, fmt.Errorf("invalid number %q", v.Text)
+		}
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return 0, fmt.Errorf("NaN and infinities are not allowed")
+		}
+		if f.kind == kInt {
+			if x != math.Trunc(x) {
+				return 0, fmt.Errorf("expected an integer, got %s", v.Text)
+			}
+			if math.Abs(x) > 1<<53 {
+				return 0, fmt.Errorf("integer %s is outside the exact range ±2^53", v.Text)
+			}
+		}
+		if f.Min != nil && x < *f.Min {
+			return 0, fmt.Errorf("must be >= %v, got %s", *f.Min, v.Text)
+		}
+		if f.Max != nil && x > *f.Max {
+			return 0, fmt.Errorf("must be <= %v, got %s", *f.Max, v.Text)
+		}
+		return x, nil
+	case kBool:
+		if v.Kind != Bool {
+			return 0, fmt.Errorf("expected true or false, got %s", kindName(v))
+		}
+		if v.Bool {
+			return 1, nil
+		}
+		return 0, nil
+	case kCategory:
+		if v.Kind != String {
+			return 0, fmt.Errorf("expected a string (one of %s), got %s", strings.Join(f.Values, ", "), kindName(v))
+		}
+		i, ok := f.cats[v.Text]
+		if !ok {
+			return 0, fmt.Errorf("unknown category %q (expected one of %s)", v.Text, strings.Join(f.Values, ", "))
+		}
+		return float64(i), nil
+	}
+	return 0, fmt.Errorf("unsupported type")
+}
+
+func kindName(v Value) string {
+	switch v.Kind {
+	case Null:
+		return "null"
+	case Number:
+		return "a number"
+	case String:
+		return "a string"
+	case Bool:
+		return "a boolean"
+	}
+	return "an object or array"
+}
+
+// apply runs the field's steps on x and writes its feature column(s).
+// A missing value (NaN) stays missing through every step.
+func (f *field) apply(x float64, dst []float32) error {
+	for _, o := range f.ops {
+		if math.IsNaN(x) {
+			break
+		}
+		switch o.kind {
+		case opStandardize:
+			x = (x - o.a) / o.b
+		case opLog1p:
+			if x <= -1 {
+				return fmt.Errorf("log1p needs a value > -1, got %v", x)
+			}
+			x = math.Log1p(x)
+		case opClip:
+			x = math.Min(math.Max(x, o.a), o.b)
+		case opBucketize:
+			x = float64(sort.Search(len(o.bounds), func(i int) bool { return o.bounds[i] > x }))
+		case opOrdinal:
+		case opOnehot:
+			for j := range dst {
+				dst[j] = 0
+			}
+			dst[int(x)] = 1
+			return nil
+		}
+	}
+	if math.IsNaN(x) {
+		for j := range dst {
+			dst[j] = float32(math.NaN())
+		}
+		return nil
+	}
+	y := float32(x)
+	if math.IsInf(float64(y), 0) {
+		return fmt.Errorf("value %v overflows float32 after preprocessing", x)
+	}
+	dst[0] = y
+	return nil
+}
+
+// valueOf converts a YAML-decoded scalar (golden examples, defaults) into a Value.
+func valueOf(x any) (Value, error) {
+	switch v := x.(type) {
+	case nil:
+		return Value{Kind: Null}, nil
+	case bool:
+		return Value{Kind: Bool, Bool: v}, nil
+	case string:
+		return Value{Kind: String, Text: v}, nil
+	case int:
+		return Value{Kind: Number, Text: strconv.Itoa(v)}, nil
+	case int64:
+		return Value{Kind: Number, Text: strconv.FormatInt(v, 10)}, nil
+	case uint64:
+		return Value{Kind: Number, Text: strconv.FormatUint(v, 10)}, nil
+	case float64:
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return Value{}, fmt.Errorf("NaN and infinities are not allowed")
+		}
+		return Value{Kind: Number, Text: strconv.FormatFloat(v, 'g', -1, 64)}, nil
+	}
+	return Value{Kind: Composite}, nil
+}
+
+// InstanceOf converts a YAML-decoded mapping (a golden example's instance)
+// into an Instance, in key order.
+func InstanceOf(keys []string, vals map[string]any) (Instance, error) {
+	inst := make(Instance, 0, len(keys))
+	for _, k := range keys {
+		v, err := valueOf(vals[k])
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", k, err)
+		}
+		inst = append(inst, Member{Name: k, Value: v})
+	}
+	return inst, nil
+}

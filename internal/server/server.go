@@ -1,0 +1,514 @@
+// Package server is Sluice's HTTP transport: routes, request limits,
+// request ids, authentication (later), and the one place errors are
+// rendered. Handlers return errors; writeError maps codes to statuses with
+// the table in internal/errs. It holds no prediction logic: predict calls go
+// to the gateway, control calls to the controller.
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"mime"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluiceml/sluice/internal/api"
+	"github.com/sluiceml/sluice/internal/control"
+	"github.com/sluiceml/sluice/internal/errs"
+	"github.com/sluiceml/sluice/internal/gateway"
+	"github.com/sluiceml/sluice/internal/modelpkg"
+)
+
+// Config configures the HTTP server.
+type Config struct {
+	MaxBodyBytes   int64         // predict body limit (default 1 MiB)
+	MaxUploadBytes int64         // package upload limit (default 512 MiB)
+	MaxDeadline    time.Duration // largest deadlineMs accepted (default 60s)
+	Logger         *slog.Logger
+}
+
+// Server serves the public API.
+type Server struct {
+	cfg      Config
+	ctl      *control.Controller
+	gw       *gateway.Gateway
+	log      *slog.Logger
+	draining atomic.Bool
+	mux      *http.ServeMux
+}
+
+// New builds the HTTP server.
+func New(cfg Config, ctl *control.Controller) *Server {
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 1 << 20
+	}
+	if cfg.MaxUploadBytes <= 0 {
+		cfg.MaxUploadBytes = 512 << 20
+	}
+	if cfg.MaxDeadline <= 0 {
+		cfg.MaxDeadline = time.Minute
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &Server{cfg: cfg, ctl: ctl, gw: &gateway.Gateway{Table: ctl.Table}, log: cfg.Logger, mux: http.NewServeMux()}
+	s.mux.HandleFunc("GET /healthz", s.wrap(s.healthz))
+	s.mux.HandleFunc("GET /readyz", s.wrap(s.readyz))
+	s.mux.HandleFunc("GET /v1/models", s.wrap(s.listModels))
+	s.mux.HandleFunc("/v1/models/", s.wrap(s.models))
+	s.mux.HandleFunc("/", s.wrap(func(w http.ResponseWriter, r *http.Request) error {
+		return errs.New(errs.NotFound, "no route for %s %s (see docs/api.md)", r.Method, r.URL.Path)
+	}))
+	return s
+}
+
+// Handler returns the root handler.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// SetDraining marks the server not ready (readyz 503) ahead of shutdown.
+func (s *Server) SetDraining() { s.draining.Store(true) }
+
+// HTTPServer wraps the handler with timeouts so a slow client cannot pin a
+// connection forever.
+func (s *Server) HTTPServer() *http.Server {
+	return &http.Server{
+		Handler:           s.mux,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       5 * time.Minute, // uploads; predict bodies are small
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+}
+
+type ctxKey struct{}
+
+type handler func(w http.ResponseWriter, r *http.Request) error
+
+// wrap assigns the request id and renders a returned error.
+func (s *Server) wrap(h handler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("X-Request-Id")
+		if id == "" {
+			id = newRequestID()
+		} else if !validRequestID(id) {
+			w.Header().Set("X-Request-Id", "")
+			s.writeError(w, r, "", errs.Field(errs.InvalidArgument, "X-Request-Id", "must be 1 to 128 printable ASCII characters without spaces"))
+			return
+		}
+		w.Header().Set("X-Request-Id", id)
+		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, id))
+		if err := h(w, r); err != nil {
+			s.writeError(w, r, id, err)
+		}
+	}
+}
+
+func requestID(r *http.Request) string { id, _ := r.Context().Value(ctxKey{}).(string); return id }
+
+func newRequestID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func validRequestID(id string) bool {
+	if len(id) > 128 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] <= ' ' || id[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, id string, err error) {
+	e := errs.As(err)
+	status := errs.HTTPStatus(e.Code)
+	if e.Code == errs.Internal {
+		s.log.Error("request failed", "request_id", id, "path", r.URL.Path, "err", err)
+	}
+	if e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))
+	}
+	msg := e.Message
+	if e.Field != "" && strings.HasPrefix(msg, e.Field+": ") {
+		msg = strings.TrimPrefix(msg, e.Field+": ")
+	}
+	writeJSON(w, status, api.ErrorBody{Error: api.ErrorDetail{Code: string(e.Code), Message: msg, Field: e.Field, RequestID: id}})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b = []byte(`{"error":{"code":"internal","message":"encode response"}}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	return nil
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
+	ready, problems := s.ctl.Readiness()
+	if s.draining.Load() {
+		ready, problems = false, []string{"shutting down"}
+	}
+	status := http.StatusOK
+	if !ready {
+		status = http.StatusServiceUnavailable
+	}
+	writeJSON(w, status, api.Readiness{Ready: ready, Problems: problems})
+	return nil
+}
+
+// models routes everything under /v1/models/.
+func (s *Server) models(w http.ResponseWriter, r *http.Request) error {
+	rest := strings.TrimPrefix(r.URL.Path, "/v1/models/")
+	parts := strings.Split(rest, "/")
+	method := func(m string) error {
+		if r.Method != m {
+			w.Header().Set("Allow", m)
+			return errs.New(errs.MethodNotAllowed, "%s %s is not allowed; use %s", r.Method, r.URL.Path, m)
+		}
+		return nil
+	}
+	switch len(parts) {
+	case 1:
+		if name, ok := strings.CutSuffix(parts[0], ":predict"); ok {
+			if err := method(http.MethodPost); err != nil {
+				return err
+			}
+			return s.predict(w, r, name, 0)
+		}
+		if err := method(http.MethodGet); err != nil {
+			return err
+		}
+		return s.getModel(w, r, parts[0])
+	case 2:
+		if parts[1] == "versions" {
+			if err := method(http.MethodPost); err != nil {
+				return err
+			}
+			return s.upload(w, r, parts[0])
+		}
+	case 3:
+		if parts[1] != "versions" {
+			break
+		}
+		vs, predict := strings.CutSuffix(parts[2], ":predict")
+		n, err := strconv.Atoi(vs)
+		if err != nil || n <= 0 {
+			return errs.Field(errs.InvalidArgument, "version", "%q is not a version number (1, 2, …)", vs)
+		}
+		if predict {
+			if err := method(http.MethodPost); err != nil {
+				return err
+			}
+			return s.predict(w, r, parts[0], n)
+		}
+		if err := method(http.MethodGet); err != nil {
+			return err
+		}
+		return s.getVersion(w, r, parts[0], n)
+	}
+	return errs.New(errs.NotFound, "no route for %s %s (see docs/api.md)", r.Method, r.URL.Path)
+}
+
+func (s *Server) predict(w http.ResponseWriter, r *http.Request, model string, version int) error {
+	start := time.Now()
+	if ct := r.Header.Get("Content-Type"); !isJSON(ct) {
+		return errs.New(errs.UnsupportedMedia, "Content-Type must be application/json, got %q", ct)
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return errs.New(errs.PayloadTooLarge, "request body exceeds %d bytes (server flag --max-body-bytes)", s.cfg.MaxBodyBytes)
+		}
+		return errs.Wrap(errs.InvalidArgument, err, "read request body")
+	}
+	req, err := decodePredict(body, s.cfg.MaxDeadline)
+	if err != nil {
+		return err
+	}
+	res, err := s.gw.Predict(r.Context(), gateway.Request{Model: model, Version: version, Instances: req.Instances, Deadline: req.Deadline})
+	if err != nil {
+		return err
+	}
+	out := encodePrediction(res, requestID(r))
+	total := time.Since(start)
+	w.Header().Set("Server-Timing", fmt.Sprintf("preprocess;dur=%.3f, queue;dur=%.3f, batch_wait;dur=%.3f, compute;dur=%.3f, total;dur=%.3f",
+		ms(res.Preprocess), ms(res.Timing.Queue), ms(res.Timing.BatchWait), ms(res.Timing.Compute), ms(total)))
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(out)
+	return nil
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func isJSON(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == "application/json"
+}
+
+// encodePrediction writes the response by hand: outputs as float32 in their
+// shortest form, keys in output order.
+func encodePrediction(res *gateway.Response, id string) []byte {
+	names := res.Target.Spec.OutputNames
+	quoted := make([][]byte, len(names))
+	for i, n := range names {
+		quoted[i], _ = json.Marshal(n)
+	}
+	b := make([]byte, 0, 64+res.Out.Rows*res.Out.Cols*24)
+	b = append(b, `{"predictions":[`...)
+	for i := 0; i < res.Out.Rows; i++ {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '{')
+		for j, v := range res.Out.Row(i) {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, quoted[j]...)
+			b = append(b, ':')
+			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+				b = append(b, "null"...)
+			} else {
+				b = strconv.AppendFloat(b, float64(v), 'g', -1, 32)
+			}
+		}
+		b = append(b, '}')
+	}
+	b = append(b, `],"modelVersion":`...)
+	b = strconv.AppendQuote(b, res.Target.ID)
+	b = append(b, `,"schemaVersion":`...)
+	b = strconv.AppendQuote(b, res.Target.Spec.Manifest.Input.Schema)
+	b = append(b, `,"requestId":`...)
+	b = strconv.AppendQuote(b, id)
+	b = append(b, "}\n"...)
+	return b
+}
+
+func (s *Server) upload(w http.ResponseWriter, r *http.Request, model string) error {
+	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	switch ct {
+	case "application/gzip", "application/x-gzip", "application/x-tar+gzip", "application/octet-stream":
+	default:
+		return errs.New(errs.UnsupportedMedia, "upload a package as a .tar.gz with Content-Type application/gzip, got %q", r.Header.Get("Content-Type"))
+	}
+	var wait time.Duration
+	if q := r.URL.Query().Get("wait"); q != "" {
+		d, err := time.ParseDuration(q)
+		if err != nil || d < 0 || d > 10*time.Minute {
+			return errs.Field(errs.InvalidArgument, "wait", "must be a duration between 0 and 10m, like \"30s\"")
+		}
+		wait = d
+	}
+	files, err := modelpkg.ReadTarGz(http.MaxBytesReader(w, r.Body, s.cfg.MaxUploadBytes), s.cfg.MaxUploadBytes)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) || strings.Contains(err.Error(), "http: request body too large") {
+			return errs.New(errs.PayloadTooLarge, "package exceeds %d bytes (server flag --max-upload-bytes)", s.cfg.MaxUploadBytes)
+		}
+		return errs.Wrap(errs.InvalidPackage, nil, "%v", err)
+	}
+	pkg, err := modelpkg.FromFiles("upload", files)
+	if err != nil {
+		return errs.Wrap(errs.InvalidPackage, nil, "%v", err)
+	}
+	if pkg.Spec.Manifest.Name != model {
+		return errs.Field(errs.InvalidArgument, "name", "the package is model %q but was uploaded to /v1/models/%s/versions", pkg.Spec.Manifest.Name, model)
+	}
+	v, created, err := s.ctl.Publish(r.Context(), pkg)
+	if err != nil {
+		return err
+	}
+	if wait > 0 {
+		ctx, cancel := context.WithTimeout(r.Context(), wait)
+		s.ctl.Wait(ctx, v.Model, v.N)
+		cancel()
+	}
+	st, ok := s.status(v.Model, v.N)
+	if !ok {
+		return errs.New(errs.Internal, "published %s but cannot find it", v.ID())
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	w.Header().Set("Location", fmt.Sprintf("/v1/models/%s/versions/%d", v.Model, v.N))
+	writeJSON(w, status, api.PublishResponse{Created: created, Version: s.versionJSON(st, false)})
+	return nil
+}
+
+func (s *Server) status(model string, n int) (control.Status, bool) {
+	for _, st := range s.ctl.Versions() {
+		if st.Version.Model == model && st.Version.N == n {
+			return st, true
+		}
+	}
+	return control.Status{}, false
+}
+
+func (s *Server) versionJSON(st control.Status, serving bool) api.Version {
+	v := st.Version
+	out := api.Version{
+		Model: v.Model, Version: v.N, ID: v.ID(), State: string(st.State), Reason: st.Reason, Serving: serving,
+		Runtime: v.Runtime, ArtifactSHA256: v.ArtifactSHA, ArtifactBytes: v.ArtifactBytes, Digest: v.Digest,
+		CreatedAt: v.CreatedAt,
+		Timings:   api.Timings{LoadMs: ms(st.Timings.Load), GoldenMs: ms(st.Timings.Golden), WarmupMs: ms(st.Timings.Warmup)},
+	}
+	spec := st.Spec
+	if spec == nil {
+		if p, err := modelpkg.Parse(v.ID()+"/model.yaml", v.Manifest); err == nil {
+			spec = p
+		}
+	}
+	if spec != nil {
+		m := spec.Manifest
+		out.Description = m.Description
+		out.Input, out.Output = contract(spec)
+		sv := m.Serving
+		out.Config = &api.Serving{
+			MaxInstancesPerRequest: sv.MaxInstancesPerRequest, DefaultDeadlineMs: ms(sv.DefaultDeadline.Duration),
+			Replicas: sv.Replicas, MaxBatchSize: sv.MaxBatchSize, MaxBatchDelayMs: ms(sv.MaxBatchDelay.Duration),
+			MaxQueueInstances: sv.MaxQueueInstances,
+		}
+		if st.Stats != nil {
+			out.Config.ReadyReplicas = st.Stats.ReadyReplicas
+			out.Config.QueuedInstances = st.Stats.QueuedInstances
+			out.Config.Batches = st.Stats.Batches
+			out.Config.ExpiredInQueue = st.Stats.ExpiredInQueue
+			out.Config.ReplicaCrashes = st.Stats.Crashes
+			out.Config.CostBaseMs = ms(st.Stats.Cost.A)
+			out.Config.CostPerInstanceMs = ms(st.Stats.Cost.B)
+		}
+	}
+	return out
+}
+
+func contract(spec *modelpkg.Spec) (*api.Input, *api.Output) {
+	m := spec.Manifest
+	in := &api.Input{Schema: m.Input.Schema, Features: spec.Schema.Features()}
+	for _, f := range m.Input.Fields {
+		in.Fields = append(in.Fields, api.Field{Name: f.Name, Type: f.Type, Min: f.Min, Max: f.Max, Optional: f.Optional, Default: f.Default, Values: f.Values})
+	}
+	return in, &api.Output{Schema: m.Output.Schema, Fields: spec.OutputNames}
+}
+
+func (s *Server) servingVersions() map[string]int {
+	out := map[string]int{}
+	t := s.ctl.Table.Load()
+	for name, e := range t.Models {
+		if e.Serving != nil {
+			out[name] = e.Serving.N
+		}
+	}
+	return out
+}
+
+func (s *Server) modelsJSON() []api.Model {
+	serving := s.servingVersions()
+	var out []api.Model
+	idx := map[string]int{}
+	specs := map[string]*modelpkg.Spec{}
+	for _, st := range s.ctl.Versions() { // sorted by model, then version
+		v := st.Version
+		i, ok := idx[v.Model]
+		if !ok {
+			i = len(out)
+			idx[v.Model] = i
+			out = append(out, api.Model{Name: v.Model})
+		}
+		m := &out[i]
+		m.Versions = append(m.Versions, api.VersionSummary{Version: v.N, State: string(st.State), Reason: st.Reason})
+		n, serves := serving[v.Model]
+		switch {
+		case serves && n == v.N:
+			m.ServingVersion = &n
+			specs[v.Model] = st.Spec
+		case !serves && st.Spec != nil:
+			specs[v.Model] = st.Spec // the newest parsed version while none serves
+		}
+	}
+	for i := range out {
+		if sp := specs[out[i].Name]; sp != nil {
+			out[i].Input, out[i].Output = contract(sp)
+		}
+	}
+	return out
+}
+
+func (s *Server) listModels(w http.ResponseWriter, r *http.Request) error {
+	ms := s.modelsJSON()
+	if ms == nil {
+		ms = []api.Model{}
+	}
+	writeJSON(w, http.StatusOK, api.ModelList{Models: ms})
+	return nil
+}
+
+func (s *Server) getModel(w http.ResponseWriter, r *http.Request, name string) error {
+	for _, m := range s.modelsJSON() {
+		if m.Name == name {
+			writeJSON(w, http.StatusOK, m)
+			return nil
+		}
+	}
+	return errs.New(errs.NotFound, "model %q not found", name)
+}
+
+func (s *Server) getVersion(w http.ResponseWriter, r *http.Request, model string, n int) error {
+	st, ok := s.status(model, n)
+	if !ok {
+		return errs.New(errs.NotFound, "model version %s@%d not found", model, n)
+	}
+	writeJSON(w, http.StatusOK, s.versionJSON(st, s.servingVersions()[model] == n))
+	return nil
+}
+
+// Serve serves on ln until ctx ends, then shuts down gracefully: readyz
+// turns 503, the listener closes, in-flight requests finish (bounded by
+// grace), then the controller drains and unloads every version.
+func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration) error {
+	hs := s.HTTPServer()
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	s.SetDraining()
+	s.log.Info("shutting down: not ready, finishing in-flight requests", "grace", grace)
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	err := hs.Shutdown(sctx)
+	if cerr := s.ctl.Close(sctx); cerr != nil && err == nil {
+		err = cerr
+	}
+	<-errc
+	return err
+}
+

@@ -1,0 +1,130 @@
+package serving
+
+import (
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/sluiceml/sluice/internal/errs"
+)
+
+// CostModel estimates the latency of one batch of n instances as A + B·n.
+type CostModel struct {
+	A time.Duration // fixed cost per batch
+	B time.Duration // cost per instance
+}
+
+// Batch returns the estimated latency of a batch of n instances.
+func (c CostModel) Batch(n int) time.Duration {
+	if n <= 0 {
+		return 0
+	}
+	return c.A + time.Duration(n)*c.B
+}
+
+// AdmitInput is everything admission looks at. It is a plain value so the
+// decision is a pure function, table-tested without goroutines or clocks.
+type AdmitInput struct {
+	Ready            bool
+	Closing          bool
+	Instances        int           // instances in this request
+	QueuedInstances  int           // instances already queued (all priorities ahead of it)
+	MaxQueue         int           // serving.maxQueueInstances
+	MaxBatch         int           // serving.maxBatchSize
+	MaxBatchDelay    time.Duration // serving.maxBatchDelay
+	Replicas         int           // ready replicas
+	Remaining        time.Duration // time left until the request's deadline; <= 0 means no deadline
+	Cost             CostModel
+	CheckFeasibility bool // false until the cost model has been seeded
+}
+
+// Admit decides whether a request may enter the queue. It never blocks: a
+// request is refused at once with a stable code and a Retry-After hint.
+func Admit(in AdmitInput) error {
+	switch {
+	case in.Closing:
+		return &errs.Error{Code: errs.ShuttingDown, Message: "the server is shutting down", RetryAfter: time.Second}
+	case !in.Ready || in.Replicas <= 0:
+		return &errs.Error{Code: errs.NotReady, Message: "no ready replica for this version", RetryAfter: time.Second}
+	}
+	if in.QueuedInstances+in.Instances > in.MaxQueue {
+		wait := EstimateWait(in.QueuedInstances, in.Instances, in)
+		return &errs.Error{Code: errs.QueueFull,
+			Message:    "work queue is full (" + strconv.Itoa(in.QueuedInstances) + " of " + strconv.Itoa(in.MaxQueue) + " instances queued, request has " + strconv.Itoa(in.Instances) + ")",
+			RetryAfter: retryAfter(wait)}
+	}
+	if in.CheckFeasibility && in.Remaining > 0 {
+		est := EstimateWait(in.QueuedInstances, in.Instances, in)
+		if est > in.Remaining {
+			return &errs.Error{Code: errs.DeadlineInfeasible,
+				Message:    "deadline cannot be met: " + in.Remaining.Round(time.Microsecond).String() + " left, estimated queue + batch + compute " + est.Round(time.Microsecond).String(),
+				RetryAfter: retryAfter(est)}
+		}
+	}
+	return nil
+}
+
+// EstimateWait is the estimated time until a request of n instances, behind
+// queued instances, is answered: the batches ahead of it and its own, shared
+// by the ready replicas, plus one batch delay.
+func EstimateWait(queued, n int, in AdmitInput) time.Duration {
+	b := in.MaxBatch
+	if b <= 0 {
+		b = 1
+	}
+	r := in.Replicas
+	if r <= 0 {
+		r = 1
+	}
+	total := queued + n
+	batches := (total + b - 1) / b
+	// Work ahead is spread across replicas; this request's own last batch
+	// is not.
+	ahead := time.Duration(batches-1)*in.Cost.A + time.Duration(queued)*in.Cost.B
+	own := in.Cost.Batch(min(n, b))
+	if n > b {
+		own = in.Cost.Batch(n) // split parts run one after another at worst
+	}
+	return ahead/time.Duration(r) + own + in.MaxBatchDelay
+}
+
+func retryAfter(d time.Duration) time.Duration {
+	if d < time.Second {
+		return time.Second
+	}
+	return time.Duration(math.Ceil(d.Seconds())) * time.Second
+}
+
+// BatchInput is what the batcher knows when deciding whether to close the
+// batch it is forming.
+type BatchInput struct {
+	Now           time.Time
+	Rows          int       // instances gathered so far (> 0)
+	QueuedMore    bool      // more instances are waiting in the queue right now
+	FirstArrival  time.Time // enqueue time of the batch's first row
+	EarliestDue   time.Time // earliest deadline in the batch (zero: none)
+	MaxBatch      int
+	MaxBatchDelay time.Duration
+	Cost          CostModel
+}
+
+// CloseBatch decides whether the batch being formed runs now. If not, it
+// returns the time at which it must run even if no more rows arrive.
+// maxBatchDelay 0 is opportunistic: run with whatever is queued, never wait.
+func CloseBatch(in BatchInput) (now bool, until time.Time) {
+	if in.Rows >= in.MaxBatch || in.MaxBatchDelay <= 0 {
+		return true, time.Time{}
+	}
+	until = in.FirstArrival.Add(in.MaxBatchDelay)
+	if !in.EarliestDue.IsZero() {
+		// Leave room to compute the batch at its full size.
+		latest := in.EarliestDue.Add(-in.Cost.Batch(in.MaxBatch))
+		if latest.Before(until) {
+			until = latest
+		}
+	}
+	if !in.Now.Before(until) {
+		return true, time.Time{}
+	}
+	return false, until
+}

@@ -1,0 +1,652 @@
+// Package serving runs one model version's admission, bounded work queue,
+// dynamic batcher and replica pool. Rows arrive already validated and
+// preprocessed; one Server never holds another version's rows. It knows
+// nothing of HTTP, tenants or the registry.
+package serving
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluiceml/sluice/internal/errs"
+	"github.com/sluiceml/sluice/internal/runtime"
+)
+
+// Priority orders work: Low runs only when no Online work is queued.
+type Priority int
+
+// Priorities.
+const (
+	Online Priority = iota
+	Low
+)
+
+// Work is one request's rows.
+type Work struct {
+	Rows     runtime.Batch
+	Priority Priority
+}
+
+// Timing splits a request's time in the server into stages.
+type Timing struct {
+	Queue     time.Duration // enqueue → taken into a batch
+	BatchWait time.Duration // taken → batch starts computing
+	Compute   time.Duration // batch compute
+}
+
+// Result is a request's output rows and timing.
+type Result struct {
+	Out    runtime.Output
+	Timing Timing
+}
+
+// Loader loads (and checks) one replica's model.
+type Loader func(ctx context.Context) (runtime.Model, error)
+
+// Config configures a Server.
+type Config struct {
+	Name              string // "fraud@3", for logs
+	MaxBatchSize      int
+	MaxBatchDelay     time.Duration
+	MaxQueueInstances int
+	Cost              CostModel // seed of the service-time model
+	Logger            *slog.Logger
+	// Load replaces a crashed replica. Nil: crashed replicas are not replaced.
+	Load Loader
+}
+
+// Stats are cumulative counters of a Server.
+type Stats struct {
+	Batches, Rows   int64
+	ExpiredInQueue  int64
+	Crashes         int64
+	Restarts        int64
+	QueuedInstances int
+	ReadyReplicas   int
+	Cost            CostModel
+}
+
+type item struct {
+	ctx      context.Context
+	rows     runtime.Batch
+	prio     Priority
+	enq      time.Time
+	due      time.Time // zero: no deadline
+	next     int       // rows taken into batches so far
+	pending  int       // pieces taken and not yet answered
+	out      []float32
+	cols     int
+	err      error
+	timing   Timing
+	finished bool
+	done     chan struct{}
+}
+
+type piece struct {
+	it      *item
+	lo, hi  int
+	retried bool
+	taken   time.Time
+}
+
+// Server is one version's data plane.
+type Server struct {
+	cfg Config
+	log *slog.Logger
+
+	mu       sync.Mutex // guards everything below
+	online   []*item
+	low      []*item
+	retry    []piece // pieces of a crashed batch, run first
+	queued   int     // untaken instances in online+low+retry
+	changed  chan struct{}
+	closing  bool
+	ready    int // live replicas
+	cost     CostModel
+	fitted   bool
+	samples  []sample
+	sampleAt int
+
+	stats struct {
+		batches, rows, expired, crashes, restarts atomic.Int64
+	}
+	stop    chan struct{} // closed by Close: stops replacement loads
+	wg      sync.WaitGroup
+	models  sync.Map // *replica -> struct{}
+	nextRep atomic.Int64
+}
+
+type sample struct {
+	n int
+	d time.Duration
+}
+
+type replica struct {
+	id    int64
+	model runtime.Model
+}
+
+// New starts a Server with the given loaded replicas (at least one).
+func New(cfg Config, models []runtime.Model) *Server {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.MaxBatchSize <= 0 {
+		cfg.MaxBatchSize = 1
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger.With("version", cfg.Name), changed: make(chan struct{}),
+		cost: cfg.Cost, fitted: cfg.Cost != (CostModel{}), stop: make(chan struct{})}
+	for _, m := range models {
+		s.startReplica(m)
+	}
+	return s
+}
+
+func (s *Server) startReplica(m runtime.Model) {
+	r := &replica{id: s.nextRep.Add(1), model: m}
+	s.models.Store(r, struct{}{})
+	s.mu.Lock()
+	s.ready++
+	s.broadcastLocked()
+	s.mu.Unlock()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.replicaLoop(r)
+	}()
+}
+
+func (s *Server) broadcastLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// Submit admits the work or refuses it at once, then waits for its result or
+// the context's end.
+func (s *Server) Submit(ctx context.Context, w Work) (Result, error) {
+	n := w.Rows.Rows
+	if n <= 0 || len(w.Rows.Data) != n*w.Rows.Cols {
+		return Result{}, errs.New(errs.InvalidArgument, "no instances")
+	}
+	now := time.Now()
+	due, _ := ctx.Deadline()
+	it := &item{ctx: ctx, rows: w.Rows, prio: w.Priority, enq: now, due: due, done: make(chan struct{})}
+
+	s.mu.Lock()
+	in := AdmitInput{
+		Ready: s.ready > 0, Closing: s.closing, Instances: n, QueuedInstances: s.queued,
+		MaxQueue: s.cfg.MaxQueueInstances, MaxBatch: s.cfg.MaxBatchSize, MaxBatchDelay: s.cfg.MaxBatchDelay,
+		Replicas: s.ready, Cost: s.cost, CheckFeasibility: s.fitted,
+	}
+	if !due.IsZero() {
+		in.Remaining = due.Sub(now)
+		if in.Remaining <= 0 {
+			s.mu.Unlock()
+			return Result{}, errs.New(errs.DeadlineExceeded, "deadline already passed")
+		}
+	}
+	if w.Priority == Online {
+		// Low work queued behind does not delay online work.
+		in.QueuedInstances -= s.lowQueuedLocked()
+	}
+	if err := Admit(in); err != nil {
+		s.mu.Unlock()
+		return Result{}, err
+	}
+	if w.Priority == Online {
+		s.online = append(s.online, it)
+	} else {
+		s.low = append(s.low, it)
+	}
+	s.queued += n
+	s.broadcastLocked()
+	s.mu.Unlock()
+
+	select {
+	case <-it.done:
+	case <-ctx.Done():
+		s.mu.Lock()
+		if !it.finished {
+			expired := it.next == 0
+			s.queued -= it.rows.Rows - it.next
+			it.next = it.rows.Rows // nothing more is taken
+			if expired {
+				s.finishLocked(it, errs.New(errs.ExpiredInQueue, "deadline passed while queued"))
+				s.stats.expired.Add(1)
+			} else {
+				s.finishLocked(it, errs.New(errs.DeadlineExceeded, "deadline passed during compute"))
+			}
+		}
+		s.mu.Unlock()
+		<-it.done
+	}
+	if it.err != nil {
+		return Result{}, it.err
+	}
+	return Result{Out: runtime.Output{Rows: n, Cols: it.cols, Data: it.out}, Timing: it.timing}, nil
+}
+
+func (s *Server) lowQueuedLocked() int {
+	q := 0
+	for _, it := range s.low {
+		q += it.rows.Rows - it.next
+	}
+	return q
+}
+
+func (s *Server) finishLocked(it *item, err error) {
+	if it.finished {
+		return
+	}
+	it.finished = true
+	if err != nil {
+		it.err = err
+		it.out = nil
+	}
+	close(it.done)
+}
+
+// takeLocked moves up to room rows from the queues into the batch.
+func (s *Server) takeLocked(b []piece, room int, now time.Time) ([]piece, int) {
+	took := 0
+	for len(s.retry) > 0 && took < room {
+		p := s.retry[0]
+		if p.hi-p.lo > room-took && took > 0 {
+			break
+		}
+		s.retry = s.retry[1:]
+		s.queued -= p.hi - p.lo
+		if p.it.finished {
+			continue
+		}
+		p.taken = now
+		b = append(b, p)
+		took += p.hi - p.lo
+	}
+	for _, q := range []*[]*item{&s.online, &s.low} {
+		if q == &s.low && len(s.online) > 0 {
+			break
+		}
+		for len(*q) > 0 && took < room {
+			it := (*q)[0]
+			if it.finished || it.next >= it.rows.Rows {
+				*q = (*q)[1:]
+				continue
+			}
+			if !it.due.IsZero() && !now.Before(it.due) {
+				s.queued -= it.rows.Rows - it.next
+				expired := it.next == 0
+				it.next = it.rows.Rows
+				*q = (*q)[1:]
+				if expired {
+					s.stats.expired.Add(1)
+					s.finishLocked(it, errs.New(errs.ExpiredInQueue, "deadline passed while queued"))
+				} else {
+					s.finishLocked(it, errs.New(errs.DeadlineExceeded, "deadline passed while parts were queued"))
+				}
+				continue
+			}
+			k := min(it.rows.Rows-it.next, room-took)
+			b = append(b, piece{it: it, lo: it.next, hi: it.next + k, taken: now})
+			it.next += k
+			it.pending++
+			s.queued -= k
+			took += k
+			if it.next >= it.rows.Rows {
+				*q = (*q)[1:]
+			}
+		}
+	}
+	return b, took
+}
+
+// nextBatch blocks until a batch is ready to run, or returns false when the
+// server is closing and the queue is empty.
+func (s *Server) nextBatch() ([]piece, bool) {
+	var batch []piece
+	rows := 0
+	var first time.Time
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for {
+		now := time.Now()
+		var took int
+		batch, took = s.takeLocked(batch, s.cfg.MaxBatchSize-rows, now)
+		if took > 0 && rows == 0 {
+			first = batch[0].it.enq
+		}
+		rows += took
+		if rows == 0 && s.closing && s.queued == 0 {
+			return nil, false
+		}
+		if rows > 0 {
+			var due time.Time
+			for _, p := range batch {
+				if !p.it.due.IsZero() && (due.IsZero() || p.it.due.Before(due)) {
+					due = p.it.due
+				}
+			}
+			closeNow, until := CloseBatch(BatchInput{Now: now, Rows: rows, FirstArrival: first, EarliestDue: due,
+				MaxBatch: s.cfg.MaxBatchSize, MaxBatchDelay: s.cfg.MaxBatchDelay, Cost: s.cost})
+			if closeNow || s.closing {
+				return batch, true
+			}
+			if timer == nil {
+				timer = time.NewTimer(until.Sub(now))
+			} else {
+				timer.Reset(until.Sub(now))
+			}
+			ch := s.changed
+			s.mu.Unlock()
+			select {
+			case <-ch:
+			case <-timer.C:
+			}
+			s.mu.Lock()
+			continue
+		}
+		ch := s.changed
+		s.mu.Unlock()
+		<-ch
+		s.mu.Lock()
+	}
+}
+
+func (s *Server) replicaLoop(r *replica) {
+	for {
+		batch, ok := s.nextBatch()
+		if !ok {
+			return
+		}
+		if crashed := s.run(r, batch); crashed {
+			s.replace(r)
+			return
+		}
+	}
+}
+
+// run computes one batch. It reports whether the replica crashed.
+func (s *Server) run(r *replica, batch []piece) (crashed bool) {
+	start := time.Now()
+	// Drop pieces whose request is gone.
+	live := batch[:0]
+	s.mu.Lock()
+	for _, p := range batch {
+		if p.it.finished {
+			continue
+		}
+		live = append(live, p)
+	}
+	s.mu.Unlock()
+	if len(live) == 0 {
+		return false
+	}
+	cols := live[0].it.rows.Cols
+	n := 0
+	var due time.Time
+	for _, p := range live {
+		n += p.hi - p.lo
+		if p.it.due.IsZero() {
+			due = time.Time{}
+		} else if due.IsZero() || p.it.due.After(due) {
+			due = p.it.due
+		}
+	}
+	in := runtime.Batch{Rows: n, Cols: cols}
+	if len(live) == 1 {
+		p := live[0]
+		in.Data = p.it.rows.Data[p.lo*cols : p.hi*cols]
+	} else {
+		in.Data = make([]float32, 0, n*cols)
+		for _, p := range live {
+			in.Data = append(in.Data, p.it.rows.Data[p.lo*cols:p.hi*cols]...)
+		}
+	}
+	ctx := context.Background() // the batch outlives any single request
+	var cancel context.CancelFunc = func() {}
+	if !due.IsZero() {
+		ctx, cancel = context.WithDeadline(ctx, due)
+	}
+	out, err, panicked := safePredict(ctx, r.model, in)
+	cancel()
+	elapsed := time.Since(start)
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if panicked {
+		s.stats.crashes.Add(1)
+		s.ready--
+		s.log.Error("replica crashed", "replica", r.id, "err", err)
+		now := time.Now()
+		for _, p := range live {
+			p.it.pending--
+			if p.it.finished {
+				continue
+			}
+			if !p.retried && (p.it.due.IsZero() || p.it.due.Sub(now) > s.cost.Batch(p.hi-p.lo)) {
+				p.retried = true
+				p.it.pending++
+				s.retry = append(s.retry, p)
+				s.queued += p.hi - p.lo
+				continue
+			}
+			s.finishLocked(p.it, &errs.Error{Code: errs.Unavailable, Message: "replica crashed while computing this request; it was not retried in time", RetryAfter: time.Second})
+		}
+		s.broadcastLocked()
+		return true
+	}
+	if err == nil && (out.Rows != n || len(out.Data) != out.Rows*out.Cols) {
+		err = fmt.Errorf("runtime returned %d rows for a batch of %d", out.Rows, n)
+	}
+	if err != nil {
+		code := errs.Internal
+		if errors.Is(err, context.DeadlineExceeded) {
+			code = errs.DeadlineExceeded
+		}
+		for _, p := range live {
+			p.it.pending--
+			s.finishLocked(p.it, errs.Wrap(code, err, "predict %s", s.cfg.Name))
+		}
+		return false
+	}
+	s.stats.batches.Add(1)
+	s.stats.rows.Add(int64(n))
+	s.observeLocked(n, elapsed)
+	row := 0
+	for _, p := range live {
+		it := p.it
+		k := p.hi - p.lo
+		it.pending--
+		if it.finished {
+			row += k
+			continue
+		}
+		if it.out == nil {
+			it.cols = out.Cols
+			it.out = make([]float32, it.rows.Rows*out.Cols)
+		}
+		copy(it.out[p.lo*out.Cols:p.hi*out.Cols], out.Data[row*out.Cols:(row+k)*out.Cols])
+		row += k
+		q := p.taken.Sub(it.enq)
+		if q > it.timing.Queue {
+			it.timing.Queue = q
+		}
+		if bw := start.Sub(p.taken); bw > it.timing.BatchWait {
+			it.timing.BatchWait = bw
+		}
+		it.timing.Compute += elapsed
+		if it.pending == 0 && it.next >= it.rows.Rows {
+			s.finishLocked(it, nil)
+		}
+	}
+	return false
+}
+
+func safePredict(ctx context.Context, m runtime.Model, in runtime.Batch) (out runtime.Output, err error, panicked bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic in runtime: %v", p)
+			panicked = true
+		}
+	}()
+	out, err = m.Predict(ctx, in)
+	return out, err, false
+}
+
+// observeLocked feeds the service-time model: a least-squares fit of
+// latency = A + B·n over the last 64 batches.
+func (s *Server) observeLocked(n int, d time.Duration) {
+	const window = 64
+	if len(s.samples) < window {
+		s.samples = append(s.samples, sample{n, d})
+	} else {
+		s.samples[s.sampleAt] = sample{n, d}
+		s.sampleAt = (s.sampleAt + 1) % window
+	}
+	s.cost = Fit(s.samples, s.cost)
+	s.fitted = true
+}
+
+// Fit refits the cost model. With too little spread in batch sizes it keeps
+// the prior per-instance cost and refits only the fixed part.
+func Fit(samples []sample, prior CostModel) CostModel {
+	if len(samples) == 0 {
+		return prior
+	}
+	var sn, sd, snn, snd float64
+	for _, x := range samples {
+		n, d := float64(x.n), float64(x.d)
+		sn += n
+		sd += d
+		snn += n * n
+		snd += n * d
+	}
+	k := float64(len(samples))
+	den := k*snn - sn*sn
+	var a, b float64
+	if len(samples) >= 8 && den > 1e-9*k*k {
+		b = (k*snd - sn*sd) / den
+		a = (sd - b*sn) / k
+	}
+	if b <= 0 || a < 0 || len(samples) < 8 || den <= 1e-9*k*k {
+		b = float64(prior.B)
+		a = (sd - b*sn) / k
+		if a < 0 {
+			a = 0
+			b = sd / sn
+		}
+	}
+	return CostModel{A: time.Duration(a), B: time.Duration(b)}
+}
+
+// Observe feeds one measured batch into the cost model (warmup uses it).
+func (s *Server) Observe(n int, d time.Duration) {
+	s.mu.Lock()
+	s.observeLocked(n, d)
+	s.mu.Unlock()
+}
+
+// replace loads a new model for a crashed replica, retrying with backoff
+// until it succeeds or the server closes.
+func (s *Server) replace(old *replica) {
+	s.models.Delete(old)
+	_ = old.model.Close() // a crashed model may still hold resources
+	if s.cfg.Load == nil {
+		return
+	}
+	backoff := 100 * time.Millisecond
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		m, err := s.cfg.Load(ctx)
+		cancel()
+		if err == nil {
+			s.mu.Lock()
+			closing := s.closing
+			s.mu.Unlock()
+			if closing && s.queuedNow() == 0 {
+				_ = m.Close()
+				return
+			}
+			s.stats.restarts.Add(1)
+			s.log.Info("replica replaced", "replica", old.id)
+			s.startReplica(m)
+			return
+		}
+		s.log.Error("replica reload failed", "err", err, "retry_in", backoff)
+		select {
+		case <-s.stop:
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 10*time.Second)
+	}
+}
+
+func (s *Server) queuedNow() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.queued
+}
+
+// Stats returns current counters.
+func (s *Server) Stats() Stats {
+	s.mu.Lock()
+	st := Stats{QueuedInstances: s.queued, ReadyReplicas: s.ready, Cost: s.cost}
+	s.mu.Unlock()
+	st.Batches = s.stats.batches.Load()
+	st.Rows = s.stats.rows.Load()
+	st.ExpiredInQueue = s.stats.expired.Load()
+	st.Crashes = s.stats.crashes.Load()
+	st.Restarts = s.stats.restarts.Load()
+	return st
+}
+
+// Close stops admitting, lets the replicas finish queued work (each request
+// still bounded by its own deadline), then unloads the models. If ctx ends
+// first, what is still queued is answered with shutting_down.
+func (s *Server) Close(ctx context.Context) error {
+	s.mu.Lock()
+	if !s.closing {
+		s.closing = true
+		close(s.stop)
+		s.broadcastLocked()
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = ctx.Err()
+		s.mu.Lock()
+		for _, q := range [][]*item{s.online, s.low} {
+			for _, it := range q {
+				s.finishLocked(it, errs.New(errs.ShuttingDown, "the server shut down before this request ran"))
+			}
+		}
+		for _, p := range s.retry {
+			s.finishLocked(p.it, errs.New(errs.ShuttingDown, "the server shut down before this request ran"))
+		}
+		s.mu.Unlock()
+	}
+	s.models.Range(func(k, _ any) bool {
+		if err == nil { // only close models whose replicas have stopped
+			_ = k.(*replica).model.Close()
+			s.models.Delete(k)
+		}
+		return true
+	})
+	return err
+}
