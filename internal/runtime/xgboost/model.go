@@ -303,16 +303,25 @@ func (p *parsed) readTrees(model map[string]any) error {
 		}
 		rt, err := readTree(tm, p.numFeature)
 		if err != nil {
-			return fmt.Errorf("tree %d: %w", t, err)
+			return treeErr(t, err)
 		}
 		p.roots[t] = int32(len(p.nodes))
 		var depth int
 		if p.nodes, depth, err = rt.flatten(p.nodes, int32(p.numFeature)); err != nil {
-			return fmt.Errorf("tree %d: %w", t, err)
+			return treeErr(t, err)
 		}
 		p.depths = append(p.depths, int32(depth))
 	}
 	return nil
+}
+
+// treeErr puts the tree number in front of err: "tree 12 node 7: ..." for a
+// node's error, "tree 12: ..." otherwise.
+func treeErr(t int, err error) error {
+	if strings.HasPrefix(err.Error(), "node ") {
+		return fmt.Errorf("tree %d %w", t, err)
+	}
+	return fmt.Errorf("tree %d: %w", t, err)
 }
 
 // rawTree is one tree as stored: parallel arrays indexed by node id.

@@ -19,13 +19,14 @@ func (Runtime) Load(ctx context.Context, spec runtime.Spec, artifact []byte) (ru
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	m, err := Parse(artifact)
+	p, err := parseModel(artifact)
 	if err != nil {
 		if spec.Name != "" {
-			return nil, fmt.Errorf("%s: %w", spec.Name, err)
+			return nil, fmt.Errorf("xgboost: %s: %w", spec.Name, err)
 		}
-		return nil, err
+		return nil, fmt.Errorf("xgboost: %w", err)
 	}
+	m := newModel(p)
 	if spec.Features > 0 && spec.Features != m.numFeature {
 		return nil, fmt.Errorf("xgboost: %s: model reads %d features, package schema produces %d", spec.Name, m.numFeature, spec.Features)
 	}
@@ -49,6 +50,10 @@ func Parse(artifact []byte) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("xgboost: %w", err)
 	}
+	return newModel(p), nil
+}
+
+func newModel(p *parsed) *Model {
 	m := &Model{parsed: *p, outCols: 1}
 	if p.obj == objMultiSoftprob {
 		m.outCols = p.numGroup
@@ -61,7 +66,7 @@ func Parse(artifact []byte) (*Model, error) {
 	if p.obj.multi() {
 		m.info.Detail += fmt.Sprintf(", %d classes", p.numGroup)
 	}
-	return m, nil
+	return m
 }
 
 // Info reports num_feature inputs and the number of output columns: 1 for

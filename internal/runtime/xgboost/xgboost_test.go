@@ -161,8 +161,12 @@ func TestRegistered(t *testing.T) {
 		t.Errorf("Detail = %q", got)
 	}
 	_, err = rt.Load(context.Background(), runtime.Spec{Name: "fraud@1", Features: 6}, b)
-	if err == nil || !strings.Contains(err.Error(), "model reads 8 features, package schema produces 6") {
+	if err == nil || err.Error() != "xgboost: fraud@1: model reads 8 features, package schema produces 6" {
 		t.Errorf("feature mismatch: err = %v", err)
+	}
+	_, err = rt.Load(context.Background(), runtime.Spec{Name: "fraud@1"}, b[:100])
+	if err == nil || !strings.HasPrefix(err.Error(), "xgboost: fraud@1: json: ") {
+		t.Errorf("truncated: err = %v", err)
 	}
 }
 
