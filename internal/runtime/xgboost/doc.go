@@ -3,8 +3,10 @@
 // XGBoost's Booster.save_model and a batch of predictions:
 //
 //   - decoding the artifact, in either of XGBoost's two model formats: JSON
-//     ("m.json") and Universal Binary JSON ("m.ubj"), told apart by the first
-//     byte ('{' is JSON, anything else is UBJSON). The UBJSON decoder is
+//     ("m.json") and Universal Binary JSON ("m.ubj"). Both begin with '{'
+//     (a UBJSON object starts with the same byte), so the byte after it
+//     decides: '"', '}' or whitespace is JSON, a UBJSON length marker is
+//     UBJSON (see looksLikeJSON). The UBJSON decoder is
 //     written by hand in this package (ubjson.go): it is small, there is no
 //     Go library worth depending on, and it must be hardened against hostile
 //     input (sizes are checked against the bytes actually present before
@@ -23,7 +25,14 @@
 //     value of every tree of that group is added in float32, in tree order.
 //
 // Supported objectives: binary:logistic, binary:logitraw, reg:squarederror,
-// reg:logistic, count:poisson, multi:softprob and multi:softmax.
+// reg:logistic, count:poisson, multi:softprob and multi:softmax. Predictions
+// always use every tree (XGBoost's default iteration range); a best_iteration
+// attribute is ignored, as Booster.predict ignores it. Missing values are NaN
+// and follow each split's default direction.
+//
+// Parse returns the concrete *Model, whose PredictMargin gives raw margins
+// (what Booster.predict(output_margin=True) gives) next to the transformed
+// Predict. A Model is read-only after loading and safe for concurrent use.
 //
 // The runtime registers itself with package runtime as "xgboost".
 package xgboost

@@ -246,6 +246,11 @@ func TestLoadRejects(t *testing.T) {
 		}, "objective multi:softprob needs num_class >= 2, model has 0"},
 		{"binary with classes", set(paramsOf, "num_class", "3"), "objective binary:logistic with num_class = 3 is not supported"},
 		{"base_score out of range", set(paramsOf, "base_score", "1.5"), "base_score 1.5 must be in (0, 1)"},
+		{"base_score rounds to 1", set(paramsOf, "base_score", "0.99999999"), "must be in (0, 1)"},
+		{"base_score infinite", func(m map[string]any) {
+			learnerOf(m)["objective"] = map[string]any{"name": "reg:squarederror"}
+			paramsOf(m)["base_score"] = "1e39"
+		}, `base_score: "1e39" is not a number`},
 		{"base_score garbage", set(paramsOf, "base_score", "abc"), `base_score: "abc" is not a number`},
 		{"num_feature zero", set(paramsOf, "num_feature", "0"), "num_feature: 0 out of range"},
 		{"vector leaf", set(tp, "size_leaf_vector", "3"), "vector leaves are not supported"},

@@ -41,23 +41,24 @@ func (o objective) multi() bool { return o == objMultiSoftprob || o == objMultiS
 // binary:logitraw keeps base_score as the margin unchanged (checked against
 // XGBoost 1.7.4 by the binary_logitraw fixture, trained with base_score 0.3).
 func (o objective) probToMargin(p float32) (float32, error) {
+	m := p
 	switch o {
 	case objBinaryLogistic, objRegLogistic:
 		if !(p > 0 && p < 1) {
 			return 0, fmt.Errorf("base_score %v must be in (0, 1) for a logistic objective", p)
 		}
 		t := float32(1)/p - float32(1)
-		return -float32(math.Log(float64(t))), nil
+		m = -float32(math.Log(float64(t)))
 	case objCountPoisson:
 		if !(p > 0) {
 			return 0, fmt.Errorf("base_score %v must be positive for count:poisson", p)
 		}
-		return float32(math.Log(float64(p))), nil
+		m = float32(math.Log(float64(p)))
 	}
-	if math.IsNaN(float64(p)) || math.IsInf(float64(p), 0) {
-		return 0, fmt.Errorf("base_score %v is not finite", p)
+	if math.IsNaN(float64(m)) || math.IsInf(float64(m), 0) {
+		return 0, fmt.Errorf("base_score %v gives margin %v, which is not finite", p, m)
 	}
-	return p, nil
+	return m, nil
 }
 
 // Limits that keep a hostile artifact from making the loader do absurd work.
