@@ -179,7 +179,8 @@ func Parse(file string, data []byte) (*Spec, error) {
 	doc := root.Content[0]
 	idx := map[string]int{}
 	var probs []Problem
-	checkKeys(doc, reflect.TypeOf(Manifest{}), "", idx, &probs)
+	vals := map[int][]pathValue{}
+	checkKeys(doc, reflect.TypeOf(Manifest{}), "", idx, vals, &probs)
 	if len(probs) > 0 {
 		return nil, &Error{File: file, Problems: probs}
 	}
@@ -187,7 +188,7 @@ func Parse(file string, data []byte) (*Spec, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&m); err != nil {
-		return nil, &Error{File: file, Problems: typeProblems(err, idx)}
+		return nil, &Error{File: file, Problems: typeProblems(err, idx, vals)}
 	}
 	spec, probs := validate(&m)
 	if len(probs) > 0 {
@@ -210,7 +211,9 @@ func yamlSyntaxProblem(err error) Problem {
 	return Problem{Message: msg}
 }
 
-func typeProblems(err error, idx map[string]int) []Problem {
+var backtick = regexp.MustCompile("`([^`]*)`")
+
+func typeProblems(err error, idx map[string]int, vals map[int][]pathValue) []Problem {
 	var te *yaml.TypeError
 	if !errors.As(err, &te) {
 		return []Problem{yamlSyntaxProblem(err)}
@@ -226,7 +229,18 @@ func typeProblems(err error, idx map[string]int) []Problem {
 		if m := lineRE.FindStringSubmatch(s); m != nil {
 			n, _ := strconv.Atoi(m[1])
 			msg := strings.ReplaceAll(m[2], "!!", "")
-			out = append(out, Problem{Line: n, Path: byLine[n], Message: msg})
+			p := byLine[n]
+			if bt := backtick.FindStringSubmatch(msg); bt != nil {
+				// Several keys can share a line (flow style): pick the one
+				// holding the offending value.
+				for _, pv := range vals[n] {
+					if pv.value == bt[1] {
+						p = pv.path
+						break
+					}
+				}
+			}
+			out = append(out, Problem{Line: n, Path: p, Message: msg})
 			continue
 		}
 		out = append(out, Problem{Message: s})
@@ -237,7 +251,9 @@ func typeProblems(err error, idx map[string]int) []Problem {
 // checkKeys walks the YAML tree against the Go type, reporting unknown keys
 // with their path and the keys that are allowed, and records the line of
 // every key path in idx.
-func checkKeys(n *yaml.Node, t reflect.Type, path string, idx map[string]int, probs *[]Problem) {
+type pathValue struct{ path, value string }
+
+func checkKeys(n *yaml.Node, t reflect.Type, path string, idx map[string]int, vals map[int][]pathValue, probs *[]Problem) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -258,6 +274,15 @@ func checkKeys(n *yaml.Node, t reflect.Type, path string, idx map[string]int, pr
 		}
 		return
 	}
+	if n.Kind == yaml.ScalarNode {
+		vals[n.Line] = append(vals[n.Line], pathValue{path, n.Value})
+	}
+	if u, ok := reflect.New(t).Interface().(yaml.Unmarshaler); ok {
+		if err := u.UnmarshalYAML(n); err != nil {
+			*probs = append(*probs, Problem{Line: n.Line, Path: path, Message: err.Error()})
+		}
+		return
+	}
 	switch t.Kind() {
 	case reflect.Struct:
 		if n.Kind != yaml.MappingNode {
@@ -274,9 +299,6 @@ func checkKeys(n *yaml.Node, t reflect.Type, path string, idx map[string]int, pr
 			allowed[tag] = f.Type
 			names = append(names, tag)
 		}
-		if _, ok := reflect.New(t).Interface().(yaml.Unmarshaler); ok {
-			return
-		}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			p := join(path, k.Value)
@@ -286,14 +308,14 @@ func checkKeys(n *yaml.Node, t reflect.Type, path string, idx map[string]int, pr
 				continue
 			}
 			idx[p] = k.Line
-			checkKeys(v, ft, p, idx, probs)
+			checkKeys(v, ft, p, idx, vals, probs)
 		}
 	case reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
 			return
 		}
 		for i, c := range n.Content {
-			checkKeys(c, t.Elem(), fmt.Sprintf("%s[%d]", path, i), idx, probs)
+			checkKeys(c, t.Elem(), fmt.Sprintf("%s[%d]", path, i), idx, vals, probs)
 		}
 	case reflect.Map:
 		if n.Kind != yaml.MappingNode {
@@ -302,7 +324,7 @@ func checkKeys(n *yaml.Node, t reflect.Type, path string, idx map[string]int, pr
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			p := join(path, n.Content[i].Value)
 			idx[p] = n.Content[i].Line
-			checkKeys(n.Content[i+1], t.Elem(), p, idx, probs)
+			checkKeys(n.Content[i+1], t.Elem(), p, idx, vals, probs)
 		}
 	}
 }

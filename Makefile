@@ -1,0 +1,33 @@
+# Sluice — build and test. `make test` is what CI runs (.ci/run).
+GO ?= go
+PKGS := ./...
+
+.PHONY: all build test fmt-check vet unit fuzz-smoke bench-xgboost clean
+
+all: build
+
+build:
+	$(GO) build -o bin/sluice ./cmd/sluice
+
+# The full check CI runs: formatting, vet, and every test with the race detector.
+test: fmt-check vet unit
+
+fmt-check:
+	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet $(PKGS)
+
+unit:
+	$(GO) test -race -count=1 -timeout 15m $(PKGS)
+
+# A short run of every fuzz target (not part of `make test`; run before releases).
+fuzz-smoke:
+	$(GO) test -run x -fuzz FuzzDecodePredict -fuzztime 30s ./internal/server/
+	$(GO) test -run x -fuzz FuzzParse -fuzztime 30s ./internal/modelpkg/
+	$(GO) test -run x -fuzz FuzzReadTarGz -fuzztime 30s ./internal/modelpkg/
+	$(GO) test -run x -fuzz FuzzLoad -fuzztime 30s ./internal/runtime/xgboost/
+
+clean:
+	rm -rf bin .sluice-data

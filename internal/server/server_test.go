@@ -1,0 +1,226 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluiceml/sluice/examples"
+	"github.com/sluiceml/sluice/internal/api"
+	"github.com/sluiceml/sluice/internal/control"
+	"github.com/sluiceml/sluice/internal/registry"
+	_ "github.com/sluiceml/sluice/internal/runtime/linear"
+	_ "github.com/sluiceml/sluice/internal/runtime/xgboost"
+)
+
+// newTestServer serves the built-in examples from a fresh data directory.
+func newTestServer(t *testing.T, cfg Config) *httptest.Server {
+	t.Helper()
+	store, err := registry.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ctl := control.New(store, log)
+	ctx := context.Background()
+	if _, err := ctl.PublishFS(ctx, examples.FS, ".", "examples"); err != nil {
+		t.Fatal(err)
+	}
+	if err := ctl.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range ctl.Versions() {
+		wctx, cancel := context.WithTimeout(ctx, time.Minute)
+		ctl.Wait(wctx, v.Version.Model, v.Version.N)
+		cancel()
+	}
+	if ok, probs := ctl.Readiness(); !ok {
+		t.Fatalf("examples not ready: %v", probs)
+	}
+	cfg.Logger = log
+	s := New(cfg, ctl)
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(func() {
+		ts.Close()
+		ctl.Close(context.Background())
+		store.Close()
+	})
+	return ts
+}
+
+type result struct {
+	status int
+	header http.Header
+	body   []byte
+	err    api.ErrorDetail
+}
+
+func post(t *testing.T, url, ctype, body string, hdr map[string]string) result {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	r := result{status: resp.StatusCode, header: resp.Header, body: b}
+	if resp.StatusCode != 200 {
+		var eb api.ErrorBody
+		if err := json.Unmarshal(b, &eb); err != nil {
+			t.Fatalf("error body is not JSON: %q", b)
+		}
+		r.err = eb.Error
+	}
+	return r
+}
+
+func TestPredictOK(t *testing.T) {
+	ts := newTestServer(t, Config{})
+	r := post(t, ts.URL+"/v1/models/fraud:predict", "application/json",
+		`{"instances":[{"amount":800.0,"accountAgeDays":91,"declines5m":3,"country":"US"},{"amount":250,"accountAgeDays":10}],"deadlineMs":500}`,
+		map[string]string{"X-Request-Id": "req-91"})
+	if r.status != 200 {
+		t.Fatalf("status %d: %s", r.status, r.body)
+	}
+	var p api.PredictResponse
+	if err := json.Unmarshal(r.body, &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.ModelVersion != "fraud@1" || p.SchemaVersion != "fraud-input@3" || p.RequestID != "req-91" {
+		t.Errorf("response names %q %q %q", p.ModelVersion, p.SchemaVersion, p.RequestID)
+	}
+	if r.header.Get("X-Request-Id") != "req-91" {
+		t.Errorf("X-Request-Id not echoed")
+	}
+	// The golden values from xgboost itself.
+	if len(p.Predictions) != 2 || p.Predictions[0]["riskScore"] != 0.8455931 || p.Predictions[1]["riskScore"] != 0.5270861 {
+		t.Errorf("predictions %v", p.Predictions)
+	}
+	st := r.header.Get("Server-Timing")
+	for _, stage := range []string{"preprocess;", "queue;", "batch_wait;", "compute;", "total;"} {
+		if !strings.Contains(st, stage) {
+			t.Errorf("Server-Timing %q lacks %s", st, stage)
+		}
+	}
+	// A request id is minted when absent.
+	r = post(t, ts.URL+"/v1/models/churn:predict", "application/json", `{"instances":[{"tenureMonths":3,"supportTickets":4,"plan":"basic"}]}`, nil)
+	if r.status != 200 || r.header.Get("X-Request-Id") == "" || !bytes.Contains(r.body, []byte(r.header.Get("X-Request-Id"))) {
+		t.Errorf("minted request id: %d %q %s", r.status, r.header.Get("X-Request-Id"), r.body)
+	}
+	// Pinned version.
+	r = post(t, ts.URL+"/v1/models/churn/versions/1:predict", "application/json", `{"instances":[{"tenureMonths":3,"supportTickets":4,"plan":"basic"}]}`, nil)
+	if r.status != 200 || !bytes.Contains(r.body, []byte(`"modelVersion":"churn@1"`)) {
+		t.Errorf("pinned: %d %s", r.status, r.body)
+	}
+}
+
+func TestPredictRejects(t *testing.T) {
+	ts := newTestServer(t, Config{MaxBodyBytes: 128 << 10, MaxDeadline: 10 * time.Second})
+	ok := `"tenureMonths":3,"supportTickets":4,"plan":"basic"`
+	many := `{"instances":[` + strings.Repeat(`{`+ok+`},`, 1000) + `{` + ok + `}]}`
+	big := `{"instances":[{` + ok + `}],"deadlineMs":50` + strings.Repeat(" ", 200<<10) + `}`
+	cases := []struct {
+		name, path, ctype, body string
+		status                  int
+		code, field             string
+	}{
+		{"malformed json", "churn:predict", "application/json", `{"instances":[{`, 400, "invalid_argument", "instances[0]"},
+		{"not an object", "churn:predict", "application/json", `[1,2]`, 400, "invalid_argument", ""},
+		{"trailing data", "churn:predict", "application/json", `{"instances":[{` + ok + `}]} {}`, 400, "invalid_argument", ""},
+		{"duplicate top key", "churn:predict", "application/json", `{"instances":[{` + ok + `}],"instances":[]}`, 400, "invalid_argument", "instances"},
+		{"duplicate field", "churn:predict", "application/json", `{"instances":[{` + ok + `,"plan":"pro"}]}`, 400, "invalid_argument", "instances[0].plan"},
+		{"wrong content type", "churn:predict", "text/plain", `{"instances":[{` + ok + `}]}`, 415, "unsupported_media_type", ""},
+		{"missing content type", "churn:predict", "", `{"instances":[{` + ok + `}]}`, 415, "unsupported_media_type", ""},
+		{"body over limit", "churn:predict", "application/json", big, 413, "payload_too_large", ""},
+		{"no instances key", "churn:predict", "application/json", `{"deadlineMs":50}`, 400, "invalid_argument", "instances"},
+		{"empty instances", "churn:predict", "application/json", `{"instances":[]}`, 400, "invalid_argument", "instances"},
+		{"too many instances", "churn:predict", "application/json", many, 413, "too_many_instances", "instances"},
+		{"unknown top key", "churn:predict", "application/json", `{"instances":[{` + ok + `}],"foo":1}`, 400, "invalid_argument", "foo"},
+		{"unknown field", "churn:predict", "application/json", `{"instances":[{` + ok + `,"age":3}]}`, 400, "invalid_argument", "instances[0].age"},
+		{"missing required field", "churn:predict", "application/json", `{"instances":[{` + ok + `},{"tenureMonths":3,"plan":"basic"}]}`, 400, "invalid_argument", "instances[1].supportTickets"},
+		{"null for required", "churn:predict", "application/json", `{"instances":[{"tenureMonths":null,"supportTickets":4,"plan":"basic"}]}`, 400, "invalid_argument", "instances[0].tenureMonths"},
+		{"NaN literal", "churn:predict", "application/json", `{"instances":[{"tenureMonths":NaN,"supportTickets":4,"plan":"basic"}]}`, 400, "invalid_argument", "instances[0].tenureMonths"},
+		{"NaN as string", "churn:predict", "application/json", `{"instances":[{"tenureMonths":"NaN","supportTickets":4,"plan":"basic"}]}`, 400, "invalid_argument", "instances[0].tenureMonths"},
+		{"Infinity literal", "churn:predict", "application/json", `{"instances":[{"tenureMonths":Infinity,"supportTickets":4,"plan":"basic"}]}`, 400, "invalid_argument", "instances[0].tenureMonths"},
+		{"overflows float64", "churn:predict", "application/json", `{"instances":[{"tenureMonths":1e400,"supportTickets":4,"plan":"basic"}]}`, 400, "invalid_argument", "instances[0].tenureMonths"},
+		{"wrong type", "churn:predict", "application/json", `{"instances":[{"tenureMonths":"3","supportTickets":4,"plan":"basic"}]}`, 400, "invalid_argument", "instances[0].tenureMonths"},
+		{"nested value", "churn:predict", "application/json", `{"instances":[{"tenureMonths":[3],"supportTickets":4,"plan":"basic"}]}`, 400, "invalid_argument", "instances[0].tenureMonths"},
+		{"int given 1.5", "churn:predict", "application/json", `{"instances":[{"tenureMonths":3,"supportTickets":1.5,"plan":"basic"}]}`, 400, "invalid_argument", "instances[0].supportTickets"},
+		{"out of range", "churn:predict", "application/json", `{"instances":[{"tenureMonths":-1,"supportTickets":4,"plan":"basic"}]}`, 400, "invalid_argument", "instances[0].tenureMonths"},
+		{"unknown category", "churn:predict", "application/json", `{"instances":[{"tenureMonths":3,"supportTickets":4,"plan":"gold"}]}`, 400, "invalid_argument", "instances[0].plan"},
+		{"instance not an object", "churn:predict", "application/json", `{"instances":[3]}`, 400, "invalid_argument", "instances[0]"},
+		{"deadline zero", "churn:predict", "application/json", `{"instances":[{` + ok + `}],"deadlineMs":0}`, 400, "invalid_argument", "deadlineMs"},
+		{"deadline negative", "churn:predict", "application/json", `{"instances":[{` + ok + `}],"deadlineMs":-5}`, 400, "invalid_argument", "deadlineMs"},
+		{"deadline over max", "churn:predict", "application/json", `{"instances":[{` + ok + `}],"deadlineMs":60000}`, 400, "invalid_argument", "deadlineMs"},
+		{"deadline not a number", "churn:predict", "application/json", `{"instances":[{` + ok + `}],"deadlineMs":"50"}`, 400, "invalid_argument", "deadlineMs"},
+		{"unknown model", "nope:predict", "application/json", `{"instances":[{` + ok + `}]}`, 404, "not_found", ""},
+		{"unknown version", "churn/versions/9:predict", "application/json", `{"instances":[{` + ok + `}]}`, 404, "not_found", ""},
+		{"bad version number", "churn/versions/x:predict", "application/json", `{"instances":[{` + ok + `}]}`, 400, "invalid_argument", "version"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := post(t, ts.URL+"/v1/models/"+c.path, c.ctype, c.body, nil)
+			if r.status != c.status || r.err.Code != c.code || r.err.Field != c.field {
+				t.Fatalf("got %d %s field %q (%s), want %d %s field %q", r.status, r.err.Code, r.err.Field, r.err.Message, c.status, c.code, c.field)
+			}
+			if r.err.Message == "" || r.err.RequestID == "" {
+				t.Errorf("error body lacks message or request id: %s", r.body)
+			}
+		})
+	}
+}
+
+func TestRoutesAndMethods(t *testing.T) {
+	ts := newTestServer(t, Config{})
+	get := func(path string) (int, []byte) {
+		resp, err := http.Get(ts.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b
+	}
+	if st, _ := get("/healthz"); st != 200 {
+		t.Errorf("healthz %d", st)
+	}
+	if st, b := get("/readyz"); st != 200 {
+		t.Errorf("readyz %d %s", st, b)
+	}
+	st, b := get("/v1/models/fraud/versions/1")
+	var v api.Version
+	if err := json.Unmarshal(b, &v); st != 200 || err != nil {
+		t.Fatalf("version: %d %s", st, b)
+	}
+	if v.State != "ready" || len(v.ArtifactSHA256) != 64 || v.Runtime != "xgboost" || !v.Serving || v.Input.Schema != "fraud-input@3" {
+		t.Errorf("version info %+v", v)
+	}
+	if st, _ := get("/v1/models/fraud/versions/7"); st != 404 {
+		t.Errorf("missing version: %d", st)
+	}
+	if st, _ := get("/v1/models/nope"); st != 404 {
+		t.Errorf("missing model: %d", st)
+	}
+	if st, _ := get("/v1/models/fraud:predict"); st != 405 {
+		t.Errorf("GET predict: %d", st)
+	}
+	var l api.ModelList
+	_, b = get("/v1/models")
+	if err := json.Unmarshal(b, &l); err != nil || len(l.Models) != 3 {
+		t.Errorf("models: %s", b)
+	}
+}
