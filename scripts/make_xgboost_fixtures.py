@@ -105,6 +105,27 @@ def labels(kind, X, rng):
     raise ValueError(kind)
 
 
+def unsupported(rng):
+    """Real models the runtime must refuse: dart, gblinear, categorical."""
+    X = make_data(rng, 300)
+    y = (np.nan_to_num(X[:, 0]) > 0).astype(np.float32)
+    out = []
+    for name, params in [
+        ("unsupported_dart", {"booster": "dart", "objective": "binary:logistic", "max_depth": 2}),
+        ("unsupported_gblinear", {"booster": "gblinear", "objective": "binary:logistic"}),
+    ]:
+        b = xgb.train(dict(params, seed=1, nthread=1), xgb.DMatrix(X, label=y), 2)
+        b.save_model(os.path.join(OUT, name + ".json"))
+        out.append(name + ".json")
+    Xc = rng.integers(0, 4, size=(300, 2)).astype(np.float32)
+    yc = (Xc[:, 0] == 2).astype(np.float32)
+    d = xgb.DMatrix(Xc, label=yc, feature_types=["c", "q"], enable_categorical=True)
+    b = xgb.train({"tree_method": "hist", "max_depth": 2, "max_cat_to_onehot": 1, "seed": 1, "nthread": 1}, d, 2)
+    b.save_model(os.path.join(OUT, "unsupported_categorical.ubj"))
+    out.append("unsupported_categorical.ubj")
+    return out
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     rng = np.random.default_rng(SEED)
@@ -143,6 +164,7 @@ def main():
         with open(os.path.join(OUT, name + ".expect.json"), "w") as f:
             json.dump(exp, f, separators=(",", ":"))
         written.append(name + ".expect.json")
+    written += unsupported(rng)
     total = sum(os.path.getsize(os.path.join(OUT, w)) for w in written)
     print(f"xgboost {xgb.__version__}: wrote {len(written)} files, {total} bytes, into {OUT}", file=sys.stderr)
 

@@ -384,3 +384,25 @@ func TestFormatDetection(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadRejectsRealUnsupported uses artifacts saved by xgboost itself.
+func TestLoadRejectsRealUnsupported(t *testing.T) {
+	cases := []struct {
+		file, want string
+	}{
+		{"unsupported_dart.json", `xgboost: booster "dart" is not supported (supported: gbtree)`},
+		{"unsupported_gblinear.json", `xgboost: booster "gblinear" is not supported (supported: gbtree)`},
+		{"unsupported_categorical.ubj", "xgboost: tree 0 node 0: categorical splits are not supported"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.file, func(t *testing.T) {
+			b, err := os.ReadFile("testdata/" + tc.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Parse(b); err == nil || err.Error() != tc.want {
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
