@@ -1,0 +1,294 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sluiceml/sluice/internal/api"
+)
+
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "sluice-e2e-")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "sluice")
+	out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "build sluice: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// proc is a running `sluice serve`.
+type proc struct {
+	cmd  *exec.Cmd
+	url  string
+	logs *strings.Builder
+	done chan error
+}
+
+var addrRE = regexp.MustCompile(`msg=serving addr=(127\.0\.0\.1:\d+)`)
+
+// startServer runs the real binary and waits until /readyz answers 200 (or
+// wantReady is false and it answers at all).
+func startServer(t *testing.T, args ...string) *proc {
+	t.Helper()
+	cmd := exec.Command(binary, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{cmd: cmd, logs: &strings.Builder{}, done: make(chan error, 1)}
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			p.logs.WriteString(line + "\n")
+			if m := addrRE.FindStringSubmatch(line); m != nil {
+				addr <- m[1]
+			}
+		}
+		p.done <- cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			<-p.done
+		}
+	})
+	select {
+	case a := <-addr:
+		p.url = "http://" + a
+	case err := <-p.done:
+		t.Fatalf("server exited: %v\n%s", err, p.logs)
+	case <-time.After(60 * time.Second):
+		t.Fatalf("server did not start:\n%s", p.logs)
+	}
+	waitFor(t, 60*time.Second, func() bool {
+		resp, err := http.Get(p.url + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
+	return p
+}
+
+func (p *proc) stop(t *testing.T) {
+	t.Helper()
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-p.done:
+		if err != nil {
+			t.Fatalf("server exited with %v after SIGTERM:\n%s", err, p.logs)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("server did not stop")
+	}
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met within %s", d)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// sluice runs the CLI and returns its stdout, stderr and error.
+func sluice(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	return out.String(), errb.String(), err
+}
+
+// writePackage writes a linear model package: y = w·(x, z) + 0.5.
+func writePackage(t *testing.T, dir string, w []float64, expect float64) string {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	art, _ := json.Marshal(map[string]any{"weights": [][]float64{w}, "bias": []float64{0.5}, "link": "identity"})
+	manifest := fmt.Sprintf(`name: calc
+runtime: linear
+artifact: model.json
+input:
+  schema: calc-input@1
+  fields: [{name: x, type: float}, {name: z, type: float}]
+output:
+  schema: calc-output@1
+  fields: [{name: y}]
+golden:
+  - instance: {x: 1, z: 1}
+    expect: {y: %v}
+`, expect)
+	if err := os.WriteFile(filepath.Join(dir, "model.json"), art, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "model.yaml"), []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func getVersion(t *testing.T, url string, n int) api.Version {
+	t.Helper()
+	resp, err := http.Get(fmt.Sprintf("%s/v1/models/calc/versions/%d", url, n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var v api.Version
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func predict(t *testing.T, url, body string) api.PredictResponse {
+	t.Helper()
+	out, stderr, err := sluice(t, "predict", "calc", body, "--server", url)
+	if err != nil {
+		t.Fatalf("predict: %v %s", err, stderr)
+	}
+	var p api.PredictResponse
+	if err := json.Unmarshal([]byte(out), &p); err != nil {
+		t.Fatalf("predict output %q: %v", out, err)
+	}
+	return p
+}
+
+func TestEndToEnd(t *testing.T) {
+	data := t.TempDir()
+	models := t.TempDir() // empty: everything arrives by push
+	pkgs := t.TempDir()
+	srv := startServer(t, "--data", data, "--models", models)
+
+	// Push v1 over HTTP with the CLI, predict.
+	v1 := writePackage(t, filepath.Join(pkgs, "v1"), []float64{1, 2}, 3.5)
+	out, stderr, err := sluice(t, "push", v1, "--server", srv.url)
+	if err != nil || !strings.Contains(out, "calc@1 published") || !strings.Contains(out, "state=ready") {
+		t.Fatalf("push v1: %v %q %q", err, out, stderr)
+	}
+	if p := predict(t, srv.url, `{"x":1,"z":2}`); p.ModelVersion != "calc@1" || p.Predictions[0]["y"] != 5.5 || p.SchemaVersion != "calc-input@1" {
+		t.Fatalf("predict v1: %+v", p)
+	}
+	// Identical content: same version.
+	out, _, err = sluice(t, "push", v1, "--server", srv.url)
+	if err != nil || !strings.Contains(out, "calc@1 already published") {
+		t.Fatalf("push identical: %v %q", err, out)
+	}
+	// v2 becomes the serving version once ready.
+	v2 := writePackage(t, filepath.Join(pkgs, "v2"), []float64{2, 2}, 4.5)
+	if out, _, err = sluice(t, "push", v2, "--server", srv.url); err != nil || !strings.Contains(out, "calc@2 published") {
+		t.Fatalf("push v2: %v %q", err, out)
+	}
+	if p := predict(t, srv.url, `{"x":1,"z":2}`); p.ModelVersion != "calc@2" || p.Predictions[0]["y"] != 6.5 {
+		t.Fatalf("predict v2: %+v", p)
+	}
+	before := getVersion(t, srv.url, 2)
+	srv.stop(t)
+
+	// Restart: same versions, same hashes, v2 serves.
+	srv = startServer(t, "--data", data, "--models", models)
+	after := getVersion(t, srv.url, 2)
+	if after.ArtifactSHA256 != before.ArtifactSHA256 || after.Digest != before.Digest || after.State != "ready" || !after.Serving {
+		t.Fatalf("after restart: %+v, before %+v", after, before)
+	}
+	if p := predict(t, srv.url, `{"x":1,"z":2}`); p.ModelVersion != "calc@2" {
+		t.Fatalf("after restart served by %s", p.ModelVersion)
+	}
+	srv.stop(t)
+
+	// Corrupt v2's stored artifact: v2 fails with a hash error, v1 serves.
+	path := filepath.Join(data, "artifacts", "sha256", before.ArtifactSHA256[:2], before.ArtifactSHA256)
+	if err := os.WriteFile(path, []byte(`{"weights":[[9,9]],"bias":[0.5],"link":"identity"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv = startServer(t, "--data", data, "--models", models)
+	bad := getVersion(t, srv.url, 2)
+	if bad.State != "failed" || !strings.Contains(bad.Reason, "sha256 mismatch") {
+		t.Fatalf("corrupt v2: state %s reason %q", bad.State, bad.Reason)
+	}
+	if p := predict(t, srv.url, `{"x":1,"z":2}`); p.ModelVersion != "calc@1" || p.Predictions[0]["y"] != 5.5 {
+		t.Fatalf("with v2 corrupt: %+v", p)
+	}
+	if _, stderr, err := sluice(t, "predict", "calc", `{"x":1,"z":2}`, "--version", "2", "--server", srv.url); err == nil || !strings.Contains(stderr, "503 not_ready") {
+		t.Fatalf("pinned corrupt v2: %v %q", err, stderr)
+	}
+
+	// A golden mismatch: the version fails, is never ready, v1 keeps serving.
+	v3 := writePackage(t, filepath.Join(pkgs, "v3"), []float64{3, 3}, 99)
+	out, stderr, err = sluice(t, "push", v3, "--server", srv.url)
+	if err == nil || !strings.Contains(out, "calc@3") || !strings.Contains(stderr, "golden example 0") {
+		t.Fatalf("push golden mismatch: %v %q %q", err, out, stderr)
+	}
+	if v := getVersion(t, srv.url, 3); v.State != "failed" || !strings.Contains(v.Reason, "y = 6.5, expected 99") {
+		t.Fatalf("v3: %s %q", v.State, v.Reason)
+	}
+	if p := predict(t, srv.url, `{"x":1,"z":2}`); p.ModelVersion != "calc@1" {
+		t.Fatalf("after bad v3 served by %s", p.ModelVersion)
+	}
+	out, _, err = sluice(t, "models", "--server", srv.url)
+	if err != nil || !strings.Contains(out, "calc@1") || !strings.Contains(out, "2:failed") || !strings.Contains(out, "3:failed") {
+		t.Fatalf("models: %v %q", err, out)
+	}
+	srv.stop(t)
+}
+
+// TestServeDefault runs `sluice serve` with only a data dir: it serves the
+// built-in examples, and the README's request answers as documented.
+func TestServeDefault(t *testing.T) {
+	srv := startServer(t, "--data", t.TempDir())
+	req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, srv.url+"/v1/models/fraud:predict",
+		strings.NewReader(`{"instances":[{"amount":800.0,"accountAgeDays":91,"declines5m":3,"country":"US"}],"deadlineMs":50}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Request-Id", "req-91")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	want := `{"predictions":[{"riskScore":0.8455931}],"modelVersion":"fraud@1","schemaVersion":"fraud-input@3","requestId":"req-91"}`
+	if strings.TrimSpace(string(body)) != want {
+		t.Fatalf("got  %s\nwant %s", body, want)
+	}
+	out, _, err := sluice(t, "models", "--server", srv.url)
+	for _, m := range []string{"fraud@1", "iris@1", "churn@1"} {
+		if err != nil || !strings.Contains(out, m) {
+			t.Fatalf("models lacks %s: %v %q", m, err, out)
+		}
+	}
+	srv.stop(t)
+}
