@@ -2,6 +2,7 @@ package xgboost
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -46,6 +47,76 @@ func FuzzLoad(f *testing.F) {
 		}
 		if out.Rows != len(rows) || out.Cols != info.Outputs || len(out.Data) != out.Rows*out.Cols {
 			t.Fatalf("output shape %dx%d (%d values), info %+v", out.Rows, out.Cols, len(out.Data), info)
+		}
+	})
+}
+
+// FuzzTreeShape builds one-tree models from arbitrary child, feature and
+// default-direction arrays. Whatever the loader accepts must predict exactly
+// what a plain walk over the stored arrays gives, so the flattening and the
+// fixed-depth walk cannot go wrong silently on odd shapes.
+func FuzzTreeShape(f *testing.F) {
+	f.Add([]byte{1, 3, 0xff, 0xff, 0xff}, []byte{2, 4, 0xff, 0xff, 0xff}, []byte{0, 1, 0, 0, 0}, []byte{1, 0, 0, 0, 0})
+	f.Add([]byte{0xff}, []byte{0xff}, []byte{0}, []byte{0})
+	f.Add([]byte{1, 0xff, 3, 0xff, 0xff}, []byte{2, 0xff, 4, 0xff, 0xff}, []byte{1, 0, 0, 0, 0}, []byte{0, 0, 1, 0, 0})
+	f.Fuzz(func(t *testing.T, left, right, feat, dflt []byte) {
+		n := len(left)
+		if n == 0 || n > 64 || len(right) != n || len(feat) != n || len(dflt) != n {
+			return
+		}
+		const nf = 3
+		l, r, fi, c, dl := make([]any, n), make([]any, n), make([]any, n), make([]any, n), make([]any, n)
+		for i := range n {
+			l[i], r[i], fi[i], dl[i] = int(int8(left[i])), int(int8(right[i])), int(feat[i]%4), int(dflt[i]%2)
+			c[i] = float64(i%3) - 1 // thresholds and leaf values -1, 0, 1
+		}
+		model := tinyModel()
+		tr := treeOf(model)
+		tr["left_children"], tr["right_children"], tr["split_indices"] = l, r, fi
+		tr["split_conditions"], tr["default_left"] = c, dl
+		delete(tr, "split_type")
+		tr["tree_param"].(map[string]any)["num_nodes"] = fmt.Sprint(n)
+		paramsOf(model)["num_feature"] = fmt.Sprint(nf)
+		learnerOf(model)["objective"] = map[string]any{"name": "reg:squarederror"}
+		paramsOf(model)["base_score"] = "0"
+		m, err := Parse(mustJSON(t, model))
+		if err != nil {
+			return
+		}
+		nan := float32(math.NaN())
+		vals := []float32{-2, -1, 0, 1, 2, nan}
+		for a := range vals {
+			for b := range vals {
+				row := []float32{vals[a], vals[b], vals[(a+b)%len(vals)]}
+				// reference: follow the stored arrays by node id
+				id, steps := 0, 0
+				for l[id].(int) != -1 {
+					if steps++; steps > n {
+						t.Fatalf("accepted a tree whose walk does not end (row %v)", row)
+					}
+					v := row[fi[id].(int)]
+					switch {
+					case v != v:
+						if dl[id].(int) == 1 {
+							id = l[id].(int)
+						} else {
+							id = r[id].(int)
+						}
+					case v < float32(c[id].(float64)):
+						id = l[id].(int)
+					default:
+						id = r[id].(int)
+					}
+				}
+				want := float32(c[id].(float64))
+				out, err := m.PredictMargin(context.Background(), batchOf(row))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if out.Data[0] != want {
+					t.Fatalf("row %v: got %v, walking the arrays gives %v", row, out.Data[0], want)
+				}
+			}
 		}
 	})
 }
