@@ -95,3 +95,21 @@ func BenchmarkPredictSingleRow(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 }
+
+// BenchmarkLoad500Trees is the cost of decoding and flattening the
+// 500-tree model from UBJSON.
+func BenchmarkLoad500Trees(b *testing.B) {
+	art, err := os.ReadFile("testdata/bench500.ubj")
+	if os.IsNotExist(err) {
+		b.Skip("testdata/bench500.ubj is absent; run /usr/bin/python3 scripts/make_bench_model.py")
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(art)))
+	for b.Loop() {
+		if _, err := Parse(art); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
