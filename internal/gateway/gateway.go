@@ -84,5 +84,9 @@ func (g *Gateway) Predict(ctx context.Context, req Request) (*Response, error) {
 		}
 		return nil, err
 	}
+	if ctx.Err() != nil {
+		// Finished, but too late to be useful: never answer 200 after the deadline.
+		return nil, errs.New(errs.DeadlineExceeded, "deadline %s passed as the result arrived", d)
+	}
 	return &Response{Target: tg, Out: res.Out, Timing: res.Timing, Preprocess: pre}, nil
 }

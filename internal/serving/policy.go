@@ -48,25 +48,27 @@ func Admit(in AdmitInput) error {
 		return &errs.Error{Code: errs.NotReady, Message: "no ready replica for this version", RetryAfter: time.Second}
 	}
 	if in.QueuedInstances+in.Instances > in.MaxQueue {
-		wait := EstimateWait(in.QueuedInstances, in.Instances, in)
+		wait := EstimateWait(in.QueuedInstances, in.Instances, in) + in.MaxBatchDelay
 		return &errs.Error{Code: errs.QueueFull,
 			Message:    "work queue is full (" + strconv.Itoa(in.QueuedInstances) + " of " + strconv.Itoa(in.MaxQueue) + " instances queued, request has " + strconv.Itoa(in.Instances) + ")",
 			RetryAfter: retryAfter(wait)}
 	}
 	if in.CheckFeasibility && in.Remaining > 0 {
+		// The batcher closes a batch early when a deadline needs it, so the
+		// batch delay is not part of what must fit.
 		est := EstimateWait(in.QueuedInstances, in.Instances, in)
 		if est > in.Remaining {
 			return &errs.Error{Code: errs.DeadlineInfeasible,
-				Message:    "deadline cannot be met: " + in.Remaining.Round(time.Microsecond).String() + " left, estimated queue + batch + compute " + est.Round(time.Microsecond).String(),
-				RetryAfter: retryAfter(est)}
+				Message:    "deadline cannot be met: " + in.Remaining.Round(time.Microsecond).String() + " left, estimated queue + compute " + est.Round(time.Microsecond).String(),
+				RetryAfter: retryAfter(est + in.MaxBatchDelay)}
 		}
 	}
 	return nil
 }
 
 // EstimateWait is the estimated time until a request of n instances, behind
-// queued instances, is answered: the batches ahead of it and its own, shared
-// by the ready replicas, plus one batch delay.
+// queued instances, is answered: the batches ahead of it, shared by the
+// ready replicas, and its own.
 func EstimateWait(queued, n int, in AdmitInput) time.Duration {
 	b := in.MaxBatch
 	if b <= 0 {
@@ -85,7 +87,7 @@ func EstimateWait(queued, n int, in AdmitInput) time.Duration {
 	if n > b {
 		own = in.Cost.Batch(n) // split parts run one after another at worst
 	}
-	return ahead/time.Duration(r) + own + in.MaxBatchDelay
+	return ahead/time.Duration(r) + own
 }
 
 func retryAfter(d time.Duration) time.Duration {

@@ -67,6 +67,7 @@ type Stats struct {
 	Crashes         int64
 	Restarts        int64
 	QueuedInstances int
+	QueuedHighWater int // most instances ever queued at once
 	ReadyReplicas   int
 	Cost            CostModel
 }
@@ -104,6 +105,7 @@ type Server struct {
 	low      []*item
 	retry    []piece // pieces of a crashed batch, run first
 	queued   int     // untaken instances in online+low+retry
+	highQ    int     // high-water mark of queued
 	changed  chan struct{}
 	closing  bool
 	ready    int // live replicas
@@ -204,6 +206,7 @@ func (s *Server) Submit(ctx context.Context, w Work) (Result, error) {
 		s.low = append(s.low, it)
 	}
 	s.queued += n
+	s.highQ = max(s.highQ, s.queued)
 	s.broadcastLocked()
 	s.mu.Unlock()
 
@@ -602,7 +605,7 @@ func (s *Server) queuedNow() int {
 // Stats returns current counters.
 func (s *Server) Stats() Stats {
 	s.mu.Lock()
-	st := Stats{QueuedInstances: s.queued, ReadyReplicas: s.ready, Cost: s.cost}
+	st := Stats{QueuedInstances: s.queued, QueuedHighWater: s.highQ, ReadyReplicas: s.ready, Cost: s.cost}
 	s.mu.Unlock()
 	st.Batches = s.stats.batches.Load()
 	st.Rows = s.stats.rows.Load()
@@ -639,6 +642,8 @@ func (s *Server) Close(ctx context.Context) error {
 		for _, p := range s.retry {
 			s.finishLocked(p.it, errs.New(errs.ShuttingDown, "the server shut down before this request ran"))
 		}
+		s.online, s.low, s.retry, s.queued = nil, nil, nil, 0
+		s.broadcastLocked()
 		s.mu.Unlock()
 	}
 	s.models.Range(func(k, _ any) bool {
