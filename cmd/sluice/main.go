@@ -26,7 +26,7 @@ func main() {
 		SilenceErrors: true,
 		Version:       version,
 	}
-	root.AddCommand(newServeCmd(), newCheckCmd(), newPushCmd(), newModelsCmd(), newPredictCmd(), newBenchCmd())
+	root.AddCommand(newServeCmd(), newCheckCmd(), newPushCmd(), newModelsCmd(), newPredictCmd(), newBenchCmd(), newTenantCmd())
 	if err := root.Execute(); err != nil {
 		var ce *client.Error
 		if errors.As(err, &ce) {

@@ -17,11 +17,13 @@ import (
 	"github.com/sluiceml/sluice/internal/control"
 	"github.com/sluiceml/sluice/internal/registry"
 	"github.com/sluiceml/sluice/internal/server"
+	"github.com/sluiceml/sluice/internal/tenant"
 )
 
 func newServeCmd() *cobra.Command {
 	var (
 		addr, data, models string
+		tenantsFile        string
 		cfg                server.Config
 		grace              time.Duration
 	)
@@ -32,6 +34,16 @@ func newServeCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 			cfg.Logger = log
+			if tenantsFile != "" {
+				set, err := tenant.Load(tenantsFile)
+				if err != nil {
+					return err
+				}
+				cfg.Tenants = set
+				log.Info("authentication on", "tenants", set.Names())
+			} else {
+				log.Warn("no --tenants file: authentication is off, every caller is tenant \"default\" with no quota")
+			}
 			store, err := registry.Open(data)
 			if err != nil {
 				return err
@@ -63,6 +75,7 @@ func newServeCmd() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&addr, "addr", "127.0.0.1:8080", "listen address")
 	f.StringVar(&data, "data", ".sluice-data", "data directory (registry database and artifacts); created if missing")
+	f.StringVar(&tenantsFile, "tenants", "", "tenants file (API key hashes, allowed models, quotas); without it authentication is off")
 	f.StringVar(&models, "models", "", "folder of model packages to publish at start (default: the built-in examples)")
 	f.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", 1<<20, "largest predict request body")
 	f.Int64Var(&cfg.MaxUploadBytes, "max-upload-bytes", 512<<20, "largest package upload")

@@ -15,7 +15,17 @@ import (
 	"github.com/sluiceml/sluice/internal/runtime"
 	"github.com/sluiceml/sluice/internal/schema"
 	"github.com/sluiceml/sluice/internal/serving"
+	"github.com/sluiceml/sluice/internal/tenant"
 )
+
+// refused reports whether admission turned the request away before queueing.
+func refused(err error) bool {
+	switch errs.CodeOf(err) {
+	case errs.QueueFull, errs.DeadlineInfeasible, errs.NotReady, errs.ShuttingDown:
+		return true
+	}
+	return false
+}
 
 // Gateway serves predict calls from the current routing snapshot.
 type Gateway struct {
@@ -24,6 +34,7 @@ type Gateway struct {
 
 // Request is one decoded predict call.
 type Request struct {
+	Tenant    *tenant.Tenant // nil: tenant.Default
 	Model     string
 	Version   int // 0: the version that serves the model
 	Instances []schema.Instance
@@ -41,6 +52,13 @@ type Response struct {
 // Predict runs req. The context's deadline is set from req.Deadline (or the
 // version's default) before anything is queued.
 func (g *Gateway) Predict(ctx context.Context, req Request) (*Response, error) {
+	tn := req.Tenant
+	if tn == nil {
+		tn = tenant.Default
+	}
+	if err := tn.Check(req.Model); err != nil {
+		return nil, err
+	}
 	t := g.Table.Load()
 	var tg *routing.Target
 	var err error
@@ -77,8 +95,14 @@ func (g *Gateway) Predict(ctx context.Context, req Request) (*Response, error) {
 		}
 	}
 	pre := time.Since(t0)
+	if err := tn.Take(n, time.Now()); err != nil {
+		return nil, err
+	}
 	res, err := tg.Server.Submit(ctx, serving.Work{Rows: rows, Priority: serving.Online})
 	if err != nil {
+		if refused(err) {
+			tn.Refund(n) // nothing was computed
+		}
 		if e := errs.As(err); e.Code == errs.DeadlineExceeded || e.Code == errs.ExpiredInQueue {
 			e.Message = fmt.Sprintf("%s (deadline %s)", e.Message, d)
 		}

@@ -28,6 +28,7 @@ import (
 	"github.com/sluiceml/sluice/internal/errs"
 	"github.com/sluiceml/sluice/internal/gateway"
 	"github.com/sluiceml/sluice/internal/modelpkg"
+	"github.com/sluiceml/sluice/internal/tenant"
 )
 
 // Config configures the HTTP server.
@@ -35,6 +36,7 @@ type Config struct {
 	MaxBodyBytes   int64         // predict body limit (default 1 MiB)
 	MaxUploadBytes int64         // package upload limit (default 512 MiB)
 	MaxDeadline    time.Duration // largest deadlineMs accepted (default 60s)
+	Tenants        *tenant.Set   // nil: no authentication, one default tenant
 	Logger         *slog.Logger
 }
 
@@ -180,8 +182,17 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// authenticate resolves the caller's tenant from the Authorization header.
+func (s *Server) authenticate(r *http.Request) (*tenant.Tenant, error) {
+	return s.cfg.Tenants.Authenticate(r.Header.Get("Authorization"))
+}
+
 // models routes everything under /v1/models/.
 func (s *Server) models(w http.ResponseWriter, r *http.Request) error {
+	tn, err := s.authenticate(r)
+	if err != nil {
+		return err
+	}
 	rest := strings.TrimPrefix(r.URL.Path, "/v1/models/")
 	parts := strings.Split(rest, "/")
 	method := func(m string) error {
@@ -197,9 +208,12 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) error {
 			if err := method(http.MethodPost); err != nil {
 				return err
 			}
-			return s.predict(w, r, name, 0)
+			return s.predict(w, r, tn, name, 0)
 		}
 		if err := method(http.MethodGet); err != nil {
+			return err
+		}
+		if err := tn.Check(parts[0]); err != nil {
 			return err
 		}
 		return s.getModel(w, r, parts[0])
@@ -207,6 +221,9 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) error {
 		if parts[1] == "versions" {
 			if err := method(http.MethodPost); err != nil {
 				return err
+			}
+			if !tn.Admin {
+				return errs.New(errs.PermissionDenied, "tenant %q may not publish versions (needs admin: true in the tenants file)", tn.Name)
 			}
 			return s.upload(w, r, parts[0])
 		}
@@ -223,9 +240,12 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) error {
 			if err := method(http.MethodPost); err != nil {
 				return err
 			}
-			return s.predict(w, r, parts[0], n)
+			return s.predict(w, r, tn, parts[0], n)
 		}
 		if err := method(http.MethodGet); err != nil {
+			return err
+		}
+		if err := tn.Check(parts[0]); err != nil {
 			return err
 		}
 		return s.getVersion(w, r, parts[0], n)
@@ -233,7 +253,7 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) error {
 	return errs.New(errs.NotFound, "no route for %s %s (see docs/api.md)", r.Method, r.URL.Path)
 }
 
-func (s *Server) predict(w http.ResponseWriter, r *http.Request, model string, version int) error {
+func (s *Server) predict(w http.ResponseWriter, r *http.Request, tn *tenant.Tenant, model string, version int) error {
 	start := time.Now()
 	if ct := r.Header.Get("Content-Type"); !isJSON(ct) {
 		return errs.New(errs.UnsupportedMedia, "Content-Type must be application/json, got %q", ct)
@@ -250,7 +270,7 @@ func (s *Server) predict(w http.ResponseWriter, r *http.Request, model string, v
 	if err != nil {
 		return err
 	}
-	res, err := s.gw.Predict(r.Context(), gateway.Request{Model: model, Version: version, Instances: req.Instances, Deadline: req.Deadline})
+	res, err := s.gw.Predict(r.Context(), gateway.Request{Tenant: tn, Model: model, Version: version, Instances: req.Instances, Deadline: req.Deadline})
 	if err != nil {
 		return err
 	}
@@ -461,9 +481,15 @@ func (s *Server) modelsJSON() []api.Model {
 }
 
 func (s *Server) listModels(w http.ResponseWriter, r *http.Request) error {
-	ms := s.modelsJSON()
-	if ms == nil {
-		ms = []api.Model{}
+	tn, err := s.authenticate(r)
+	if err != nil {
+		return err
+	}
+	ms := []api.Model{}
+	for _, m := range s.modelsJSON() {
+		if tn.Allowed(m.Name) {
+			ms = append(ms, m)
+		}
 	}
 	writeJSON(w, http.StatusOK, api.ModelList{Models: ms})
 	return nil
@@ -511,4 +537,3 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 	<-errc
 	return err
 }
-

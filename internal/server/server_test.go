@@ -44,7 +44,9 @@ func newTestServer(t *testing.T, cfg Config) *httptest.Server {
 	if ok, probs := ctl.Readiness(); !ok {
 		t.Fatalf("examples not ready: %v", probs)
 	}
-	cfg.Logger = log
+	if cfg.Logger == nil {
+		cfg.Logger = log
+	}
 	s := New(cfg, ctl)
 	ts := httptest.NewServer(s.Handler())
 	t.Cleanup(func() {
