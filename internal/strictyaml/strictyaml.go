@@ -253,4 +253,3 @@ func lineOf(idx Index, path string) int {
 	}
 	return 0
 }
-
