@@ -157,7 +157,9 @@ func (c *Controller) load(l *Loaded) {
 		fail(fmt.Errorf("load %s: %w", v.ID(), err))
 		return
 	}
+	c.mu.Lock()
 	l.Spec = spec
+	c.mu.Unlock()
 	sv := spec.Manifest.Serving
 	t0 := time.Now()
 	loader := func(ctx context.Context) (runtime.Model, error) { return c.loadReplica(ctx, v, spec) }

@@ -48,6 +48,7 @@ type Server struct {
 	log      *slog.Logger
 	draining atomic.Bool
 	mux      *http.ServeMux
+	handler  http.Handler // what the listener serves: mux (tests may wrap it)
 }
 
 // New builds the HTTP server.
@@ -65,6 +66,7 @@ func New(cfg Config, ctl *control.Controller) *Server {
 		cfg.Logger = slog.Default()
 	}
 	s := &Server{cfg: cfg, ctl: ctl, gw: &gateway.Gateway{Table: ctl.Table}, log: cfg.Logger, mux: http.NewServeMux()}
+	s.handler = s.mux
 	s.mux.HandleFunc("GET /healthz", s.wrap(s.healthz))
 	s.mux.HandleFunc("GET /readyz", s.wrap(s.readyz))
 	s.mux.HandleFunc("GET /v1/models", s.wrap(s.listModels))
@@ -85,7 +87,7 @@ func (s *Server) SetDraining() { s.draining.Store(true) }
 // connection forever.
 func (s *Server) HTTPServer() *http.Server {
 	return &http.Server{
-		Handler:           s.mux,
+		Handler:           s.handler,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       5 * time.Minute, // uploads; predict bodies are small
 		IdleTimeout:       2 * time.Minute,

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -23,6 +24,13 @@ import (
 // newTestServer serves the built-in examples from a fresh data directory.
 func newTestServer(t *testing.T, cfg Config) *httptest.Server {
 	t.Helper()
+	ts, _ := newTestServerFS(t, cfg, examples.FS)
+	return ts
+}
+
+// newTestServerFS serves the packages in fsys and returns the controller too.
+func newTestServerFS(t *testing.T, cfg Config, fsys fs.FS) (*httptest.Server, *control.Controller) {
+	t.Helper()
 	store, err := registry.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -30,7 +38,7 @@ func newTestServer(t *testing.T, cfg Config) *httptest.Server {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	ctl := control.New(store, log)
 	ctx := context.Background()
-	if _, err := ctl.PublishFS(ctx, examples.FS, ".", "examples"); err != nil {
+	if _, err := ctl.PublishFS(ctx, fsys, ".", "models"); err != nil {
 		t.Fatal(err)
 	}
 	if err := ctl.Start(ctx); err != nil {
@@ -54,7 +62,7 @@ func newTestServer(t *testing.T, cfg Config) *httptest.Server {
 		ctl.Close(context.Background())
 		store.Close()
 	})
-	return ts
+	return ts, ctl
 }
 
 type result struct {

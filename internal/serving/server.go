@@ -34,9 +34,9 @@ type Work struct {
 
 // Timing splits a request's time in the server into stages.
 type Timing struct {
-	Queue     time.Duration // enqueue → taken into a batch
-	BatchWait time.Duration // taken → batch starts computing
-	Compute   time.Duration // batch compute
+	Queue     time.Duration // enqueue → first row taken into a batch
+	BatchWait time.Duration // taken → its first batch starts computing
+	Compute   time.Duration // first batch starts → last batch ends (split requests span batches)
 }
 
 // Result is a request's output rows and timing.
@@ -83,7 +83,9 @@ type item struct {
 	out      []float32
 	cols     int
 	err      error
-	timing   Timing
+	timing   Timing    // set when the last piece finishes
+	taken    time.Time // first piece taken into a batch
+	started  time.Time // first piece's batch started computing
 	finished bool
 	done     chan struct{}
 }
@@ -109,6 +111,7 @@ type Server struct {
 	changed  chan struct{}
 	closing  bool
 	ready    int // live replicas
+	reload   int // crashed replicas being replaced
 	cost     CostModel
 	fitted   bool
 	samples  []sample
@@ -181,9 +184,9 @@ func (s *Server) Submit(ctx context.Context, w Work) (Result, error) {
 
 	s.mu.Lock()
 	in := AdmitInput{
-		Ready: s.ready > 0, Closing: s.closing, Instances: n, QueuedInstances: s.queued,
+		Ready: s.ready+s.reload > 0, Closing: s.closing, Instances: n, QueuedInstances: s.queued,
 		MaxQueue: s.cfg.MaxQueueInstances, MaxBatch: s.cfg.MaxBatchSize, MaxBatchDelay: s.cfg.MaxBatchDelay,
-		Replicas: s.ready, Cost: s.cost, CheckFeasibility: s.fitted,
+		Replicas: max(s.ready, 1), Cost: s.cost, CheckFeasibility: s.fitted,
 	}
 	if !due.IsZero() {
 		in.Remaining = due.Sub(now)
@@ -294,7 +297,13 @@ func (s *Server) takeLocked(b []piece, room int, now time.Time) ([]piece, int) {
 				}
 				continue
 			}
-			k := min(it.rows.Rows-it.next, room-took)
+			left := it.rows.Rows - it.next
+			if left > room-took && left <= s.cfg.MaxBatchSize && (took > 0 || room < s.cfg.MaxBatchSize) {
+				// A request that fits in one batch is never split: it waits
+				// for the next batch, and the queue stays in order.
+				break
+			}
+			k := min(left, room-took)
 			b = append(b, piece{it: it, lo: it.next, hi: it.next + k, taken: now})
 			it.next += k
 			it.pending++
@@ -430,6 +439,9 @@ func (s *Server) run(r *replica, batch []piece) (crashed bool) {
 	if panicked {
 		s.stats.crashes.Add(1)
 		s.ready--
+		if s.cfg.Load != nil {
+			s.reload++ // queued work waits for the replacement
+		}
 		s.log.Error("replica crashed", "replica", r.id, "err", err)
 		now := time.Now()
 		for _, p := range live {
@@ -481,15 +493,15 @@ func (s *Server) run(r *replica, batch []piece) (crashed bool) {
 		}
 		copy(it.out[p.lo*out.Cols:p.hi*out.Cols], out.Data[row*out.Cols:(row+k)*out.Cols])
 		row += k
-		q := p.taken.Sub(it.enq)
-		if q > it.timing.Queue {
-			it.timing.Queue = q
+		if it.taken.IsZero() || p.taken.Before(it.taken) {
+			it.taken = p.taken
 		}
-		if bw := start.Sub(p.taken); bw > it.timing.BatchWait {
-			it.timing.BatchWait = bw
+		if it.started.IsZero() || start.Before(it.started) {
+			it.started = start
 		}
-		it.timing.Compute += elapsed
 		if it.pending == 0 && it.next >= it.rows.Rows {
+			end := start.Add(elapsed)
+			it.timing = Timing{Queue: it.taken.Sub(it.enq), BatchWait: it.started.Sub(it.taken), Compute: end.Sub(it.started)}
 			s.finishLocked(it, nil)
 		}
 	}
@@ -579,16 +591,25 @@ func (s *Server) replace(old *replica) {
 			s.mu.Unlock()
 			if closing && s.queuedNow() == 0 {
 				_ = m.Close()
+				s.mu.Lock()
+				s.reload--
+				s.mu.Unlock()
 				return
 			}
 			s.stats.restarts.Add(1)
 			s.log.Info("replica replaced", "replica", old.id)
+			s.mu.Lock()
+			s.reload--
+			s.mu.Unlock()
 			s.startReplica(m)
 			return
 		}
 		s.log.Error("replica reload failed", "err", err, "retry_in", backoff)
 		select {
 		case <-s.stop:
+			s.mu.Lock()
+			s.reload--
+			s.mu.Unlock()
 			return
 		case <-time.After(backoff):
 		}
