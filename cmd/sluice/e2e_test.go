@@ -247,7 +247,16 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatalf("pinned corrupt v2: %v %q", err, stderr)
 	}
 
-	// A golden mismatch: the version fails, is never ready, v1 keeps serving.
+	// Publishing the same package again repairs the artifact and reloads v2.
+	out, _, err = sluice(t, "push", v2, "--server", srv.url)
+	if err != nil || !strings.Contains(out, "calc@2 already published") || !strings.Contains(out, "state=ready") {
+		t.Fatalf("re-push v2: %v %q", err, out)
+	}
+	if p := predict(t, srv.url, `{"x":1,"z":2}`); p.ModelVersion != "calc@2" {
+		t.Fatalf("after repair served by %s", p.ModelVersion)
+	}
+
+	// A golden mismatch: the version fails, is never ready, v2 keeps serving.
 	v3 := writePackage(t, filepath.Join(pkgs, "v3"), []float64{3, 3}, 99)
 	out, stderr, err = sluice(t, "push", v3, "--server", srv.url)
 	if err == nil || !strings.Contains(out, "calc@3") || !strings.Contains(stderr, "golden example 0") {
@@ -256,11 +265,11 @@ func TestEndToEnd(t *testing.T) {
 	if v := getVersion(t, srv.url, 3); v.State != "failed" || !strings.Contains(v.Reason, "y = 6.5, expected 99") {
 		t.Fatalf("v3: %s %q", v.State, v.Reason)
 	}
-	if p := predict(t, srv.url, `{"x":1,"z":2}`); p.ModelVersion != "calc@1" {
+	if p := predict(t, srv.url, `{"x":1,"z":2}`); p.ModelVersion != "calc@2" {
 		t.Fatalf("after bad v3 served by %s", p.ModelVersion)
 	}
 	out, _, err = sluice(t, "models", "--server", srv.url)
-	if err != nil || !strings.Contains(out, "calc@1") || !strings.Contains(out, "2:failed") || !strings.Contains(out, "3:failed") {
+	if err != nil || !strings.Contains(out, "calc@2") || !strings.Contains(out, "2:ready") || !strings.Contains(out, "3:failed") {
 		t.Fatalf("models: %v %q", err, out)
 	}
 	srv.stop(t)

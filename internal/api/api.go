@@ -127,5 +127,6 @@ type PublishResponse struct {
 // Readiness is the body of GET /readyz.
 type Readiness struct {
 	Ready    bool     `json:"ready"`
-	Problems []string `json:"problems,omitempty"`
+	Problems []string `json:"problems,omitempty"` // why not ready
+	Warnings []string `json:"warnings,omitempty"` // models that cannot serve (they answer 503)
 }

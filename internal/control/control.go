@@ -44,6 +44,7 @@ type Loaded struct {
 	Version registry.Version // as published; State/Reason/Timings below are live
 	Spec    *modelpkg.Spec
 	done    chan struct{} // closed when the load ends (ready or failed)
+	startup bool          // published before or at Start: readiness waits for it
 
 	// guarded by Controller.mu
 	State   registry.State
@@ -92,9 +93,18 @@ func (c *Controller) startLoad(v registry.Version) *Loaded {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if l, ok := c.versions[v.ID()]; ok {
-		return l
+		select {
+		case <-l.done:
+			if l.State != registry.Failed {
+				return l
+			}
+			// A failed version is tried again (its artifact may have been
+			// repaired by publishing the same package again).
+		default:
+			return l
+		}
 	}
-	l := &Loaded{Version: v, State: registry.Loading, done: make(chan struct{})}
+	l := &Loaded{Version: v, State: registry.Loading, done: make(chan struct{}), startup: !c.started}
 	c.versions[v.ID()] = l
 	if c.closing {
 		l.State, l.Reason = registry.Failed, "server shutting down"
@@ -402,7 +412,7 @@ func indexOf(xs []string, s string) int {
 // warmup runs batches of several sizes to warm caches and seed the server's
 // service-time model.
 func warmup(ctx context.Context, spec *modelpkg.Spec, m runtime.Model, srv *serving.Server) error {
-	n := spec.Manifest.Serving.WarmupBatches
+	n := *spec.Manifest.Serving.WarmupBatches
 	if n == 0 {
 		return nil
 	}
@@ -496,41 +506,38 @@ func (c *Controller) Versions() []Status {
 	return out
 }
 
-// Readiness reports whether startup loading has finished and every model
-// has a ready version; problems lists what is missing.
-func (c *Controller) Readiness() (ready bool, problems []string) {
+// Readiness reports whether the versions present at startup have finished
+// loading (ready or failed). A version pushed later and still loading does
+// not make a serving server unready. warnings lists models with no ready
+// version: they answer 503 but do not hold the other models back.
+func (c *Controller) Readiness() (ready bool, problems, warnings []string) {
 	c.mu.Lock()
 	started, closing := c.started, c.closing
+	var pending []string
+	for _, l := range c.versions {
+		if l.startup && l.State != registry.Ready && l.State != registry.Failed {
+			pending = append(pending, l.Version.ID()+" is "+string(l.State))
+		}
+	}
 	c.mu.Unlock()
-	if closing {
-		return false, []string{"shutting down"}
+	switch {
+	case closing:
+		return false, []string{"shutting down"}, nil
+	case !started:
+		return false, []string{"starting"}, nil
 	}
-	if !started {
-		return false, []string{"starting"}
-	}
+	sort.Strings(pending)
 	has := map[string]bool{}
-	var loading []string
 	for _, s := range c.Versions() {
-		m := s.Version.Model
-		if _, ok := has[m]; !ok {
-			has[m] = false
-		}
-		switch s.State {
-		case registry.Ready:
-			has[m] = true
-		case registry.Failed:
-		default:
-			loading = append(loading, s.Version.ID()+" is "+string(s.State))
-		}
+		has[s.Version.Model] = has[s.Version.Model] || s.State == registry.Ready
 	}
-	problems = append(problems, loading...)
 	for m, ok := range has {
-		if !ok && len(loading) == 0 {
-			problems = append(problems, "model "+m+" has no ready version")
+		if !ok {
+			warnings = append(warnings, "model "+m+" has no ready version")
 		}
 	}
-	sort.Strings(problems)
-	return len(problems) == 0, problems
+	sort.Strings(warnings)
+	return len(pending) == 0, pending, warnings
 }
 
 // Close marks the controller closing, stops loads and drains every

@@ -29,7 +29,8 @@ func refused(err error) bool {
 
 // Gateway serves predict calls from the current routing snapshot.
 type Gateway struct {
-	Table *routing.Holder
+	Table       *routing.Holder
+	MaxDeadline time.Duration // caps a version's defaultDeadline; 0: no cap
 }
 
 // Request is one decoded predict call.
@@ -81,6 +82,9 @@ func (g *Gateway) Predict(ctx context.Context, req Request) (*Response, error) {
 	d := req.Deadline
 	if d == 0 {
 		d = sv.DefaultDeadline.Duration
+		if g.MaxDeadline > 0 && d > g.MaxDeadline {
+			d = g.MaxDeadline
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()

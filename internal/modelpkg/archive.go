@@ -81,8 +81,22 @@ func Packages(fsys fs.FS, root string) ([]string, error) {
 	return out, nil
 }
 
+// ErrTooLarge is wrapped by archive errors about the size limit.
+var ErrTooLarge = errors.New("package exceeds the upload size limit")
+
 // ArchiveError is a problem with an uploaded archive.
-type ArchiveError struct{ Msg string }
+type ArchiveError struct {
+	Msg    string
+	TooBig bool // the size limit was hit
+}
+
+// Unwrap lets errors.Is(err, ErrTooLarge) see size-limit failures.
+func (e *ArchiveError) Unwrap() error {
+	if e.TooBig {
+		return ErrTooLarge
+	}
+	return nil
+}
 
 func (e *ArchiveError) Error() string { return "package archive: " + e.Msg }
 
@@ -136,7 +150,7 @@ func ReadTarGz(r io.Reader, maxBytes int64) (map[string][]byte, error) {
 			return nil, archiveErr("entry %q: only regular files and folders are allowed (type %q)", name, string(h.Typeflag))
 		}
 		if h.Size < 0 || h.Size > maxBytes-total {
-			return nil, archiveErr("entry %q: content exceeds the %d-byte upload limit", name, maxBytes)
+			return nil, &ArchiveError{Msg: fmt.Sprintf("entry %q: content exceeds the %d-byte upload limit", name, maxBytes), TooBig: true}
 		}
 		if _, dup := files[clean]; dup {
 			return nil, archiveErr("entry %q appears twice", name)

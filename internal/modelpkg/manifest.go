@@ -68,7 +68,7 @@ type Serving struct {
 	MaxBatchSize           int      `yaml:"maxBatchSize,omitempty"`
 	MaxBatchDelay          Duration `yaml:"maxBatchDelay,omitempty"`
 	MaxQueueInstances      int      `yaml:"maxQueueInstances,omitempty"`
-	WarmupBatches          int      `yaml:"warmupBatches,omitempty"`
+	WarmupBatches          *int     `yaml:"warmupBatches,omitempty"` // nil: default; 0: no warmup
 }
 
 // Serving defaults.
@@ -215,11 +215,12 @@ func validate(m *Manifest) (*Spec, []Problem) {
 	} else if s.MaxQueueInstances < s.MaxInstancesPerRequest {
 		add("serving.maxQueueInstances", "must be >= serving.maxInstancesPerRequest (%d), got %d: a full-size request could never be queued", s.MaxInstancesPerRequest, s.MaxQueueInstances)
 	}
-	if s.WarmupBatches == 0 {
-		s.WarmupBatches = DefaultWarmupBatches
+	if s.WarmupBatches == nil {
+		n := DefaultWarmupBatches
+		s.WarmupBatches = &n
 	}
-	if s.WarmupBatches < 0 || s.WarmupBatches > 10_000 {
-		add("serving.warmupBatches", "must be between 0 and 10000, got %d", s.WarmupBatches)
+	if w := *s.WarmupBatches; w < 0 || w > 10_000 {
+		add("serving.warmupBatches", "must be between 0 (no warmup) and 10000, got %d", w)
 	}
 
 	sch, sprobs := schema.Compile(m.Input.Fields, m.Preprocess)

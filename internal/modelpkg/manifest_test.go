@@ -102,3 +102,15 @@ func TestDigestAndArchiveRoundTrip(t *testing.T) {
 		t.Errorf("edited manifest must change the digest, not the artifact hash")
 	}
 }
+
+func TestWarmupCanBeTurnedOff(t *testing.T) {
+	y := "name: m\nruntime: linear\nartifact: m.json\ninput: {schema: s@1, fields: [{name: x, type: float}]}\noutput: {schema: o@1, fields: [{name: y}]}\n"
+	spec, err := Parse("m.yaml", []byte(y+"serving: {warmupBatches: 0}\n"))
+	if err != nil || *spec.Manifest.Serving.WarmupBatches != 0 {
+		t.Fatalf("warmupBatches 0: %v", err)
+	}
+	spec, err = Parse("m.yaml", []byte(y))
+	if err != nil || *spec.Manifest.Serving.WarmupBatches != DefaultWarmupBatches {
+		t.Fatalf("default warmup: %v", err)
+	}
+}

@@ -120,6 +120,11 @@ func (s *Store) Close() error { return s.db.Close() }
 func (s *Store) Publish(ctx context.Context, p *modelpkg.Package) (v Version, created bool, err error) {
 	name := p.Spec.Manifest.Name
 	if v, err := s.byDigest(ctx, name, p.Digest); err == nil {
+		// Identical content: same version. Rewrite the stored artifact if it
+		// was lost or corrupted, so publishing again repairs it.
+		if err := s.putArtifact(p.ArtifactSHA, p.Artifact); err != nil {
+			return Version{}, false, err
+		}
 		return v, false, nil
 	} else if !errors.Is(err, sql.ErrNoRows) {
 		return Version{}, false, err

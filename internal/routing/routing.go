@@ -8,6 +8,7 @@ package routing
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -48,7 +49,12 @@ func (t *Table) Pick(model string) (*Target, error) {
 		return nil, errs.New(errs.NotFound, "model %q not found", model)
 	}
 	if e.Serving == nil {
-		return nil, &errs.Error{Code: errs.NotReady, Message: "model " + model + " has no ready version yet", RetryAfter: time.Second}
+		var why []string
+		for n, w := range e.NotReady {
+			why = append(why, fmt.Sprintf("%s@%d %s", model, n, w))
+		}
+		sort.Strings(why)
+		return nil, &errs.Error{Code: errs.NotReady, Message: "model " + model + " has no ready version (" + strings.Join(why, "; ") + ")", RetryAfter: time.Second}
 	}
 	return e.Serving, nil
 }

@@ -180,8 +180,8 @@ func Compile(fields []Field, steps []Step) (*Schema, []Problem) {
 		switch st.Op {
 		case OpStandardize:
 			o.kind = opStandardize
-			if st.Mean == nil {
-				add(p+".mean", "is required for standardize")
+			if st.Mean == nil || math.IsNaN(*st.Mean) || math.IsInf(*st.Mean, 0) {
+				add(p+".mean", "is required for standardize and must be a finite number")
 			}
 			if st.Std == nil || !(*st.Std > 0) || math.IsInf(*st.Std, 0) {
 				add(p+".std", "is required for standardize and must be a finite number > 0")
@@ -211,7 +211,9 @@ func Compile(fields []Field, steps []Step) (*Schema, []Problem) {
 			if st.Max != nil {
 				o.b = *st.Max
 			}
-			if o.a > o.b {
+			if math.IsNaN(o.a) || math.IsNaN(o.b) {
+				add(p, "clip bounds must be numbers, not NaN")
+			} else if o.a > o.b {
 				add(p+".max", "must be >= min (%v), got %v", o.a, o.b)
 			}
 			if !numeric() {
@@ -222,6 +224,11 @@ func Compile(fields []Field, steps []Step) (*Schema, []Problem) {
 			o.kind = opBucketize
 			if len(st.Boundaries) == 0 {
 				add(p+".boundaries", "is required for bucketize (a strictly increasing list)")
+			}
+			for j, b := range st.Boundaries {
+				if math.IsNaN(b) || math.IsInf(b, 0) {
+					add(fmt.Sprintf("%s.boundaries[%d]", p, j), "must be a finite number, got %v", b)
+				}
 			}
 			for j := 1; j < len(st.Boundaries); j++ {
 				if !(st.Boundaries[j] > st.Boundaries[j-1]) {

@@ -65,16 +65,27 @@ func New(cfg Config, ctl *control.Controller) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Server{cfg: cfg, ctl: ctl, gw: &gateway.Gateway{Table: ctl.Table}, log: cfg.Logger, mux: http.NewServeMux()}
+	s := &Server{cfg: cfg, ctl: ctl, gw: &gateway.Gateway{Table: ctl.Table, MaxDeadline: cfg.MaxDeadline}, log: cfg.Logger, mux: http.NewServeMux()}
 	s.handler = s.mux
-	s.mux.HandleFunc("GET /healthz", s.wrap(s.healthz))
-	s.mux.HandleFunc("GET /readyz", s.wrap(s.readyz))
-	s.mux.HandleFunc("GET /v1/models", s.wrap(s.listModels))
+	s.mux.HandleFunc("/healthz", s.wrap(onlyGet(s.healthz)))
+	s.mux.HandleFunc("/readyz", s.wrap(onlyGet(s.readyz)))
+	s.mux.HandleFunc("/v1/models", s.wrap(onlyGet(s.listModels)))
 	s.mux.HandleFunc("/v1/models/", s.wrap(s.models))
 	s.mux.HandleFunc("/", s.wrap(func(w http.ResponseWriter, r *http.Request) error {
 		return errs.New(errs.NotFound, "no route for %s %s (see docs/api.md)", r.Method, r.URL.Path)
 	}))
 	return s
+}
+
+// onlyGet refuses other methods with 405 and an Allow header.
+func onlyGet(h handler) handler {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET")
+			return errs.New(errs.MethodNotAllowed, "%s %s is not allowed; use GET", r.Method, r.URL.Path)
+		}
+		return h(w, r)
+	}
 }
 
 // Handler returns the root handler.
@@ -172,7 +183,7 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
-	ready, problems := s.ctl.Readiness()
+	ready, problems, warnings := s.ctl.Readiness()
 	if s.draining.Load() {
 		ready, problems = false, []string{"shutting down"}
 	}
@@ -180,7 +191,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 	if !ready {
 		status = http.StatusServiceUnavailable
 	}
-	writeJSON(w, status, api.Readiness{Ready: ready, Problems: problems})
+	writeJSON(w, status, api.Readiness{Ready: ready, Problems: problems, Warnings: warnings})
 	return nil
 }
 
@@ -350,7 +361,7 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request, model string) er
 	files, err := modelpkg.ReadTarGz(http.MaxBytesReader(w, r.Body, s.cfg.MaxUploadBytes), s.cfg.MaxUploadBytes)
 	if err != nil {
 		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) || strings.Contains(err.Error(), "http: request body too large") {
+		if errors.As(err, &mbe) || errors.Is(err, modelpkg.ErrTooLarge) || strings.Contains(err.Error(), "http: request body too large") {
 			return errs.New(errs.PayloadTooLarge, "package exceeds %d bytes (server flag --max-upload-bytes)", s.cfg.MaxUploadBytes)
 		}
 		return errs.Wrap(errs.InvalidPackage, nil, "%v", err)
@@ -380,7 +391,7 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request, model string) er
 		status = http.StatusCreated
 	}
 	w.Header().Set("Location", fmt.Sprintf("/v1/models/%s/versions/%d", v.Model, v.N))
-	writeJSON(w, status, api.PublishResponse{Created: created, Version: s.versionJSON(st, false)})
+	writeJSON(w, status, api.PublishResponse{Created: created, Version: s.versionJSON(st, s.servingVersions()[v.Model] == v.N)})
 	return nil
 }
 

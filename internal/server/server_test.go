@@ -11,11 +11,13 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/sluiceml/sluice/examples"
 	"github.com/sluiceml/sluice/internal/api"
 	"github.com/sluiceml/sluice/internal/control"
+	"github.com/sluiceml/sluice/internal/modelpkg"
 	"github.com/sluiceml/sluice/internal/registry"
 	_ "github.com/sluiceml/sluice/internal/runtime/linear"
 	_ "github.com/sluiceml/sluice/internal/runtime/xgboost"
@@ -49,7 +51,7 @@ func newTestServerFS(t *testing.T, cfg Config, fsys fs.FS) (*httptest.Server, *c
 		ctl.Wait(wctx, v.Version.Model, v.Version.N)
 		cancel()
 	}
-	if ok, probs := ctl.Readiness(); !ok {
+	if ok, probs, _ := ctl.Readiness(); !ok {
 		t.Fatalf("examples not ready: %v", probs)
 	}
 	if cfg.Logger == nil {
@@ -228,9 +230,76 @@ func TestRoutesAndMethods(t *testing.T) {
 	if st, _ := get("/v1/models/fraud:predict"); st != 405 {
 		t.Errorf("GET predict: %d", st)
 	}
+	for _, c := range []struct{ method, path string }{{"POST", "/healthz"}, {"POST", "/readyz"}, {"POST", "/v1/models"}, {"DELETE", "/v1/models/fraud"}} {
+		req, _ := http.NewRequest(c.method, ts.URL+c.path, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 405 || resp.Header.Get("Allow") == "" {
+			t.Errorf("%s %s: %d, want 405 with Allow", c.method, c.path, resp.StatusCode)
+		}
+	}
 	var l api.ModelList
 	_, b = get("/v1/models")
 	if err := json.Unmarshal(b, &l); err != nil || len(l.Models) != 3 {
 		t.Errorf("models: %s", b)
+	}
+}
+
+func TestUploadLimits(t *testing.T) {
+	ts := newTestServer(t, Config{MaxUploadBytes: 64 << 10})
+	p, err := modelpkg.ReadDir("../../examples/fraud") // 180 KB artifact
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := p.WriteTarGz(&buf); err != nil {
+		t.Fatal(err)
+	}
+	r := post(t, ts.URL+"/v1/models/fraud/versions", "application/gzip", buf.String(), nil)
+	if r.status != 413 || r.err.Code != "payload_too_large" {
+		t.Errorf("oversized package: %d %s %s", r.status, r.err.Code, r.err.Message)
+	}
+	r = post(t, ts.URL+"/v1/models/fraud/versions", "application/json", "{}", nil)
+	if r.status != 415 {
+		t.Errorf("wrong content type: %d", r.status)
+	}
+	c, _ := modelpkg.ReadDir("../../examples/churn")
+	buf.Reset()
+	c.WriteTarGz(&buf)
+	r = post(t, ts.URL+"/v1/models/fraud/versions", "application/gzip", buf.String(), nil)
+	if r.status != 400 || r.err.Field != "name" {
+		t.Errorf("package of another model: %d %s %q", r.status, r.err.Code, r.err.Field)
+	}
+	r = post(t, ts.URL+"/v1/models/churn/versions?wait=30s", "application/gzip", buf.String(), nil)
+	var pr api.PublishResponse
+	if err := json.Unmarshal(r.body, &pr); r.status != 200 || err != nil || pr.Created || pr.Version.ID != "churn@1" || !pr.Version.Serving {
+		t.Errorf("identical upload: %d %s", r.status, r.body)
+	}
+}
+
+func TestReadinessIgnoresBrokenModel(t *testing.T) {
+	fsys := fstest.MapFS{
+		"bad/model.yaml":  {Data: []byte("name: bad\nruntime: linear\nartifact: m.json\ninput: {schema: s@1, fields: [{name: x, type: float}]}\noutput: {schema: o@1, fields: [{name: y}]}\ngolden: [{instance: {x: 1}, expect: {y: 5}}]\n")},
+		"bad/m.json":      {Data: []byte(`{"weights":[[1]],"bias":[0]}`)},
+		"good/model.yaml": {Data: []byte("name: good\nruntime: linear\nartifact: m.json\ninput: {schema: s@1, fields: [{name: x, type: float}]}\noutput: {schema: o@1, fields: [{name: y}]}\n")},
+		"good/m.json":     {Data: []byte(`{"weights":[[1]],"bias":[0]}`)},
+	}
+	ts, _ := newTestServerFS(t, Config{}, fsys)
+	resp, err := http.Get(ts.URL + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rd api.Readiness
+	json.NewDecoder(resp.Body).Decode(&rd)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || len(rd.Warnings) != 1 || !strings.Contains(rd.Warnings[0], "bad") {
+		t.Errorf("readyz %d %+v: a model that failed must not hold the others back, but must be reported", resp.StatusCode, rd)
+	}
+	r := post(t, ts.URL+"/v1/models/bad:predict", "application/json", `{"instances":[{"x":1}]}`, nil)
+	if r.status != 503 || r.err.Code != "not_ready" || !strings.Contains(r.err.Message, "golden example 0") {
+		t.Errorf("failed model: %d %s %s", r.status, r.err.Code, r.err.Message)
 	}
 }

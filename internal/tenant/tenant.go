@@ -78,6 +78,9 @@ func (t *Tenant) Take(n int, now time.Time) error {
 	if t.bucket == nil {
 		return nil
 	}
+	if float64(n) > t.bucket.Burst {
+		return errs.Field(errs.TooManyInstances, "instances", "%d instances exceed tenant %q's quota burst of %g: such a request can never pass; split it", n, t.Name, t.bucket.Burst)
+	}
 	if ok, wait := t.bucket.Take(float64(n), now); !ok {
 		e := errs.New(errs.QuotaExceeded, "tenant %q is over its quota of %g instances/s (burst %g); request has %d instances", t.Name, t.bucket.Rate, t.bucket.Burst, n)
 		e.RetryAfter = time.Duration(math.Ceil(wait.Seconds())) * time.Second

@@ -126,3 +126,18 @@ func TestNewKey(t *testing.T) {
 		t.Fatalf("a new key does not authenticate with its printed hash: %v", err)
 	}
 }
+
+func TestRequestLargerThanBurst(t *testing.T) {
+	s, err := Parse("t.yaml", []byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn, _ := s.Authenticate("Bearer test")
+	err = tn.Take(401, time.Now()) // burst is 400
+	if e := errs.As(err); e.Code != errs.TooManyInstances || e.RetryAfter != 0 {
+		t.Fatalf("got %v, want too_many_instances without Retry-After: it can never pass", err)
+	}
+	if err := tn.Take(400, time.Now()); err != nil {
+		t.Fatalf("a burst-sized request: %v", err)
+	}
+}
