@@ -239,7 +239,7 @@ func (c *Controller) loadModel(ctx context.Context, v registry.Version, spec *mo
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", v.ID(), err)
 	}
-	m, err := safeLoad(ctx, rt, runtime.Spec{Name: v.ID(), Features: spec.Schema.Width(), Outputs: len(spec.OutputNames)}, art)
+	m, err := safeLoad(ctx, rt, runtimeSpec(v.ID(), spec), art)
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", v.ID(), err)
 	}
@@ -261,6 +261,14 @@ func (c *Controller) loadReplica(ctx context.Context, v registry.Version, spec *
 		return nil, err
 	}
 	return m, nil
+}
+
+func runtimeSpec(name string, spec *modelpkg.Spec) runtime.Spec {
+	rs := runtime.Spec{Name: name, Features: spec.Schema.Width(), Outputs: len(spec.OutputNames)}
+	if spec.Manifest.ONNX != nil {
+		rs.Session = *spec.Manifest.ONNX
+	}
+	return rs
 }
 
 func safeLoad(ctx context.Context, rt runtime.Runtime, s runtime.Spec, art []byte) (m runtime.Model, err error) {
@@ -339,7 +347,7 @@ func LoadPackage(ctx context.Context, p *modelpkg.Package) (runtime.Model, error
 	if err != nil {
 		return nil, err
 	}
-	m, err := safeLoad(ctx, rt, runtime.Spec{Name: p.Spec.Manifest.Name, Features: p.Spec.Schema.Width(), Outputs: len(p.Spec.OutputNames)}, p.Artifact)
+	m, err := safeLoad(ctx, rt, runtimeSpec(p.Spec.Manifest.Name, p.Spec), p.Artifact)
 	if err != nil {
 		return nil, err
 	}

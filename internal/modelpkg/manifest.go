@@ -41,6 +41,8 @@ type Manifest struct {
 	Output      Output        `yaml:"output"`
 	Serving     Serving       `yaml:"serving,omitempty"`
 	Golden      []Golden      `yaml:"golden,omitempty"`
+	// ONNX holds ONNX Runtime session options (runtime: onnx only).
+	ONNX *runtime.SessionOptions `yaml:"onnx,omitempty"`
 }
 
 // Input is model.yaml input:.
@@ -157,6 +159,17 @@ func validate(m *Manifest) (*Spec, []Problem) {
 		add("artifact", "is required: the file name of the model artifact in the package")
 	case m.Artifact == ManifestFile || strings.ContainsAny(m.Artifact, `/\`) || m.Artifact == "." || m.Artifact == ".." || strings.HasPrefix(m.Artifact, "."):
 		add("artifact", "%q must be a plain file name inside the package (no directories, not hidden, not model.yaml)", m.Artifact)
+	}
+	if m.ONNX != nil {
+		if m.Runtime != "onnx" {
+			add("onnx", "session options apply to runtime onnx only (runtime is %q)", m.Runtime)
+		}
+		if m.ONNX.IntraOpThreads < 0 || m.ONNX.IntraOpThreads > 256 {
+			add("onnx.intraOpThreads", "must be between 0 (default) and 256, got %d", m.ONNX.IntraOpThreads)
+		}
+		if m.ONNX.InterOpThreads < 0 || m.ONNX.InterOpThreads > 256 {
+			add("onnx.interOpThreads", "must be between 0 (default) and 256, got %d", m.ONNX.InterOpThreads)
+		}
 	}
 	if m.Input.Schema == "" {
 		add("input.schema", "is required (a schema version like \"fraud-input@3\"); it is echoed as schemaVersion")

@@ -62,6 +62,15 @@ type Spec struct {
 	Features int
 	// Outputs is the number of output fields the package declares.
 	Outputs int
+	// Session holds session options from model.yaml (the onnx: section);
+	// runtimes without sessions ignore it.
+	Session SessionOptions
+}
+
+// SessionOptions tune a runtime's own thread pools (model.yaml onnx:).
+type SessionOptions struct {
+	IntraOpThreads int `yaml:"intraOpThreads,omitempty"` // 0: the runtime's default (1 for onnx)
+	InterOpThreads int `yaml:"interOpThreads,omitempty"` // 0: the runtime's default (1 for onnx)
 }
 
 // Runtime loads artifacts of one kind.
