@@ -1,0 +1,278 @@
+// Command overload is an open-loop load generator for the overload benchmark
+// (docs/benchmarks.md, issue 3, benchmark 3). It does what `sluice bench`
+// does (poisson arrivals at fixed intended times, latency counted from the
+// intended send time) but keeps every request's outcome, so it can report
+// what `sluice bench` does not: latency split by outcome (2xx vs each error
+// code) and, for a run of several back-to-back phases (an overload followed
+// by normal load), latency over time windows after a phase change.
+//
+//	taskset -c 1 go run ./bench/overload --model spin2ms --phases 960:30s,240:10s --deadline-ms 50
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+type phase struct {
+	rate float64
+	dur  time.Duration
+}
+
+type record struct {
+	phase    int
+	at       time.Duration // intended send time from the start of the run
+	latency  time.Duration // intended send time to end of response
+	status   int           // 0: no HTTP response
+	code     string        // error code from the body, for non-2xx
+	lag      time.Duration // dispatch lag
+	received bool
+}
+
+func main() {
+	server := flag.String("server", "http://127.0.0.1:18090", "server base URL")
+	model := flag.String("model", "", "model name")
+	payloadFlag := flag.String("payload", `{"instances":[{"x":0.5}]}`, "request body, or @FILE")
+	phasesFlag := flag.String("phases", "100:10s", "RATE:DURATION[,RATE:DURATION...] run back to back")
+	deadlineMs := flag.Int("deadline-ms", 0, "deadlineMs to set in the body (0: none)")
+	seed := flag.Uint64("seed", 1, "seed for poisson gaps")
+	window := flag.Duration("window", 500*time.Millisecond, "window for the latency-over-time table of phases after the first")
+	series := flag.Duration("series", 5*time.Second, "how much of each later phase to show in windows")
+	timeout := flag.Duration("timeout", 10*time.Second, "per-request timeout")
+	jsonOut := flag.String("json", "", "write the summary as JSON to this file")
+	flag.Parse()
+	if *model == "" {
+		log.Fatal("--model is required")
+	}
+	body := []byte(*payloadFlag)
+	if f, ok := strings.CutPrefix(*payloadFlag, "@"); ok {
+		var err error
+		if body, err = os.ReadFile(f); err != nil {
+			log.Fatal(err)
+		}
+	}
+	if *deadlineMs > 0 {
+		var m map[string]any
+		if err := json.Unmarshal(body, &m); err != nil {
+			log.Fatalf("payload: %v", err)
+		}
+		m["deadlineMs"] = *deadlineMs
+		body, _ = json.Marshal(m)
+	}
+	var phases []phase
+	for _, p := range strings.Split(*phasesFlag, ",") {
+		r, d, ok := strings.Cut(p, ":")
+		rate, err1 := strconv.ParseFloat(r, 64)
+		dur, err2 := time.ParseDuration(d)
+		if !ok || err1 != nil || err2 != nil || rate <= 0 || dur <= 0 {
+			log.Fatalf("bad phase %q (want RATE:DURATION)", p)
+		}
+		phases = append(phases, phase{rate, dur})
+	}
+
+	// The plan: intended send times, poisson gaps per phase.
+	rng := rand.New(rand.NewPCG(*seed, 42))
+	type arrival struct {
+		phase int
+		at    time.Duration
+	}
+	var plan []arrival
+	var phaseStart []time.Duration
+	var t time.Duration
+	for i, p := range phases {
+		phaseStart = append(phaseStart, t)
+		end := t + p.dur
+		at := t
+		for {
+			at += time.Duration(rng.ExpFloat64() / p.rate * float64(time.Second))
+			if at >= end {
+				break
+			}
+			plan = append(plan, arrival{i, at})
+		}
+		t = end
+	}
+
+	tr := &http.Transport{MaxIdleConns: 20000, MaxIdleConnsPerHost: 20000, IdleConnTimeout: time.Minute}
+	client := &http.Client{Transport: tr, Timeout: *timeout}
+	url := strings.TrimRight(*server, "/") + "/v1/models/" + *model + ":predict"
+	// Warm a few connections so the first phase does not pay for dialing.
+	for range 8 {
+		if resp, err := client.Post(url, "application/json", bytes.NewReader(body)); err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+
+	recs := make([]record, len(plan))
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i, a := range plan {
+		if d := time.Until(start.Add(a.at)); d > 0 {
+			time.Sleep(d)
+		}
+		lag := time.Since(start) - a.at
+		wg.Add(1)
+		go func(i int, a arrival, lag time.Duration) {
+			defer wg.Done()
+			r := &recs[i]
+			r.phase, r.at, r.lag = a.phase, a.at, lag
+			req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, url, bytes.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := client.Do(req)
+			if err != nil {
+				r.latency = time.Since(start) - a.at
+				r.code = "transport"
+				return
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			r.latency = time.Since(start) - a.at
+			r.status, r.received = resp.StatusCode, true
+			if resp.StatusCode/100 != 2 {
+				var e struct {
+					Error struct{ Code string } `json:"error"`
+				}
+				if json.Unmarshal(b, &e) == nil && e.Error.Code != "" {
+					r.code = e.Error.Code
+				} else {
+					r.code = "unparseable"
+				}
+			}
+		}(i, a, lag)
+	}
+	wg.Wait()
+
+	summary := map[string]any{"model": *model, "deadlineMs": *deadlineMs, "phases": []any{}}
+	for pi, p := range phases {
+		var ok, good, rej []float64
+		var lags []float64
+		byCode := map[string]int{}
+		byStatus := map[int]int{}
+		var okByWin = map[int][]float64{}
+		var nByWin = map[int]int{}
+		var goodByWin = map[int]int{}
+		n := 0
+		for _, r := range recs {
+			if r.phase != pi {
+				continue
+			}
+			n++
+			ms := float64(r.latency) / 1e6
+			lags = append(lags, float64(r.lag)/1e6)
+			byStatus[r.status]++
+			w := int((r.at - phaseStart[pi]) / *window)
+			nByWin[w]++
+			if r.status/100 == 2 {
+				ok = append(ok, ms)
+				okByWin[w] = append(okByWin[w], ms)
+				if *deadlineMs == 0 || ms <= float64(*deadlineMs) {
+					good = append(good, ms)
+					goodByWin[w]++
+				}
+			} else {
+				rej = append(rej, ms)
+				byCode[r.code]++
+			}
+		}
+		secs := p.dur.Seconds()
+		ps := map[string]any{
+			"offeredRate":        p.rate,
+			"durationSeconds":    secs,
+			"sent":               n,
+			"sentRate":           float64(n) / secs,
+			"ok":                 len(ok),
+			"goodWithinDeadline": len(good),
+			"goodput":            float64(len(good)) / secs,
+			"okLatencyMs":        pct(ok),
+			"rejectedLatencyMs":  pct(rej),
+			"byCode":             byCode,
+			"byStatus":           byStatus,
+			"dispatchLagMs":      pct(lags),
+		}
+		fmt.Printf("phase %d: offered %.0f/s for %s: sent %d (%.1f/s), 2xx %d, good %d (goodput %.1f/s)\n",
+			pi+1, p.rate, p.dur, n, float64(n)/secs, len(ok), len(good), float64(len(good))/secs)
+		fmt.Printf("  2xx latency      %s\n", fmtPct(pct(ok)))
+		fmt.Printf("  non-2xx latency  %s\n", fmtPct(pct(rej)))
+		fmt.Printf("  dispatch lag     %s\n", fmtPct(pct(lags)))
+		fmt.Printf("  by status %v, by code %v\n", byStatus, byCode)
+		if pi > 0 {
+			var wins []any
+			fmt.Printf("  first %s by %s window (intended send time): n, 2xx p50/p99/max, good\n", *series, *window)
+			for w := 0; time.Duration(w)**window < *series && time.Duration(w)**window < p.dur; w++ {
+				q := pct(okByWin[w])
+				fmt.Printf("    %5.1fs-%5.1fs  n %4d  p50 %7.2fms  p99 %7.2fms  max %7.2fms  good %d\n",
+					(time.Duration(w) * *window).Seconds(), (time.Duration(w+1) * *window).Seconds(),
+					nByWin[w], q["p50"], q["p99"], q["max"], goodByWin[w])
+				wins = append(wins, map[string]any{"fromSeconds": (time.Duration(w) * *window).Seconds(), "n": nByWin[w], "okLatencyMs": q, "good": goodByWin[w]})
+			}
+			var first2 []float64
+			for _, r := range recs {
+				if r.phase == pi && r.status/100 == 2 && r.at-phaseStart[pi] < 2*time.Second {
+					first2 = append(first2, float64(r.latency)/1e6)
+				}
+			}
+			ps["windows"] = wins
+			ps["first2sOkLatencyMs"] = pct(first2)
+			var after2 []float64
+			for _, r := range recs {
+				if r.phase == pi && r.status/100 == 2 && r.at-phaseStart[pi] >= 2*time.Second {
+					after2 = append(after2, float64(r.latency)/1e6)
+				}
+			}
+			ps["after2sOkLatencyMs"] = pct(after2)
+			fmt.Printf("  first 2 s 2xx: %s\n  after 2 s 2xx: %s\n", fmtPct(pct(first2)), fmtPct(pct(after2)))
+		}
+		summary["phases"] = append(summary["phases"].([]any), ps)
+	}
+	if *jsonOut != "" {
+		b, _ := json.MarshalIndent(summary, "", " ")
+		if err := os.WriteFile(*jsonOut, append(b, '\n'), 0o644); err != nil {
+			log.Fatal(err)
+		}
+	}
+}
+
+// pct returns nearest-rank percentiles (ms) of xs.
+func pct(xs []float64) map[string]float64 {
+	out := map[string]float64{"n": float64(len(xs))}
+	if len(xs) == 0 {
+		return out
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	at := func(q float64) float64 {
+		i := int(math.Ceil(q*float64(len(s)))) - 1
+		return s[max(i, 0)]
+	}
+	out["p50"], out["p90"], out["p99"], out["p999"], out["max"] = at(0.5), at(0.9), at(0.99), at(0.999), s[len(s)-1]
+	sum := 0.0
+	for _, x := range s {
+		sum += x
+	}
+	out["mean"] = sum / float64(len(s))
+	return out
+}
+
+func fmtPct(p map[string]float64) string {
+	if p["n"] == 0 {
+		return "n 0"
+	}
+	return fmt.Sprintf("n %.0f  p50 %.2fms  p90 %.2fms  p99 %.2fms  p99.9 %.2fms  max %.2fms  mean %.2fms",
+		p["n"], p["p50"], p["p90"], p["p99"], p["p999"], p["max"], p["mean"])
+}
