@@ -1,0 +1,221 @@
+// Package records keeps prediction records (who asked which model version
+// what, and how it went) and the idempotency cache that replays answers to
+// retried request ids. It knows nothing of HTTP beyond status codes.
+package records
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	_ "modernc.org/sqlite" // database/sql driver "sqlite"
+)
+
+// Record is one prediction request, as recorded after it was answered.
+type Record struct {
+	RequestID string
+	Tenant    string
+	Model     string
+	Version   int
+	LatencyMs float64
+	Outcome   string // "ok" or the error code
+	InputHash string // see InputHash
+	CreatedAt time.Time
+	Attempts  int    // 1, plus one for every retry answered by replay
+	Input     []byte // the sampled payload, only for models that opt in; nil otherwise
+}
+
+// Filter selects records for List. Zero fields match everything.
+type Filter struct {
+	Tenant    string // "" = every tenant (admin); a tenant's view sets it
+	RequestID string
+	Model     string
+	Version   int // 0 = every version
+	Outcome   string
+	Since     time.Time // records created at or after Since
+	Limit     int       // 0 = DefaultLimit; at most MaxLimit
+}
+
+// List limits.
+const (
+	DefaultLimit = 100
+	MaxLimit     = 10000
+)
+
+// Store is the records database, a SQLite file of its own (records.db),
+// apart from the registry's so that record writes never contend with it.
+type Store struct {
+	db *sql.DB
+}
+
+const schemaSQL = `
+CREATE TABLE IF NOT EXISTS records (
+  id         INTEGER PRIMARY KEY,
+  request_id TEXT    NOT NULL,
+  tenant     TEXT    NOT NULL,
+  model      TEXT    NOT NULL,
+  version    INTEGER NOT NULL,
+  latency_ms REAL    NOT NULL,
+  outcome    TEXT    NOT NULL,
+  input_hash TEXT    NOT NULL,
+  created_at INTEGER NOT NULL, -- unix microseconds
+  attempts   INTEGER NOT NULL,
+  input      BLOB
+);
+CREATE INDEX IF NOT EXISTS records_request ON records (tenant, request_id);
+CREATE INDEX IF NOT EXISTS records_created ON records (created_at);
+CREATE INDEX IF NOT EXISTS records_model ON records (model, version, created_at);
+`
+
+// Open opens (creating if needed) dir/records.db.
+func Open(dir string) (*Store, error) {
+	dsn := "file:" + filepath.Join(dir, "records.db") + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("records: open database: %w", err)
+	}
+	db.SetMaxOpenConns(1)
+	if _, err := db.Exec(schemaSQL); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("records: create schema in %s: %w", dir, err)
+	}
+	return &Store{db: db}, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Insert adds records in one transaction.
+func (s *Store) Insert(ctx context.Context, recs []Record) error {
+	ops := make([]op, len(recs))
+	for i := range recs {
+		ops[i] = op{rec: recs[i]}
+	}
+	return s.apply(ctx, ops)
+}
+
+// BumpAttempts adds one to the attempts of tenant's record of requestID.
+func (s *Store) BumpAttempts(ctx context.Context, tenant, requestID string) error {
+	return s.apply(ctx, []op{{bump: true, rec: Record{Tenant: tenant, RequestID: requestID}}})
+}
+
+// op is an insert, or (bump) an attempts bump of rec's tenant and request id.
+type op struct {
+	bump bool
+	rec  Record
+}
+
+// apply runs ops in order in one transaction.
+func (s *Store) apply(ctx context.Context, ops []op) error {
+	if len(ops) == 0 {
+		return nil
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("records: begin: %w", err)
+	}
+	defer tx.Rollback()
+	ins, err := tx.PrepareContext(ctx, `INSERT INTO records (request_id, tenant, model, version, latency_ms, outcome, input_hash, created_at, attempts, input) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return fmt.Errorf("records: prepare insert: %w", err)
+	}
+	defer ins.Close()
+	bump, err := tx.PrepareContext(ctx, `UPDATE records SET attempts = attempts + 1 WHERE tenant = ? AND request_id = ?`)
+	if err != nil {
+		return fmt.Errorf("records: prepare bump: %w", err)
+	}
+	defer bump.Close()
+	for _, o := range ops {
+		r := o.rec
+		if o.bump {
+			if _, err := bump.ExecContext(ctx, r.Tenant, r.RequestID); err != nil {
+				return fmt.Errorf("records: bump attempts of %s: %w", r.RequestID, err)
+			}
+			continue
+		}
+		attempts := r.Attempts
+		if attempts < 1 {
+			attempts = 1
+		}
+		created := r.CreatedAt
+		if created.IsZero() {
+			created = time.Now()
+		}
+		if _, err := ins.ExecContext(ctx, r.RequestID, r.Tenant, r.Model, r.Version, r.LatencyMs, r.Outcome, r.InputHash, created.UnixMicro(), attempts, r.Input); err != nil {
+			return fmt.Errorf("records: insert %s: %w", r.RequestID, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("records: commit: %w", err)
+	}
+	return nil
+}
+
+// List returns the records f selects, newest first.
+func (s *Store) List(ctx context.Context, f Filter) ([]Record, error) {
+	var where []string
+	var args []any
+	add := func(cond string, v any) { where = append(where, cond); args = append(args, v) }
+	if f.Tenant != "" {
+		add("tenant = ?", f.Tenant)
+	}
+	if f.RequestID != "" {
+		add("request_id = ?", f.RequestID)
+	}
+	if f.Model != "" {
+		add("model = ?", f.Model)
+	}
+	if f.Version != 0 {
+		add("version = ?", f.Version)
+	}
+	if f.Outcome != "" {
+		add("outcome = ?", f.Outcome)
+	}
+	if !f.Since.IsZero() {
+		add("created_at >= ?", f.Since.UnixMicro())
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = DefaultLimit
+	}
+	if limit > MaxLimit {
+		limit = MaxLimit
+	}
+	q := `SELECT request_id, tenant, model, version, latency_ms, outcome, input_hash, created_at, attempts, input FROM records`
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY created_at DESC, id DESC LIMIT ?"
+	args = append(args, limit)
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("records: list: %w", err)
+	}
+	defer rows.Close()
+	var out []Record
+	for rows.Next() {
+		var r Record
+		var created int64
+		if err := rows.Scan(&r.RequestID, &r.Tenant, &r.Model, &r.Version, &r.LatencyMs, &r.Outcome, &r.InputHash, &created, &r.Attempts, &r.Input); err != nil {
+			return nil, fmt.Errorf("records: list: %w", err)
+		}
+		r.CreatedAt = time.UnixMicro(created).UTC()
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("records: list: %w", err)
+	}
+	return out, nil
+}
+
+// DeleteBefore deletes records created before t and says how many.
+func (s *Store) DeleteBefore(ctx context.Context, t time.Time) (int64, error) {
+	res, err := s.db.ExecContext(ctx, `DELETE FROM records WHERE created_at < ?`, t.UnixMicro())
+	if err != nil {
+		return 0, fmt.Errorf("records: delete before %s: %w", t.Format(time.RFC3339), err)
+	}
+	return res.RowsAffected()
+}

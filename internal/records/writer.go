@@ -1,0 +1,197 @@
+package records
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Config configures a Writer. Zero fields take the defaults.
+type Config struct {
+	Buffer     int           // operations held before Add refuses; default 10000
+	BatchSize  int           // operations per transaction; default 500
+	FlushEvery time.Duration // longest an operation waits for its batch; default 1s
+	Retention  time.Duration // records older than this are deleted; default 7 days
+	CleanEvery time.Duration // how often retention runs; default 10 minutes
+	Logger     *slog.Logger
+	Now        func() time.Time // the clock (tests inject one); default time.Now
+}
+
+// Defaults.
+const (
+	DefaultBuffer     = 10000
+	DefaultBatchSize  = 500
+	DefaultFlushEvery = time.Second
+	DefaultRetention  = 7 * 24 * time.Hour
+	DefaultCleanEvery = 10 * time.Minute
+)
+
+// Writer writes records (and attempts bumps) to a Store asynchronously, in
+// batches, from a bounded buffer: the request path never waits on the disk.
+// Run owns its goroutine.
+type Writer struct {
+	store *Store
+	cfg   Config
+	wake  chan struct{} // 1-slot: a batch is full
+
+	mu     sync.Mutex // guards buf and closed
+	buf    []op
+	closed bool // Run has returned: Add refuses
+
+	overflows atomic.Int64
+	failed    atomic.Int64
+	written   atomic.Int64
+}
+
+// NewWriter returns a writer to store; start it with Run.
+func NewWriter(store *Store, cfg Config) *Writer {
+	if cfg.Buffer <= 0 {
+		cfg.Buffer = DefaultBuffer
+	}
+	if cfg.BatchSize <= 0 {
+		cfg.BatchSize = DefaultBatchSize
+	}
+	if cfg.FlushEvery <= 0 {
+		cfg.FlushEvery = DefaultFlushEvery
+	}
+	if cfg.Retention <= 0 {
+		cfg.Retention = DefaultRetention
+	}
+	if cfg.CleanEvery <= 0 {
+		cfg.CleanEvery = DefaultCleanEvery
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Writer{store: store, cfg: cfg, wake: make(chan struct{}, 1)}
+}
+
+// Add queues r for writing. It never blocks: when the buffer is full, or
+// after Run has returned, it drops r, counts an overflow and returns false.
+// A zero CreatedAt is set from the writer's clock.
+func (w *Writer) Add(r Record) bool {
+	if r.CreatedAt.IsZero() {
+		r.CreatedAt = w.cfg.Now()
+	}
+	return w.push(op{rec: r})
+}
+
+// Bump queues an attempts bump of tenant's record of requestID (a retry
+// answered by replay). Bumps are applied in order with the inserts, so a
+// bump that follows its record's Add finds it. Never blocks; false when
+// dropped, as for Add.
+func (w *Writer) Bump(tenant, requestID string) bool {
+	return w.push(op{bump: true, rec: Record{Tenant: tenant, RequestID: requestID}})
+}
+
+func (w *Writer) push(o op) bool {
+	w.mu.Lock()
+	if w.closed || len(w.buf) >= w.cfg.Buffer {
+		w.mu.Unlock()
+		w.overflows.Add(1)
+		return false
+	}
+	w.buf = append(w.buf, o)
+	full := len(w.buf) >= w.cfg.BatchSize
+	w.mu.Unlock()
+	if full {
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
+	}
+	return true
+}
+
+// Overflows is how many records and bumps Add and Bump dropped.
+func (w *Writer) Overflows() int64 { return w.overflows.Load() }
+
+// Failed is how many records and bumps were lost to database errors.
+func (w *Writer) Failed() int64 { return w.failed.Load() }
+
+// Written is how many records and bumps reached the database.
+func (w *Writer) Written() int64 { return w.written.Load() }
+
+// Buffered is how many operations wait to be written.
+func (w *Writer) Buffered() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.buf)
+}
+
+// Run writes batches until ctx ends, deleting records older than the
+// retention on start and every CleanEvery. When ctx ends it writes every
+// buffered operation, refuses further Adds, and returns the error of that
+// last flush, if any. Stop adding (shut the HTTP server down, drain the
+// queues) before cancelling ctx, or late records are dropped and counted
+// as overflows.
+func (w *Writer) Run(ctx context.Context) error {
+	flush := time.NewTicker(w.cfg.FlushEvery)
+	defer flush.Stop()
+	clean := time.NewTicker(w.cfg.CleanEvery)
+	defer clean.Stop()
+	w.clean(context.WithoutCancel(ctx)) // always one pass, even if ctx is already done
+	for {
+		select {
+		case <-ctx.Done():
+			return w.drain(context.WithoutCancel(ctx))
+		case <-w.wake:
+			w.writeBatches(ctx, true)
+		case <-flush.C:
+			w.writeBatches(ctx, false)
+		case <-clean.C:
+			w.clean(ctx)
+		}
+	}
+}
+
+// writeBatches writes full batches (fullOnly) or everything buffered now.
+func (w *Writer) writeBatches(ctx context.Context, fullOnly bool) error {
+	var last error
+	for {
+		w.mu.Lock()
+		n := min(len(w.buf), w.cfg.BatchSize)
+		if n == 0 || fullOnly && n < w.cfg.BatchSize {
+			w.mu.Unlock()
+			return last
+		}
+		batch := make([]op, n)
+		copy(batch, w.buf)
+		w.buf = append(w.buf[:0], w.buf[n:]...)
+		w.mu.Unlock()
+		if err := w.store.apply(ctx, batch); err != nil {
+			w.failed.Add(int64(n))
+			w.cfg.Logger.Error("records: write batch", "records", n, "err", err)
+			last = err
+			if ctx.Err() != nil {
+				return last
+			}
+			continue
+		}
+		w.written.Add(int64(n))
+	}
+}
+
+// drain closes the writer to Adds and writes everything left.
+func (w *Writer) drain(ctx context.Context) error {
+	w.mu.Lock()
+	w.closed = true
+	w.mu.Unlock()
+	return w.writeBatches(ctx, false)
+}
+
+func (w *Writer) clean(ctx context.Context) {
+	cut := w.cfg.Now().Add(-w.cfg.Retention)
+	n, err := w.store.DeleteBefore(ctx, cut)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		w.cfg.Logger.Error("records: retention", "err", err)
+	case n > 0:
+		w.cfg.Logger.Info("records: retention deleted old records", "records", n, "before", cut)
+	}
+}

@@ -1,0 +1,426 @@
+package telemetry
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/sluiceml/sluice/internal/errs"
+)
+
+func newTest(t *testing.T) (*Metrics, *prometheus.Registry) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	return New(reg, BuildInfo{Version: "test", GoVersion: "go1.26"}), reg
+}
+
+// observeAll records every metric at least once.
+func observeAll(m *Metrics) {
+	m.InitVersion("fraud", "3")
+	m.ObserveRequest("fraud", "3", "2xx", 4, Stages{Preprocess: time.Millisecond, Queue: 2 * time.Millisecond, BatchWait: time.Millisecond, Compute: 3 * time.Millisecond, Total: 8 * time.Millisecond})
+	m.ObserveRequest("fraud", "3", CodeOf(errs.New(errs.QueueFull, "full")), 1, Stages{Preprocess: time.Millisecond, Total: time.Millisecond})
+	m.ObserveBatch("fraud", "3", 12, 32)
+	m.Refused("fraud", "3", RefusedQueueFull)
+	m.ExpiredInQueue("fraud", "3")
+	m.DeadlineExceeded("fraud", "3")
+	m.ReplicaCrash("fraud", "3")
+	m.ReplicaRestart("fraud", "3")
+	m.LoadFinished("fraud", "3", LoadTimings{Load: time.Second, Golden: 10 * time.Millisecond, Warmup: 50 * time.Millisecond}, true, 1<<20)
+	m.SetVersionState("fraud", "3", "ready")
+	m.ShadowCompared("fraud", "4", true, 0.25, 3*time.Millisecond)
+	m.SetCanaryShare("fraud", "4", 0.1)
+	m.SchemaViolation("fraud", "3", "amount", ViolationRange)
+	m.MissingFeature("fraud", "3", "country")
+	m.TenantRequest("acme", "2xx")
+	m.QuotaRefused("acme")
+	m.SetVersionSource(func() []VersionState {
+		return []VersionState{{Model: "fraud", Version: "3", Queued: 7, InflightBatches: 2, ReadyReplicas: 3, RestartingReplicas: 1}}
+	})
+}
+
+func TestCodeLabel(t *testing.T) {
+	tests := []struct {
+		status int
+		code   errs.Code
+		want   string
+	}{
+		{200, "", "2xx"},
+		{400, errs.InvalidArgument, "4xx_invalid_argument"},
+		{503, errs.QueueFull, "5xx_queue_full"},
+		{429, errs.QuotaExceeded, "4xx_quota_exceeded"},
+		{504, errs.ExpiredInQueue, "5xx_expired_in_queue"},
+		{0, errs.Internal, "5xx_internal"},
+		{404, "", "4xx"},
+	}
+	for _, tc := range tests {
+		if got := CodeLabel(tc.status, tc.code); got != tc.want {
+			t.Errorf("CodeLabel(%d, %q) = %q, want %q", tc.status, tc.code, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{nil, "2xx"},
+		{errs.New(errs.DeadlineInfeasible, "x"), "5xx_deadline_infeasible"},
+		{errs.New(errs.TooManyInstances, "x"), "4xx_too_many_instances"},
+		{errors.New("plain"), "5xx_internal"},
+	} {
+		if got := CodeOf(tc.err); got != tc.want {
+			t.Errorf("CodeOf(%v) = %q, want %q", tc.err, got, tc.want)
+		}
+	}
+	// Every code label the error table can produce is accepted as is.
+	for _, c := range errs.Codes() {
+		l := CodeLabel(errs.HTTPStatus(c), c)
+		if code(l) != l {
+			t.Errorf("code(%q) = %q, want it unchanged", l, code(l))
+		}
+	}
+}
+
+func TestObservationsLandInTheirSeries(t *testing.T) {
+	tests := []struct {
+		name    string
+		observe func(m *Metrics)
+		metric  func(m *Metrics) prometheus.Collector
+		want    float64
+	}{
+		{"request counted by code", func(m *Metrics) {
+			m.ObserveRequest("fraud", "3", "2xx", 5, Stages{Total: time.Millisecond})
+			m.ObserveRequest("fraud", "3", "2xx", 2, Stages{Total: time.Millisecond})
+			m.ObserveRequest("fraud", "3", "5xx_queue_full", 9, Stages{Total: time.Millisecond})
+		}, func(m *Metrics) prometheus.Collector { return m.requests.WithLabelValues("fraud", "3", "2xx") }, 2},
+		{"instances summed", func(m *Metrics) {
+			m.ObserveRequest("fraud", "3", "2xx", 5, Stages{Total: time.Millisecond})
+			m.ObserveRequest("fraud", "3", "2xx", 2, Stages{Total: time.Millisecond})
+		}, func(m *Metrics) prometheus.Collector { return m.instances.WithLabelValues("fraud", "3", "2xx") }, 7},
+		{"code outside the table is other", func(m *Metrics) {
+			m.ObserveRequest("fraud", "3", "4xx_"+strings.Repeat("x", 40), 1, Stages{})
+		}, func(m *Metrics) prometheus.Collector { return m.requests.WithLabelValues("fraud", "3", "other") }, 1},
+		{"refusal by reason", func(m *Metrics) {
+			m.Refused("fraud", "3", RefusedDeadlineInfeasible)
+			m.Refused("fraud", "3", RefusedDeadlineInfeasible)
+			m.Refused("fraud", "3", RefusedQueueFull)
+		}, func(m *Metrics) prometheus.Collector {
+			return m.refusals.WithLabelValues("fraud", "3", RefusedDeadlineInfeasible)
+		}, 2},
+		{"unknown refusal reason is other", func(m *Metrics) { m.Refused("fraud", "3", "because") },
+			func(m *Metrics) prometheus.Collector { return m.refusals.WithLabelValues("fraud", "3", "other") }, 1},
+		{"expired in queue", func(m *Metrics) { m.ExpiredInQueue("fraud", "3") },
+			func(m *Metrics) prometheus.Collector { return m.expired.WithLabelValues("fraud", "3") }, 1},
+		{"deadline exceeded", func(m *Metrics) { m.DeadlineExceeded("fraud", "3"); m.DeadlineExceeded("fraud", "3") },
+			func(m *Metrics) prometheus.Collector { return m.deadline.WithLabelValues("fraud", "3") }, 2},
+		{"replica crash", func(m *Metrics) { m.ReplicaCrash("fraud", "3") },
+			func(m *Metrics) prometheus.Collector { return m.crashes.WithLabelValues("fraud", "3") }, 1},
+		{"replica restart", func(m *Metrics) { m.ReplicaRestart("fraud", "3") },
+			func(m *Metrics) prometheus.Collector { return m.restarts.WithLabelValues("fraud", "3") }, 1},
+		{"load phase seconds", func(m *Metrics) {
+			m.LoadFinished("fraud", "3", LoadTimings{Load: 1500 * time.Millisecond, Golden: time.Millisecond}, true, 42)
+		}, func(m *Metrics) prometheus.Collector { return m.loadSeconds.WithLabelValues("fraud", "3", PhaseLoad) }, 1.5},
+		{"golden fail", func(m *Metrics) { m.LoadFinished("fraud", "3", LoadTimings{Load: time.Second}, false, 0) },
+			func(m *Metrics) prometheus.Collector { return m.golden.WithLabelValues("fraud", "3", "fail") }, 1},
+		{"artifact bytes", func(m *Metrics) { m.LoadFinished("fraud", "3", LoadTimings{}, true, 4096) },
+			func(m *Metrics) prometheus.Collector { return m.artifact.WithLabelValues("fraud", "3") }, 4096},
+		{"version state set", func(m *Metrics) { m.SetVersionState("fraud", "3", "loading"); m.SetVersionState("fraud", "3", "ready") },
+			func(m *Metrics) prometheus.Collector { return m.versionState.WithLabelValues("fraud", "3", "ready") }, 1},
+		{"version state cleared", func(m *Metrics) { m.SetVersionState("fraud", "3", "loading"); m.SetVersionState("fraud", "3", "ready") },
+			func(m *Metrics) prometheus.Collector { return m.versionState.WithLabelValues("fraud", "3", "loading") }, 0},
+		{"shadow disagreement", func(m *Metrics) {
+			m.ShadowCompared("fraud", "4", true, 0.5, time.Millisecond)
+			m.ShadowCompared("fraud", "4", false, 0, time.Millisecond)
+		}, func(m *Metrics) prometheus.Collector { return m.shadowDis.WithLabelValues("fraud", "4") }, 1},
+		{"canary share", func(m *Metrics) { m.SetCanaryShare("fraud", "4", 0.25) },
+			func(m *Metrics) prometheus.Collector { return m.canaryShare.WithLabelValues("fraud", "4") }, 0.25},
+		{"schema violation by field and reason", func(m *Metrics) { m.SchemaViolation("fraud", "3", "amount", ViolationRange) },
+			func(m *Metrics) prometheus.Collector {
+				return m.violations.WithLabelValues("fraud", "3", "amount", ViolationRange)
+			}, 1},
+		{"unknown field reason always uses _unknown", func(m *Metrics) {
+			m.SchemaViolation("fraud", "3", "client_chosen_name", ViolationUnknownField)
+		}, func(m *Metrics) prometheus.Collector {
+			return m.violations.WithLabelValues("fraud", "3", UnknownField, ViolationUnknownField)
+		}, 1},
+		{"undeclared field becomes _unknown", func(m *Metrics) {
+			m.DeclareFields("fraud", "3", []string{"amount", "country"})
+			m.SchemaViolation("fraud", "3", "evil", ViolationType)
+		}, func(m *Metrics) prometheus.Collector {
+			return m.violations.WithLabelValues("fraud", "3", UnknownField, ViolationType)
+		}, 1},
+		{"unknown violation reason is other", func(m *Metrics) { m.SchemaViolation("fraud", "3", "amount", "weird") },
+			func(m *Metrics) prometheus.Collector {
+				return m.violations.WithLabelValues("fraud", "3", "amount", ViolationOther)
+			}, 1},
+		{"missing feature", func(m *Metrics) {
+			m.DeclareFields("fraud", "3", []string{"amount", "country"})
+			m.MissingFeature("fraud", "3", "country")
+			m.MissingFeature("fraud", "3", "country")
+		}, func(m *Metrics) prometheus.Collector { return m.missing.WithLabelValues("fraud", "3", "country") }, 2},
+		{"tenant request", func(m *Metrics) { m.TenantRequest("acme", "2xx"); m.TenantRequest("beta", "2xx") },
+			func(m *Metrics) prometheus.Collector { return m.tenantReqs.WithLabelValues("acme", "2xx") }, 1},
+		{"tenant quota refusal", func(m *Metrics) { m.QuotaRefused("acme"); m.QuotaRefused("acme") },
+			func(m *Metrics) prometheus.Collector { return m.tenantQuota.WithLabelValues("acme") }, 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, _ := newTest(t)
+			tc.observe(m)
+			if got := testutil.ToFloat64(tc.metric(m)); got != tc.want {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestHistograms(t *testing.T) {
+	tests := []struct {
+		name    string
+		observe func(m *Metrics)
+		metric  func(m *Metrics) prometheus.Collector
+		count   uint64
+		sum     float64
+	}{
+		{"stages reached are observed", func(m *Metrics) {
+			m.ObserveRequest("fraud", "3", "2xx", 1, Stages{Queue: 2 * time.Millisecond, Compute: 3 * time.Millisecond, Total: 5 * time.Millisecond})
+			m.ObserveRequest("fraud", "3", "2xx", 1, Stages{Queue: 4 * time.Millisecond, Total: 5 * time.Millisecond})
+		}, func(m *Metrics) prometheus.Collector { return m.stage }, 5, 0.019},
+		{"queue stage", func(m *Metrics) {
+			m.ObserveRequest("fraud", "3", "2xx", 1, Stages{Queue: 2 * time.Millisecond, Total: 5 * time.Millisecond})
+			m.ObserveRequest("fraud", "3", "2xx", 1, Stages{Queue: 4 * time.Millisecond, Total: 5 * time.Millisecond})
+		}, func(m *Metrics) prometheus.Collector {
+			return m.stage.WithLabelValues("fraud", "3", StageQueue).(prometheus.Histogram)
+		}, 2, 0.006},
+		{"total always observed", func(m *Metrics) {
+			m.ObserveRequest("fraud", "3", "4xx_invalid_argument", 1, Stages{})
+		}, func(m *Metrics) prometheus.Collector {
+			return m.stage.WithLabelValues("fraud", "3", StageTotal).(prometheus.Histogram)
+		}, 1, 0},
+		{"batch size", func(m *Metrics) { m.ObserveBatch("fraud", "3", 8, 32); m.ObserveBatch("fraud", "3", 32, 32) },
+			func(m *Metrics) prometheus.Collector {
+				return m.batchSize.WithLabelValues("fraud", "3").(prometheus.Histogram)
+			}, 2, 40},
+		{"fill ratio", func(m *Metrics) { m.ObserveBatch("fraud", "3", 8, 32); m.ObserveBatch("fraud", "3", 32, 32) },
+			func(m *Metrics) prometheus.Collector {
+				return m.fillRatio.WithLabelValues("fraud", "3").(prometheus.Histogram)
+			}, 2, 1.25},
+		{"shadow diff", func(m *Metrics) { m.ShadowCompared("fraud", "4", true, 0.5, time.Millisecond) },
+			func(m *Metrics) prometheus.Collector {
+				return m.shadowDiff.WithLabelValues("fraud", "4").(prometheus.Histogram)
+			}, 1, 0.5},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, _ := newTest(t)
+			tc.observe(m)
+			count, sum := histogramTotals(t, tc.metric(m))
+			if count != tc.count || !near(sum, tc.sum) {
+				t.Errorf("count, sum = %d, %v; want %d, %v", count, sum, tc.count, tc.sum)
+			}
+		})
+	}
+}
+
+func near(a, b float64) bool { d := a - b; return d < 1e-9 && d > -1e-9 }
+
+func histogramTotals(t *testing.T, c prometheus.Collector) (uint64, float64) {
+	t.Helper()
+	ch := make(chan prometheus.Metric, 64)
+	go func() { c.Collect(ch); close(ch) }()
+	var count uint64
+	var sum float64
+	for met := range ch {
+		var pb dto.Metric
+		if err := met.Write(&pb); err != nil {
+			t.Fatal(err)
+		}
+		h := pb.GetHistogram()
+		count += h.GetSampleCount()
+		sum += h.GetSampleSum()
+	}
+	return count, sum
+}
+
+func TestLatencyBucketsSpan(t *testing.T) {
+	if LatencyBuckets[0] != 0.0001 {
+		t.Errorf("first bucket %v, want 0.0001", LatencyBuckets[0])
+	}
+	if last := LatencyBuckets[len(LatencyBuckets)-1]; last < 10 {
+		t.Errorf("last bucket %v, want >= 10", last)
+	}
+}
+
+func TestLiveGauges(t *testing.T) {
+	m, reg := newTest(t)
+	if n := testutil.CollectAndCount(m.live); n != 0 {
+		t.Fatalf("without a source: %d series, want 0", n)
+	}
+	m.SetVersionSource(func() []VersionState {
+		return []VersionState{
+			{Model: "fraud", Version: "3", Queued: 7, InflightBatches: 2, ReadyReplicas: 3, RestartingReplicas: 1},
+			{Model: "fraud", Version: "4", Queued: 0, ReadyReplicas: 1},
+			{Model: "fraud", Version: "4", Queued: 99}, // duplicate: ignored, not a scrape failure
+		}
+	})
+	want := `
+# HELP sluice_queued_instances Instances waiting in a version's queue now.
+# TYPE sluice_queued_instances gauge
+sluice_queued_instances{model="fraud",version="3"} 7
+sluice_queued_instances{model="fraud",version="4"} 0
+# HELP sluice_replicas A version's replicas now, by state (ready, restarting).
+# TYPE sluice_replicas gauge
+sluice_replicas{model="fraud",state="ready",version="3"} 3
+sluice_replicas{model="fraud",state="ready",version="4"} 1
+sluice_replicas{model="fraud",state="restarting",version="3"} 1
+sluice_replicas{model="fraud",state="restarting",version="4"} 0
+# HELP sluice_inflight_batches Batches being computed by a version's replicas now.
+# TYPE sluice_inflight_batches gauge
+sluice_inflight_batches{model="fraud",version="3"} 2
+sluice_inflight_batches{model="fraud",version="4"} 0
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "sluice_queued_instances", "sluice_replicas", "sluice_inflight_batches"); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestForgetDeletesAVersionsSeries(t *testing.T) {
+	m, reg := newTest(t)
+	observeAll(m)
+	m.ObserveRequest("fraud", "2", "2xx", 1, Stages{Total: time.Millisecond})
+	m.Refused("other", "3", RefusedNotReady)
+	m.Forget("fraud", "3")
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left, kept int
+	for _, f := range fams {
+		for _, met := range f.GetMetric() {
+			var model, version string
+			for _, l := range met.GetLabel() {
+				switch l.GetName() {
+				case "model":
+					model = l.GetValue()
+				case "version":
+					version = l.GetValue()
+				}
+			}
+			if model == "fraud" && version == "3" && !strings.HasPrefix(f.GetName(), "sluice_queued") &&
+				!strings.HasPrefix(f.GetName(), "sluice_replicas") && !strings.HasPrefix(f.GetName(), "sluice_inflight") {
+				left++
+				t.Errorf("after Forget: %s still has fraud@3", f.GetName())
+			}
+			if (model == "fraud" && version == "2") || model == "other" {
+				kept++
+			}
+		}
+	}
+	if kept < 2 {
+		t.Errorf("Forget removed other versions' series (kept %d)", kept)
+	}
+	// Tenant and build series have no version and survive.
+	if got := testutil.ToFloat64(m.tenantQuota.WithLabelValues("acme")); got != 1 {
+		t.Errorf("tenant quota after Forget = %v, want 1", got)
+	}
+}
+
+func TestInitVersionCreatesZeroSeries(t *testing.T) {
+	m, _ := newTest(t)
+	m.InitVersion("fraud", "3")
+	if n := testutil.CollectAndCount(m.refusals, "sluice_refusals_total"); n != len(refusalReasons) {
+		t.Errorf("refusal series = %d, want %d", n, len(refusalReasons))
+	}
+	if got := testutil.ToFloat64(m.expired.WithLabelValues("fraud", "3")); got != 0 {
+		t.Errorf("expired = %v, want 0", got)
+	}
+}
+
+func TestBuildInfo(t *testing.T) {
+	_, reg := newTest(t)
+	want := `
+# HELP sluice_build_info Always 1; labels say which Sluice build is running.
+# TYPE sluice_build_info gauge
+sluice_build_info{goversion="go1.26",version="test"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "sluice_build_info"); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestLint(t *testing.T) {
+	m, reg := newTest(t)
+	observeAll(m)
+	problems, err := testutil.GatherAndLint(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+	for _, n := range familyNames(t, reg) {
+		if !strings.HasPrefix(n, "sluice_") {
+			t.Errorf("metric %s lacks the sluice_ prefix", n)
+		}
+	}
+}
+
+// familyNames gathers reg and returns its metric family names, sorted.
+func familyNames(t *testing.T, reg prometheus.Gatherer) []string {
+	t.Helper()
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range fams {
+		names = append(names, f.GetName())
+	}
+	sort.Strings(names)
+	return names
+}
+
+func TestHandlerServesExposition(t *testing.T) {
+	reg := NewRegistry()
+	m := New(reg, BuildInfo{Version: "test", GoVersion: "go1.26"})
+	observeAll(m)
+	body := scrape(t, m.Handler())
+	for _, want := range []string{"sluice_requests_total{", "sluice_request_stage_seconds_bucket{", "go_goroutines", "sluice_build_info{"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("exposition lacks %q", want)
+		}
+	}
+	// A Registerer that is not a Gatherer gets a handler that says so.
+	m2 := New(prometheus.WrapRegistererWith(nil, prometheus.NewRegistry()), BuildInfo{})
+	rec := httptest.NewRecorder()
+	m2.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if rec.Code != http.StatusInternalServerError {
+		t.Errorf("non-gatherer handler status %d, want 500", rec.Code)
+	}
+}
+
+func scrape(t *testing.T, h http.Handler) string {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 200 {
+		t.Fatalf("scrape status %d: %s", resp.StatusCode, b)
+	}
+	return string(b)
+}
