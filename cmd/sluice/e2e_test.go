@@ -208,10 +208,16 @@ func TestEndToEnd(t *testing.T) {
 	if err != nil || !strings.Contains(out, "calc@1 already published") {
 		t.Fatalf("push identical: %v %q", err, out)
 	}
-	// v2 becomes the serving version once ready.
+	// Publishing v2 does not move traffic; a deployment change does.
 	v2 := writePackage(t, filepath.Join(pkgs, "v2"), []float64{2, 2}, 4.5)
 	if out, _, err = sluice(t, "push", v2, "--server", srv.url); err != nil || !strings.Contains(out, "calc@2 published") {
 		t.Fatalf("push v2: %v %q", err, out)
+	}
+	if p := predict(t, srv.url, `{"x":1,"z":2}`); p.ModelVersion != "calc@1" {
+		t.Fatalf("a push moved traffic: %+v", p)
+	}
+	if out, _, err = sluice(t, "traffic", "calc", "calc@2=100", "--reason", "v2 checked", "--server", srv.url); err != nil || !strings.Contains(out, "calc@2  100%") {
+		t.Fatalf("traffic: %v %q", err, out)
 	}
 	if p := predict(t, srv.url, `{"x":1,"z":2}`); p.ModelVersion != "calc@2" || p.Predictions[0]["y"] != 6.5 {
 		t.Fatalf("predict v2: %+v", p)
@@ -230,7 +236,9 @@ func TestEndToEnd(t *testing.T) {
 	}
 	srv.stop(t)
 
-	// Corrupt v2's stored artifact: v2 fails with a hash error, v1 serves.
+	// Corrupt v2's stored artifact: v2 fails with a hash error; the
+	// deployment routes to v2 only, so calls say why, pinned v1 still
+	// answers, and a rollback puts v1 back.
 	path := filepath.Join(data, "artifacts", "sha256", before.ArtifactSHA256[:2], before.ArtifactSHA256)
 	if err := os.WriteFile(path, []byte(`{"weights":[[9,9]],"bias":[0.5],"link":"identity"}`), 0o644); err != nil {
 		t.Fatal(err)
@@ -240,17 +248,29 @@ func TestEndToEnd(t *testing.T) {
 	if bad.State != "failed" || !strings.Contains(bad.Reason, "sha256 mismatch") {
 		t.Fatalf("corrupt v2: state %s reason %q", bad.State, bad.Reason)
 	}
-	if p := predict(t, srv.url, `{"x":1,"z":2}`); p.ModelVersion != "calc@1" || p.Predictions[0]["y"] != 5.5 {
-		t.Fatalf("with v2 corrupt: %+v", p)
+	if _, stderr, err := sluice(t, "predict", "calc", `{"x":1,"z":2}`, "--server", srv.url); err == nil || !strings.Contains(stderr, "503 not_ready") || !strings.Contains(stderr, "sha256 mismatch") {
+		t.Fatalf("calc with its only target corrupt: %v %q", err, stderr)
 	}
 	if _, stderr, err := sluice(t, "predict", "calc", `{"x":1,"z":2}`, "--version", "2", "--server", srv.url); err == nil || !strings.Contains(stderr, "503 not_ready") {
 		t.Fatalf("pinned corrupt v2: %v %q", err, stderr)
+	}
+	if out, _, err := sluice(t, "predict", "calc", `{"x":1,"z":2}`, "--version", "1", "--server", srv.url); err != nil || !strings.Contains(out, `"modelVersion":"calc@1"`) {
+		t.Fatalf("pinned v1: %v %q", err, out)
+	}
+	if out, stderr, err := sluice(t, "rollback", "calc", "--reason", "v2 artifact corrupt", "--server", srv.url); err != nil || !strings.Contains(out, "calc@1  100%") {
+		t.Fatalf("rollback: %v %q %q", err, out, stderr)
+	}
+	if p := predict(t, srv.url, `{"x":1,"z":2}`); p.ModelVersion != "calc@1" || p.Predictions[0]["y"] != 5.5 {
+		t.Fatalf("after rollback: %+v", p)
 	}
 
 	// Publishing the same package again repairs the artifact and reloads v2.
 	out, _, err = sluice(t, "push", v2, "--server", srv.url)
 	if err != nil || !strings.Contains(out, "calc@2 already published") || !strings.Contains(out, "state=ready") {
 		t.Fatalf("re-push v2: %v %q", err, out)
+	}
+	if _, _, err = sluice(t, "traffic", "calc", "calc@2=100", "--server", srv.url); err != nil {
+		t.Fatal(err)
 	}
 	if p := predict(t, srv.url, `{"x":1,"z":2}`); p.ModelVersion != "calc@2" {
 		t.Fatalf("after repair served by %s", p.ModelVersion)

@@ -58,12 +58,19 @@ func newServeCmd() *cobra.Command {
 			if models != "" {
 				fsys, display = os.DirFS(models), models
 			}
-			if _, err := ctl.PublishFS(ctx, fsys, root, display); err != nil {
-				return err
-			}
+			// Restore deployments first, then publish the folder: a package
+			// that changed there is released with its plan.
 			if err := ctl.Start(ctx); err != nil {
 				return err
 			}
+			pubs, err := ctl.PublishFS(ctx, fsys, root, display)
+			if err != nil {
+				return err
+			}
+			if err := ctl.ReleaseChanged(ctx, pubs); err != nil {
+				return err
+			}
+			ctl.MarkStarted()
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
 				return fmt.Errorf("listen on %s: %w", addr, err)

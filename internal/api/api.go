@@ -2,7 +2,10 @@
 // bodies). It has no logic; docs/api.md describes every type here.
 package api
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // ErrorBody is every error response: {"error":{...}}.
 type ErrorBody struct {
@@ -129,4 +132,119 @@ type Readiness struct {
 	Ready    bool     `json:"ready"`
 	Problems []string `json:"problems,omitempty"` // why not ready
 	Warnings []string `json:"warnings,omitempty"` // models that cannot serve (they answer 503)
+}
+
+// Target is one version in a deployment.
+type Target struct {
+	Version int    `json:"version"`
+	ID      string `json:"id,omitempty"`
+	Weight  int    `json:"weight"`
+	Shadow  bool   `json:"shadow,omitempty"`
+	State   string `json:"state,omitempty"`
+}
+
+// Deployment is GET /v1/deployments/{model}: the policy in force.
+type Deployment struct {
+	Model         string         `json:"model"`
+	PolicyVersion int            `json:"policyVersion"`
+	Targets       []Target       `json:"targets"`
+	UpdatedAt     time.Time      `json:"updatedAt"`
+	Actor         string         `json:"actor"`
+	Reason        string         `json:"reason"`
+	Diff          string         `json:"diff"`
+	Rollout       *Rollout       `json:"rollout,omitempty"`
+	Shadows       []ShadowReport `json:"shadows,omitempty"`
+}
+
+// SetTraffic is the body of PUT /v1/deployments/{model}.
+type SetTraffic struct {
+	Targets []Target `json:"targets"`
+	Reason  string   `json:"reason"`
+	// ExpectPolicyVersion, when set, makes the change fail with 409 if the
+	// deployment changed since it was read.
+	ExpectPolicyVersion *int `json:"expectPolicyVersion,omitempty"`
+}
+
+// Policy is one policy version in the history.
+type Policy struct {
+	PolicyVersion int       `json:"policyVersion"`
+	Targets       []Target  `json:"targets"`
+	CreatedAt     time.Time `json:"createdAt"`
+	Actor         string    `json:"actor"`
+	Reason        string    `json:"reason"`
+	Diff          string    `json:"diff"`
+}
+
+// Event is one audit event.
+type Event struct {
+	At     time.Time `json:"at"`
+	Actor  string    `json:"actor"`
+	Action string    `json:"action"`
+	What   string    `json:"what"`
+	Reason string    `json:"reason,omitempty"`
+}
+
+// History is GET /v1/deployments/{model}/history.
+type History struct {
+	Model    string   `json:"model"`
+	Policies []Policy `json:"policies"`
+	Events   []Event  `json:"events"`
+}
+
+// StartRollout is the body of POST /v1/deployments/{model}/rollout.
+type StartRollout struct {
+	Version int             `json:"version"`
+	Plan    json.RawMessage `json:"plan,omitempty"` // a release plan (docs/releases.md); default: the package's, else immediate
+	Reason  string          `json:"reason"`
+}
+
+// Gate is one rollout gate's last evaluation.
+type Gate struct {
+	Name     string  `json:"name"`
+	Observed float64 `json:"observed"`
+	Limit    float64 `json:"limit"`
+	Samples  int64   `json:"samples"`
+	Ready    bool    `json:"ready"`
+	Pass     bool    `json:"pass"`
+}
+
+// Rollout is a rollout's status.
+type Rollout struct {
+	Model        string          `json:"model"`
+	Candidate    int             `json:"candidate"`
+	Baseline     int             `json:"baseline"`
+	Phase        string          `json:"phase"`
+	Step         int             `json:"step"`
+	Percent      int             `json:"percent"`
+	Steps        []int           `json:"steps"`
+	StepStart    time.Time       `json:"stepStart"`
+	NextStepInMs float64         `json:"nextStepInMs"` // remaining bake time at this step (gates must also pass)
+	Reason       string          `json:"reason,omitempty"`
+	Started      time.Time       `json:"started"`
+	Actor        string          `json:"actor"`
+	Gates        []Gate          `json:"gates,omitempty"`
+	Plan         json.RawMessage `json:"plan"`
+}
+
+// RolloutAction is the body of POST …/rollout:{pause,resume,abort,promote}
+// and …:rollback.
+type RolloutAction struct {
+	Reason string `json:"reason"`
+	To     int    `json:"to,omitempty"` // rollback only: the version to send 100 % to
+}
+
+// ShadowReport compares a shadow version with the primaries it shadowed.
+type ShadowReport struct {
+	Version          int     `json:"version"`
+	Requests         int64   `json:"requests"`
+	Rows             int64   `json:"rows"`
+	Disagreements    int64   `json:"disagreements"`
+	DisagreementRate float64 `json:"disagreementRate"`
+	MeanAbsDiff      float64 `json:"meanAbsDiff"`
+	MaxAbsDiff       float64 `json:"maxAbsDiff"`
+	P50Ms            float64 `json:"p50Ms"`
+	P99Ms            float64 `json:"p99Ms"`
+	Errors           int64   `json:"errors"`
+	Dropped          int64   `json:"dropped"`
+	Incompatible     int64   `json:"incompatible"`
 }

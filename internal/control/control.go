@@ -1,7 +1,9 @@
 // Package control is Sluice's control plane: it publishes packages into the
 // registry, loads versions (verify artifact hash → load → golden examples →
-// warmup → ready), starts their serving.Servers and publishes the routing
-// snapshot the data plane reads. It never sits on the predict path.
+// warmup → ready), starts their serving.Servers, keeps each model's
+// deployment policy, drives rollouts (a pure state machine, Advance) and
+// publishes the routing snapshot the data plane reads. It never sits on the
+// predict path: if the store fails, serving goes on with the last snapshot.
 package control
 
 import (
@@ -21,6 +23,7 @@ import (
 	"github.com/sluiceml/sluice/internal/routing"
 	"github.com/sluiceml/sluice/internal/runtime"
 	"github.com/sluiceml/sluice/internal/serving"
+	"github.com/sluiceml/sluice/internal/vstats"
 )
 
 // Controller owns loaded versions and the routing snapshot.
@@ -33,10 +36,20 @@ type Controller struct {
 	wg     sync.WaitGroup
 	sem    chan struct{} // bounds concurrent loads
 
-	mu       sync.Mutex // guards versions, closing, started
+	// Stats are the live per-version figures the gateway records and
+	// rollout gates read.
+	Stats *vstats.Set
+
+	mu       sync.Mutex // guards versions, policies, dirty, closing, started
 	versions map[string]*Loaded
+	policies map[string]registry.Policy // current policy per model
+	dirty    map[string]*Loaded         // state not yet persisted (store outage)
 	closing  bool
 	started  bool
+
+	rmu      sync.Mutex // guards rollouts; serializes every policy change
+	rollouts map[string]*Rollout
+	wake     chan struct{} // closed and replaced when a version's state changes
 }
 
 // Loaded is the in-memory state of one version.
@@ -57,14 +70,29 @@ type Loaded struct {
 func New(store *registry.Store, log *slog.Logger) *Controller {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Controller{store: store, log: log, Table: &routing.Holder{}, ctx: ctx, cancel: cancel,
-		sem: make(chan struct{}, 2), versions: map[string]*Loaded{}}
+		sem: make(chan struct{}, 2), versions: map[string]*Loaded{}, Stats: &vstats.Set{},
+		policies: map[string]registry.Policy{}, dirty: map[string]*Loaded{},
+		rollouts: map[string]*Rollout{}, wake: make(chan struct{})}
 }
 
 func key(model string, n int) string { return fmt.Sprintf("%s@%d", model, n) }
 
-// Start loads every published version. It returns once loading has begun;
-// Ready reports when it is done.
+// Start restores the deployments and rollouts from the store and starts
+// loading every published version. Versions published before MarkStarted
+// are "startup" versions: readiness waits for them.
 func (c *Controller) Start(ctx context.Context) error {
+	ps, err := c.store.Policies(ctx, "")
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	for _, p := range ps {
+		c.policies[p.Model] = p // oldest first: the last one stays
+	}
+	c.mu.Unlock()
+	if err := c.restoreRollouts(ctx); err != nil {
+		return err
+	}
 	vs, err := c.store.List(ctx)
 	if err != nil {
 		return err
@@ -72,10 +100,19 @@ func (c *Controller) Start(ctx context.Context) error {
 	for _, v := range vs {
 		c.startLoad(v)
 	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		c.catchUp()
+	}()
+	return nil
+}
+
+// MarkStarted ends startup: readiness now waits only for startup versions.
+func (c *Controller) MarkStarted() {
 	c.mu.Lock()
 	c.started = true
 	c.mu.Unlock()
-	return nil
 }
 
 // Publish stores a package as a new version (or finds the identical one)
@@ -138,9 +175,45 @@ func (c *Controller) setState(l *Loaded, st registry.State, reason string) {
 	c.mu.Lock()
 	l.State, l.Reason = st, reason
 	t := l.Timings
+	close(c.wake)
+	c.wake = make(chan struct{})
 	c.mu.Unlock()
 	if err := c.store.SetState(c.ctx, l.Version.Model, l.Version.N, st, reason, t); err != nil {
-		c.log.Warn("record version state", "model", l.Version.Model, "version", l.Version.N, "err", err)
+		c.log.Warn("record version state; will retry", "model", l.Version.Model, "version", l.Version.N, "err", err)
+		c.mu.Lock()
+		c.dirty[l.Version.ID()] = l
+		c.mu.Unlock()
+	}
+}
+
+// catchUp retries state writes that failed while the store was down.
+func (c *Controller) catchUp() {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-t.C:
+		}
+		c.mu.Lock()
+		var todo []*Loaded
+		for _, l := range c.dirty {
+			todo = append(todo, l)
+		}
+		c.mu.Unlock()
+		for _, l := range todo {
+			c.mu.Lock()
+			st, reason, tm := l.State, l.Reason, l.Timings
+			c.mu.Unlock()
+			if err := c.store.SetState(c.ctx, l.Version.Model, l.Version.N, st, reason, tm); err == nil {
+				c.mu.Lock()
+				delete(c.dirty, l.Version.ID())
+				c.mu.Unlock()
+				c.log.Info("store back: version state recorded", "model", l.Version.Model, "version", l.Version.N)
+			}
+		}
+		c.retryPolicies()
 	}
 }
 
@@ -225,6 +298,7 @@ func (c *Controller) load(l *Loaded) {
 	c.mu.Lock()
 	c.publishLocked()
 	c.mu.Unlock()
+	c.firstPolicy(v)
 	log.Info("version ready", "load", l.Timings.Load, "golden", golden, "warmup", l.Timings.Warmup, "replicas", sv.Replicas)
 }
 
@@ -358,26 +432,35 @@ func LoadPackage(ctx context.Context, p *modelpkg.Package) (runtime.Model, error
 	return m, nil
 }
 
+// Published is one package published by PublishFS.
+type Published struct {
+	Version   registry.Version
+	Created   bool
+	HadPolicy bool              // the model had a deployment before this publish
+	Release   *modelpkg.Release // the package's release plan, if any
+}
+
 // PublishFS publishes every package folder under root of fsys (folders with
 // a model.yaml). It stops at the first invalid package: a server must not
 // start with half of its declared models.
-func (c *Controller) PublishFS(ctx context.Context, fsys fs.FS, root, display string) ([]registry.Version, error) {
+func (c *Controller) PublishFS(ctx context.Context, fsys fs.FS, root, display string) ([]Published, error) {
 	dirs, err := modelpkg.Packages(fsys, root)
 	if err != nil {
 		return nil, fmt.Errorf("read models folder %s: %w", display, err)
 	}
-	var out []registry.Version
+	var out []Published
 	for _, d := range dirs {
 		p, err := modelpkg.ReadFS(fsys, d, path.Join(display, path.Base(d)))
 		if err != nil {
 			return out, err
 		}
+		_, had := c.Policy(p.Spec.Manifest.Name)
 		v, created, err := c.Publish(ctx, p)
 		if err != nil {
 			return out, err
 		}
 		c.log.Info("published", "model", v.Model, "version", v.N, "new", created, "sha256", v.ArtifactSHA[:12])
-		out = append(out, v)
+		out = append(out, Published{Version: v, Created: created, HadPolicy: had, Release: p.Spec.Manifest.Release})
 	}
 	return out, nil
 }
@@ -452,9 +535,11 @@ func warmup(ctx context.Context, spec *modelpkg.Spec, m runtime.Model, srv *serv
 	return nil
 }
 
-// publishLocked rebuilds and swaps in the routing snapshot.
+// publishLocked rebuilds and swaps in the routing snapshot from the
+// current policies and the ready versions.
 func (c *Controller) publishLocked() {
 	t := &routing.Table{Models: map[string]*routing.Entry{}}
+	newest := map[string]*routing.Target{}
 	for _, l := range c.versions {
 		v := l.Version
 		e := t.Models[v.Model]
@@ -465,8 +550,8 @@ func (c *Controller) publishLocked() {
 		if l.State == registry.Ready && l.Server != nil {
 			tg := &routing.Target{Model: v.Model, N: v.N, ID: v.ID(), Spec: l.Spec, Server: l.Server, Digest: v.Digest, Runtime: v.Runtime}
 			e.Versions[v.N] = tg
-			if e.Serving == nil || v.N > e.Serving.N {
-				e.Serving = tg
+			if newest[v.Model] == nil || v.N > newest[v.Model].N {
+				newest[v.Model] = tg
 			}
 		} else {
 			why := string(l.State)
@@ -474,6 +559,31 @@ func (c *Controller) publishLocked() {
 				why += ": " + l.Reason
 			}
 			e.NotReady[v.N] = why
+		}
+	}
+	for name, e := range t.Models {
+		p, ok := c.policies[name]
+		if !ok {
+			// No policy yet (its first write may be waiting for the store):
+			// the ready version serves, as the first policy will say.
+			if tg := newest[name]; tg != nil {
+				e.Routes = []routing.Route{{Range: routing.Range{Version: tg.N, Lo: 0, Hi: routing.Buckets}, Target: tg}}
+			}
+			continue
+		}
+		e.Policy = p.Version
+		var ws []routing.Weighted
+		for _, tg := range p.Targets {
+			if tg.Shadow {
+				if s := e.Versions[tg.Version]; s != nil {
+					e.Shadows = append(e.Shadows, s)
+				}
+				continue
+			}
+			ws = append(ws, routing.Weighted{Version: tg.Version, Weight: tg.Weight})
+		}
+		for _, r := range routing.Assign(ws) {
+			e.Routes = append(e.Routes, routing.Route{Range: r, Target: e.Versions[r.Version]})
 		}
 	}
 	c.Table.Store(t)

@@ -16,6 +16,7 @@ import (
 	"github.com/sluiceml/sluice/internal/schema"
 	"github.com/sluiceml/sluice/internal/serving"
 	"github.com/sluiceml/sluice/internal/tenant"
+	"github.com/sluiceml/sluice/internal/vstats"
 )
 
 // refused reports whether admission turned the request away before queueing.
@@ -31,15 +32,18 @@ func refused(err error) bool {
 type Gateway struct {
 	Table       *routing.Holder
 	MaxDeadline time.Duration // caps a version's defaultDeadline; 0: no cap
+	Stats       *vstats.Set   // per-version outcomes for rollout gates (may be nil)
+	Shadows     *Shadows      // runs shadow copies (nil: shadows are skipped)
 }
 
 // Request is one decoded predict call.
 type Request struct {
-	Tenant    *tenant.Tenant // nil: tenant.Default
-	Model     string
-	Version   int // 0: the version that serves the model
-	Instances []schema.Instance
-	Deadline  time.Duration // 0: the version's default
+	Tenant     *tenant.Tenant // nil: tenant.Default
+	Model      string
+	Version    int    // 0: the deployment picks by RoutingKey
+	RoutingKey string // sticky routing: the same key keeps its version
+	Instances  []schema.Instance
+	Deadline   time.Duration // 0: the version's default
 }
 
 // Response is a predict call's result.
@@ -62,15 +66,33 @@ func (g *Gateway) Predict(ctx context.Context, req Request) (*Response, error) {
 	}
 	t := g.Table.Load()
 	var tg *routing.Target
+	var shadows []*routing.Target
 	var err error
 	if req.Version > 0 {
 		tg, err = t.Pinned(req.Model, req.Version)
 	} else {
-		tg, err = t.Pick(req.Model)
+		tg, shadows, err = t.Pick(req.Model, req.RoutingKey)
 	}
 	if err != nil {
 		return nil, err
 	}
+	start := time.Now()
+	res, err := g.predict(ctx, tn, tg, req)
+	if g.Stats != nil {
+		code := errs.CodeOf(err)
+		g.Stats.Get(tg.ID).Record(time.Since(start), err == nil, err != nil && errs.HTTPStatus(code) >= 500)
+	}
+	if err == nil && g.Shadows != nil {
+		for _, sh := range shadows {
+			if sh != tg {
+				g.Shadows.offer(shadowJob{target: sh, instances: req.Instances, primary: res.Out.Data, cols: res.Out.Cols})
+			}
+		}
+	}
+	return res, err
+}
+
+func (g *Gateway) predict(ctx context.Context, tn *tenant.Tenant, tg *routing.Target, req Request) (*Response, error) {
 	sv := tg.Spec.Manifest.Serving
 	n := len(req.Instances)
 	if n == 0 {

@@ -41,6 +41,9 @@ type Manifest struct {
 	Output      Output        `yaml:"output"`
 	Serving     Serving       `yaml:"serving,omitempty"`
 	Golden      []Golden      `yaml:"golden,omitempty"`
+	// Release is the rollout plan used when a new version of this model is
+	// released (sluice deploy, or a changed package in --models).
+	Release *Release `yaml:"release,omitempty"`
 	// ONNX holds ONNX Runtime session options (runtime: onnx only).
 	ONNX *runtime.SessionOptions `yaml:"onnx,omitempty"`
 }
@@ -159,6 +162,10 @@ func validate(m *Manifest) (*Spec, []Problem) {
 		add("artifact", "is required: the file name of the model artifact in the package")
 	case m.Artifact == ManifestFile || strings.ContainsAny(m.Artifact, `/\`) || m.Artifact == "." || m.Artifact == ".." || strings.HasPrefix(m.Artifact, "."):
 		add("artifact", "%q must be a plain file name inside the package (no directories, not hidden, not model.yaml)", m.Artifact)
+	}
+	if m.Release != nil {
+		probs = append(probs, m.Release.Check("release")...)
+		m.Release.Defaults()
 	}
 	if m.ONNX != nil {
 		if m.Runtime != "onnx" {

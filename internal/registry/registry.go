@@ -98,13 +98,13 @@ func Open(dataDir string) (*Store, error) {
 	if err := os.MkdirAll(filepath.Join(dataDir, "artifacts", "sha256"), 0o755); err != nil {
 		return nil, fmt.Errorf("registry: create data directory: %w", err)
 	}
-	dsn := "file:" + filepath.Join(dataDir, "sluice.db") + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
+	dsn := "file:" + filepath.Join(dataDir, "sluice.db") + "?_pragma=busy_timeout(1000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("registry: open database: %w", err)
 	}
 	db.SetMaxOpenConns(1)
-	if _, err := db.Exec(schemaSQL); err != nil {
+	if _, err := db.Exec(schemaSQL + deploymentsSQL); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("registry: open %s: %w", filepath.Join(dataDir, "sluice.db"), err)
 	}
@@ -279,5 +279,7 @@ func storeErr(err error) error {
 	if errors.As(err, &e) {
 		return err
 	}
-	return errs.Wrap(errs.Unavailable, err, "metadata store")
+	out := errs.Wrap(errs.Unavailable, err, "metadata store unavailable")
+	out.RetryAfter = time.Second
+	return out
 }

@@ -16,8 +16,9 @@ import (
 
 // predictBody is a decoded predict request body.
 type predictBody struct {
-	Instances []schema.Instance
-	Deadline  time.Duration // 0 when absent
+	Instances  []schema.Instance
+	Deadline   time.Duration // 0 when absent
+	RoutingKey string        // "" when absent
 }
 
 // maxInstancesDecoded bounds how many instances the decoder accepts before
@@ -71,8 +72,18 @@ func decodePredict(body []byte, maxDeadline time.Duration) (*predictBody, error)
 				return nil, errs.Field(errs.InvalidArgument, key, "must be at most %d (the server's maximum deadline), got %s", maxDeadline.Milliseconds(), num)
 			}
 			out.Deadline = time.Duration(ms * float64(time.Millisecond))
+		case "routingKey":
+			tok, err := token(dec, key)
+			if err != nil {
+				return nil, err
+			}
+			rk, ok := tok.(string)
+			if !ok || rk == "" || len(rk) > 256 {
+				return nil, errs.Field(errs.InvalidArgument, key, "must be a string of 1 to 256 characters")
+			}
+			out.RoutingKey = rk
 		default:
-			return nil, errs.Field(errs.InvalidArgument, key, "unknown key (expected instances, deadlineMs)")
+			return nil, errs.Field(errs.InvalidArgument, key, "unknown key (expected instances, deadlineMs, routingKey)")
 		}
 	}
 	if _, err := token(dec, ""); err != nil { // the closing '}'

@@ -65,12 +65,14 @@ func New(cfg Config, ctl *control.Controller) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Server{cfg: cfg, ctl: ctl, gw: &gateway.Gateway{Table: ctl.Table, MaxDeadline: cfg.MaxDeadline}, log: cfg.Logger, mux: http.NewServeMux()}
+	s := &Server{cfg: cfg, ctl: ctl, gw: &gateway.Gateway{Table: ctl.Table, MaxDeadline: cfg.MaxDeadline, Stats: ctl.Stats,
+		Shadows: gateway.NewShadows(ctl.Stats, cfg.Logger, 2, 256, 2*time.Second)}, log: cfg.Logger, mux: http.NewServeMux()}
 	s.handler = s.mux
 	s.mux.HandleFunc("/healthz", s.wrap(onlyGet(s.healthz)))
 	s.mux.HandleFunc("/readyz", s.wrap(onlyGet(s.readyz)))
 	s.mux.HandleFunc("/v1/models", s.wrap(onlyGet(s.listModels)))
 	s.mux.HandleFunc("/v1/models/", s.wrap(s.models))
+	s.mux.HandleFunc("/v1/deployments/", s.wrap(s.deployments))
 	s.mux.HandleFunc("/", s.wrap(func(w http.ResponseWriter, r *http.Request) error {
 		return errs.New(errs.NotFound, "no route for %s %s (see docs/api.md)", r.Method, r.URL.Path)
 	}))
@@ -90,6 +92,9 @@ func onlyGet(h handler) handler {
 
 // Handler returns the root handler.
 func (s *Server) Handler() http.Handler { return s.mux }
+
+// Close stops the shadow workers (Serve does it on shutdown).
+func (s *Server) Close() { s.gw.Shadows.Close() }
 
 // SetDraining marks the server not ready (readyz 503) ahead of shutdown.
 func (s *Server) SetDraining() { s.draining.Store(true) }
@@ -283,7 +288,14 @@ func (s *Server) predict(w http.ResponseWriter, r *http.Request, tn *tenant.Tena
 	if err != nil {
 		return err
 	}
-	res, err := s.gw.Predict(r.Context(), gateway.Request{Tenant: tn, Model: model, Version: version, Instances: req.Instances, Deadline: req.Deadline})
+	rk := req.RoutingKey
+	if h := r.Header.Get("X-Routing-Key"); h != "" {
+		rk = h
+	}
+	if rk == "" {
+		rk = requestID(r)
+	}
+	res, err := s.gw.Predict(r.Context(), gateway.Request{Tenant: tn, Model: model, Version: version, RoutingKey: rk, Instances: req.Instances, Deadline: req.Deadline})
 	if err != nil {
 		return err
 	}
@@ -453,9 +465,9 @@ func contract(spec *modelpkg.Spec) (*api.Input, *api.Output) {
 func (s *Server) servingVersions() map[string]int {
 	out := map[string]int{}
 	t := s.ctl.Table.Load()
-	for name, e := range t.Models {
-		if e.Serving != nil {
-			out[name] = e.Serving.N
+	for name := range t.Models {
+		if n := t.Serving(name); n > 0 {
+			out[name] = n
 		}
 	}
 	return out
@@ -544,6 +556,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	err := hs.Shutdown(sctx)
+	s.gw.Shadows.Close()
 	if cerr := s.ctl.Close(sctx); cerr != nil && err == nil {
 		err = cerr
 	}

@@ -40,12 +40,13 @@ func newTestServerFS(t *testing.T, cfg Config, fsys fs.FS) (*httptest.Server, *c
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	ctl := control.New(store, log)
 	ctx := context.Background()
-	if _, err := ctl.PublishFS(ctx, fsys, ".", "models"); err != nil {
-		t.Fatal(err)
-	}
 	if err := ctl.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := ctl.PublishFS(ctx, fsys, ".", "models"); err != nil {
+		t.Fatal(err)
+	}
+	ctl.MarkStarted()
 	for _, v := range ctl.Versions() {
 		wctx, cancel := context.WithTimeout(ctx, time.Minute)
 		ctl.Wait(wctx, v.Version.Model, v.Version.N)
@@ -61,6 +62,7 @@ func newTestServerFS(t *testing.T, cfg Config, fsys fs.FS) (*httptest.Server, *c
 	ts := httptest.NewServer(s.Handler())
 	t.Cleanup(func() {
 		ts.Close()
+		s.Close()
 		ctl.Close(context.Background())
 		store.Close()
 	})

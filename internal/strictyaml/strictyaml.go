@@ -253,3 +253,20 @@ func lineOf(idx Index, path string) int {
 	}
 	return 0
 }
+
+// MarshalJSON writes the duration as a string ("50ms").
+func (d Duration) MarshalJSON() ([]byte, error) { return []byte(`"` + d.String() + `"`), nil }
+
+// UnmarshalJSON accepts only duration strings.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	s := string(b)
+	if len(s) < 2 || s[0] != '"' || s[len(s)-1] != '"' {
+		return fmt.Errorf("expected a duration string like \"50ms\", got %s", s)
+	}
+	v, err := time.ParseDuration(s[1 : len(s)-1])
+	if err != nil {
+		return fmt.Errorf("invalid duration %s (use forms like \"50ms\", \"2s\")", s)
+	}
+	d.Duration = v
+	return nil
+}

@@ -1,0 +1,105 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/sluiceml/sluice/internal/errs"
+	"github.com/sluiceml/sluice/internal/routing"
+	"github.com/sluiceml/sluice/internal/runtime"
+	"github.com/sluiceml/sluice/internal/schema"
+	"github.com/sluiceml/sluice/internal/serving"
+	"github.com/sluiceml/sluice/internal/vstats"
+)
+
+// shadowJob is one copy of a request for a shadow version.
+type shadowJob struct {
+	target    *routing.Target
+	instances []schema.Instance
+	primary   []float32 // the primary's outputs, row-major
+	cols      int
+}
+
+// Shadows runs copies of requests on shadow versions, off the request's
+// path: a bounded queue drained by a fixed set of workers. A copy that does
+// not fit is dropped and counted, never waited for; a copy runs at low
+// priority, so it never takes a batch slot from online work.
+type Shadows struct {
+	stats    *vstats.Set
+	log      *slog.Logger
+	deadline time.Duration
+	jobs     chan shadowJob
+	stop     chan struct{}
+	wg       sync.WaitGroup
+	once     sync.Once
+}
+
+// NewShadows starts workers that drain a queue of queue copies. Each copy
+// gets deadline to finish.
+func NewShadows(stats *vstats.Set, log *slog.Logger, workers, queue int, deadline time.Duration) *Shadows {
+	s := &Shadows{stats: stats, log: log, deadline: deadline, jobs: make(chan shadowJob, queue), stop: make(chan struct{})}
+	for i := 0; i < workers; i++ {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			for {
+				select {
+				case <-s.stop:
+					return
+				case j := <-s.jobs:
+					s.run(j)
+				}
+			}
+		}()
+	}
+	return s
+}
+
+// offer queues a copy or drops it (counted) when the queue is full.
+func (s *Shadows) offer(j shadowJob) {
+	select {
+	case s.jobs <- j:
+	default:
+		s.stats.Get(j.target.ID).Shadow.Dropped.Add(1)
+	}
+}
+
+func (s *Shadows) run(j shadowJob) {
+	v := s.stats.Get(j.target.ID)
+	sch := j.target.Spec.Schema
+	w := sch.Width()
+	rows := runtime.Batch{Rows: len(j.instances), Cols: w, Data: make([]float32, len(j.instances)*w)}
+	for i, inst := range j.instances {
+		if err := sch.Row(fmt.Sprintf("instances[%d]", i), inst, rows.Data[i*w:(i+1)*w]); err != nil {
+			v.Shadow.Errors.Add(1) // the shadow's schema refuses what the primary took
+			return
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.deadline)
+	defer cancel()
+	start := time.Now()
+	res, err := j.target.Server.Submit(ctx, serving.Work{Rows: rows, Priority: serving.Low})
+	switch errs.CodeOf(err) {
+	case "":
+	case errs.QueueFull, errs.DeadlineInfeasible, errs.ShuttingDown:
+		v.Shadow.Dropped.Add(1) // the shadow's queue had no room: dropped, not a model error
+		return
+	default:
+		v.Shadow.Errors.Add(1)
+		return
+	}
+	if res.Out.Cols != j.cols {
+		v.Shadow.Incompatible.Add(1)
+		return
+	}
+	v.Compare(j.primary, res.Out.Data, j.cols, time.Since(start))
+}
+
+// Close stops the workers; copies still queued are dropped.
+func (s *Shadows) Close() {
+	s.once.Do(func() { close(s.stop) })
+	s.wg.Wait()
+}

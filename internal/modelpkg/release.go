@@ -1,0 +1,112 @@
+package modelpkg
+
+import (
+	"fmt"
+	"time"
+)
+
+// Release is a rollout plan (model.yaml release:, or sent with `sluice
+// deploy`): optional shadow phase, canary steps with a bake time each, the
+// gates that judge every step, and what to do when a gate fails.
+type Release struct {
+	Shadow     *ShadowPlan `yaml:"shadow,omitempty" json:"shadow,omitempty"`
+	Steps      []int       `yaml:"steps,omitempty" json:"steps,omitempty"`           // canary percents, increasing, ending at 100
+	Bake       Duration    `yaml:"bake,omitempty" json:"bake,omitempty"`             // time at each step before the next
+	MinSamples int         `yaml:"minSamples,omitempty" json:"minSamples,omitempty"` // requests per side before a gate may pass
+	Gates      Gates       `yaml:"gates,omitempty" json:"gates,omitempty"`
+	OnFail     string      `yaml:"onFail,omitempty" json:"onFail,omitempty"`     // rollback (default) | pause
+	KeepWarm   Duration    `yaml:"keepWarm,omitempty" json:"keepWarm,omitempty"` // baseline kept loaded after promotion
+}
+
+// ShadowPlan runs the candidate on copies of requests before any canary.
+type ShadowPlan struct {
+	Requests int `yaml:"requests" json:"requests"` // comparisons to collect before judging
+}
+
+// Gates compare the candidate with the baseline over a step's window.
+type Gates struct {
+	MaxErrorRate    *float64 `yaml:"maxErrorRate,omitempty" json:"maxErrorRate,omitempty"`       // candidate 5xx rate above the baseline's (default 0.01)
+	MaxP99Ratio     *float64 `yaml:"maxP99Ratio,omitempty" json:"maxP99Ratio,omitempty"`         // candidate p99 / baseline p99 (default 2)
+	MaxDisagreement *float64 `yaml:"maxDisagreement,omitempty" json:"maxDisagreement,omitempty"` // shadow label flips / rows (default 0.05)
+}
+
+// Release defaults.
+const (
+	DefaultMinSamples      = 100
+	DefaultMaxErrorRate    = 0.01
+	DefaultMaxP99Ratio     = 2.0
+	DefaultMaxDisagreement = 0.05
+	DefaultKeepWarm        = 15 * time.Minute
+)
+
+// Immediate is the plan used when none is given: 100 % as soon as ready.
+func Immediate() Release { r := Release{Steps: []int{100}}; r.Defaults(); return r }
+
+// Defaults fills unset fields.
+func (r *Release) Defaults() {
+	if len(r.Steps) == 0 {
+		r.Steps = []int{100}
+	}
+	if r.MinSamples == 0 {
+		r.MinSamples = DefaultMinSamples
+	}
+	set := func(p **float64, v float64) {
+		if *p == nil {
+			*p = &v
+		}
+	}
+	set(&r.Gates.MaxErrorRate, DefaultMaxErrorRate)
+	set(&r.Gates.MaxP99Ratio, DefaultMaxP99Ratio)
+	set(&r.Gates.MaxDisagreement, DefaultMaxDisagreement)
+	if r.OnFail == "" {
+		r.OnFail = "rollback"
+	}
+	if r.KeepWarm.Duration == 0 {
+		r.KeepWarm.Duration = DefaultKeepWarm
+	}
+}
+
+// Check lists the plan's problems, each with its key path under prefix.
+func (r *Release) Check(prefix string) []Problem {
+	var probs []Problem
+	add := func(p, format string, args ...any) {
+		probs = append(probs, Problem{Path: prefix + p, Message: fmt.Sprintf(format, args...)})
+	}
+	for i, s := range r.Steps {
+		if s <= 0 || s > 100 {
+			add(fmt.Sprintf(".steps[%d]", i), "must be a percent between 1 and 100, got %d", s)
+		}
+		if i > 0 && s <= r.Steps[i-1] {
+			add(fmt.Sprintf(".steps[%d]", i), "steps must increase, got %d after %d", s, r.Steps[i-1])
+		}
+	}
+	if n := len(r.Steps); n > 0 && r.Steps[n-1] != 100 {
+		add(".steps", "must end at 100 (promotion), got %d", r.Steps[n-1])
+	}
+	if r.Shadow != nil && (r.Shadow.Requests < 1 || r.Shadow.Requests > 10_000_000) {
+		add(".shadow.requests", "must be between 1 and 10000000, got %d", r.Shadow.Requests)
+	}
+	if r.Bake.Duration < 0 || r.Bake.Duration > 24*time.Hour {
+		add(".bake", "must be between 0 and 24h, got %s", r.Bake)
+	}
+	if r.MinSamples < 0 {
+		add(".minSamples", "must be >= 0, got %d", r.MinSamples)
+	}
+	for name, g := range map[string]*float64{".gates.maxErrorRate": r.Gates.MaxErrorRate, ".gates.maxDisagreement": r.Gates.MaxDisagreement} {
+		if g != nil && !(*g >= 0 && *g <= 1) {
+			add(name, "must be a fraction between 0 and 1, got %v", *g)
+		}
+	}
+	if g := r.Gates.MaxP99Ratio; g != nil && !(*g >= 1 && *g < 1000) {
+		add(".gates.maxP99Ratio", "must be >= 1, got %v", *g)
+	}
+	switch r.OnFail {
+	case "", "rollback", "pause":
+	default:
+		add(".onFail", "must be rollback or pause, got %q", r.OnFail)
+	}
+	if r.KeepWarm.Duration < 0 {
+		add(".keepWarm", "must be >= 0, got %s", r.KeepWarm)
+	}
+	return probs
+}

@@ -1,0 +1,173 @@
+//go:build cgo
+
+package onnx
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+
+	ort "github.com/yalue/onnxruntime_go"
+
+	"github.com/sluiceml/sluice/internal/runtime"
+)
+
+// Available reports whether this build can run ONNX models (it has cgo).
+const Available = true
+
+var (
+	envMu      sync.Mutex
+	envReady   bool
+	envVersion string
+	envLibrary string
+)
+
+// ensureEnvironment loads the shared library and creates ONNX Runtime's
+// process-global environment, once. A failure is not remembered: the next
+// load tries again (the library may have been installed meanwhile). The
+// environment is never destroyed: models may be loaded at any time.
+func ensureEnvironment() error {
+	envMu.Lock()
+	defer envMu.Unlock()
+	if envReady {
+		return nil
+	}
+	path, source, err := resolveLibrary(libraryPathSetting(), os.Getenv(EnvLibrary), StandardLocations(), fileExists)
+	if err != nil {
+		return err
+	}
+	if source != "standard location" && !fileExists(path) {
+		return fmt.Errorf("onnx: %w: %s names %s, which does not exist; %s", errNoLibrary, source, path, libraryHint())
+	}
+	ort.SetSharedLibraryPath(path)
+	if err := ort.InitializeEnvironment(); err != nil {
+		return fmt.Errorf("onnx: %w: loading %s (from %s) failed: %v; %s", errNoLibrary, path, source, err, libraryHint())
+	}
+	envReady, envVersion, envLibrary = true, ort.GetVersion(), path
+	return nil
+}
+
+// LibraryInfo returns the loaded library's path and ONNX Runtime's version,
+// or "" before the first ONNX model loads.
+func LibraryInfo() (path, version string) {
+	envMu.Lock()
+	defer envMu.Unlock()
+	return envLibrary, envVersion
+}
+
+// Model is one ONNX Runtime session: one per replica.
+type Model struct {
+	name     string
+	sess     *ort.DynamicAdvancedSession
+	c        *Contract
+	info     runtime.Info
+	mu       sync.Mutex // guards sess against Close during Predict
+	closed   bool
+	outShape func(n int) ort.Shape
+}
+
+// Load checks the model's tensors against the package and creates a session.
+func (Runtime) Load(ctx context.Context, spec runtime.Spec, data []byte) (runtime.Model, error) {
+	if err := ensureEnvironment(); err != nil {
+		return nil, err
+	}
+	mi, err := ReadModelInfo(data)
+	if err != nil {
+		return nil, fmt.Errorf("onnx: not a valid ONNX model: %v", err)
+	}
+	c, err := CheckContract(mi, spec.Features, spec.Outputs)
+	if err != nil {
+		return nil, fmt.Errorf("onnx: %v", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	intra, inter := sessionThreads(spec.Session)
+	opts, err := ort.NewSessionOptions()
+	if err != nil {
+		return nil, fmt.Errorf("onnx: session options: %v", err)
+	}
+	defer opts.Destroy()
+	if err := opts.SetIntraOpNumThreads(intra); err != nil {
+		return nil, fmt.Errorf("onnx: intraOpThreads %d: %v", intra, err)
+	}
+	if err := opts.SetInterOpNumThreads(inter); err != nil {
+		return nil, fmt.Errorf("onnx: interOpThreads %d: %v", inter, err)
+	}
+	sess, err := ort.NewDynamicAdvancedSessionWithONNXData(data, []string{c.Input.Name}, []string{c.Output.Name}, opts)
+	if err != nil {
+		return nil, fmt.Errorf("onnx: ONNX Runtime could not load the model: %v", err)
+	}
+	m := &Model{name: spec.Name, sess: sess, c: c}
+	k := int64(c.Outputs)
+	if c.VectorOutput {
+		m.outShape = func(n int) ort.Shape { return ort.NewShape(int64(n)) }
+	} else {
+		m.outShape = func(n int) ort.Shape { return ort.NewShape(int64(n), k) }
+	}
+	producer := mi.Producer
+	if producer == "" {
+		producer = "unknown producer"
+	}
+	m.info = runtime.Info{
+		Inputs:  c.Features,
+		Outputs: c.Outputs,
+		Detail: fmt.Sprintf("onnx, input %q float32 %s, output %q float32 %s, opset %d, %s, ONNX Runtime %s, threads intra %d inter %d",
+			c.Input.Name, c.Input.ShapeString(), c.Output.Name, c.Output.ShapeString(), mi.Opset, producer, envVersion, intra, inter),
+	}
+	return m, nil
+}
+
+// Info reports the model's shape.
+func (m *Model) Info() runtime.Info { return m.info }
+
+// Predict runs the batch through the session: input [n, d], output [n, k]
+// (or [n]). Tensors wrap the batch's and the output's Go memory: nothing is
+// copied.
+func (m *Model) Predict(ctx context.Context, in runtime.Batch) (runtime.Output, error) {
+	d, k := m.c.Features, m.c.Outputs
+	if in.Cols != d {
+		return runtime.Output{}, fmt.Errorf("onnx: batch has %d features per row, input %q expects %d", in.Cols, m.c.Input.Name, d)
+	}
+	if in.Rows < 0 || len(in.Data) != in.Rows*in.Cols {
+		return runtime.Output{}, fmt.Errorf("onnx: batch of %d×%d has %d values", in.Rows, in.Cols, len(in.Data))
+	}
+	out := runtime.Output{Rows: in.Rows, Cols: k, Data: make([]float32, in.Rows*k)}
+	if in.Rows == 0 {
+		return out, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return runtime.Output{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return runtime.Output{}, fmt.Errorf("onnx: %s: predict on a closed model", m.name)
+	}
+	inT, err := ort.NewTensor(ort.NewShape(int64(in.Rows), int64(d)), in.Data)
+	if err != nil {
+		return runtime.Output{}, fmt.Errorf("onnx: input tensor: %v", err)
+	}
+	defer inT.Destroy()
+	outT, err := ort.NewTensor(m.outShape(in.Rows), out.Data)
+	if err != nil {
+		return runtime.Output{}, fmt.Errorf("onnx: output tensor: %v", err)
+	}
+	defer outT.Destroy()
+	if err := m.sess.Run([]ort.Value{inT}, []ort.Value{outT}); err != nil {
+		return runtime.Output{}, fmt.Errorf("onnx: run: %v", err)
+	}
+	return out, nil
+}
+
+// Close releases the session.
+func (m *Model) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil
+	}
+	m.closed = true
+	return m.sess.Destroy()
+}
