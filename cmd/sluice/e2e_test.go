@@ -216,7 +216,7 @@ func TestEndToEnd(t *testing.T) {
 	if p := predict(t, srv.url, `{"x":1,"z":2}`); p.ModelVersion != "calc@1" {
 		t.Fatalf("a push moved traffic: %+v", p)
 	}
-	if out, _, err = sluice(t, "traffic", "calc", "calc@2=100", "--reason", "v2 checked", "--server", srv.url); err != nil || !strings.Contains(out, "calc@2  100%") {
+	if out, _, err = sluice(t, "traffic", "calc", "calc@2=100", "--reason", "v2 checked", "--server", srv.url); err != nil || !targetRE("calc@2", "100%").MatchString(out) {
 		t.Fatalf("traffic: %v %q", err, out)
 	}
 	if p := predict(t, srv.url, `{"x":1,"z":2}`); p.ModelVersion != "calc@2" || p.Predictions[0]["y"] != 6.5 {
@@ -257,7 +257,7 @@ func TestEndToEnd(t *testing.T) {
 	if out, _, err := sluice(t, "predict", "calc", `{"x":1,"z":2}`, "--version", "1", "--server", srv.url); err != nil || !strings.Contains(out, `"modelVersion":"calc@1"`) {
 		t.Fatalf("pinned v1: %v %q", err, out)
 	}
-	if out, stderr, err := sluice(t, "rollback", "calc", "--reason", "v2 artifact corrupt", "--server", srv.url); err != nil || !strings.Contains(out, "calc@1  100%") {
+	if out, stderr, err := sluice(t, "rollback", "calc", "--reason", "v2 artifact corrupt", "--server", srv.url); err != nil || !targetRE("calc@1", "100%").MatchString(out) {
 		t.Fatalf("rollback: %v %q %q", err, out, stderr)
 	}
 	if p := predict(t, srv.url, `{"x":1,"z":2}`); p.ModelVersion != "calc@1" || p.Predictions[0]["y"] != 5.5 {

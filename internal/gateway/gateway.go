@@ -54,7 +54,8 @@ type Response struct {
 	Preprocess time.Duration
 }
 
-// Predict runs req. The context's deadline is set from req.Deadline (or the
+// Predict runs req. On error, a non-nil Response names the version that
+// was picked (Target only). The context's deadline is set from req.Deadline (or the
 // version's default) before anything is queued.
 func (g *Gateway) Predict(ctx context.Context, req Request) (*Response, error) {
 	tn := req.Tenant
@@ -78,6 +79,9 @@ func (g *Gateway) Predict(ctx context.Context, req Request) (*Response, error) {
 	}
 	start := time.Now()
 	res, err := g.predict(ctx, tn, tg, req)
+	if err != nil {
+		res = &Response{Target: tg} // the caller may still name the version that refused
+	}
 	if g.Stats != nil {
 		code := errs.CodeOf(err)
 		g.Stats.Get(tg.ID).Record(time.Since(start), err == nil, err != nil && errs.HTTPStatus(code) >= 500)

@@ -296,6 +296,9 @@ func (s *Server) predict(w http.ResponseWriter, r *http.Request, tn *tenant.Tena
 		rk = requestID(r)
 	}
 	res, err := s.gw.Predict(r.Context(), gateway.Request{Tenant: tn, Model: model, Version: version, RoutingKey: rk, Instances: req.Instances, Deadline: req.Deadline})
+	if res != nil && res.Target != nil {
+		w.Header().Set("X-Model-Version", res.Target.ID)
+	}
 	if err != nil {
 		return err
 	}
