@@ -67,14 +67,26 @@ func TestAdvance(t *testing.T) {
 		{"waits while loading", at(base, func(r *Rollout) { r.Phase = PhaseWaiting }), Input{Now: t0, CandidateState: registry.Loading}, PhaseWaiting, 0, "", ""},
 		{"failed before ready: no traffic", at(base, func(r *Rollout) { r.Phase = PhaseWaiting }), Input{Now: t0, CandidateState: registry.Failed, CandidateReason: "golden example 0 …"}, PhaseFailed, 0, "", "failed before ready"},
 		{"ready: first canary step", at(base, func(r *Rollout) { r.Phase = PhaseWaiting }), Input{Now: t0, CandidateState: registry.Ready}, PhaseCanary, 0, "[{1 99 false} {2 1 false}]", ""},
-		{"ready with shadow plan: shadow first", at(base, func(r *Rollout) { r.Phase = PhaseWaiting; r.Plan = plan(func(p *modelpkg.Release) { p.Shadow = &modelpkg.ShadowPlan{Requests: 50} }) }),
+		{"ready with shadow plan: shadow first", at(base, func(r *Rollout) {
+			r.Phase = PhaseWaiting
+			r.Plan = plan(func(p *modelpkg.Release) { p.Shadow = &modelpkg.ShadowPlan{Requests: 50} })
+		}),
 			Input{Now: t0, CandidateState: registry.Ready}, PhaseShadow, 0, "[{1 100 false} {2 0 true}]", ""},
 		{"immediate plan promotes at once", at(base, func(r *Rollout) { r.Phase = PhaseWaiting; r.Plan = modelpkg.Immediate() }), Input{Now: t0, CandidateState: registry.Ready}, PhasePromoted, 0, "[{2 100 false}]", ""},
-		{"shadow collecting", at(base, func(r *Rollout) { r.Phase = PhaseShadow; r.Plan = plan(func(p *modelpkg.Release) { p.Shadow = &modelpkg.ShadowPlan{Requests: 50} }) }),
+		{"shadow collecting", at(base, func(r *Rollout) {
+			r.Phase = PhaseShadow
+			r.Plan = plan(func(p *modelpkg.Release) { p.Shadow = &modelpkg.ShadowPlan{Requests: 50} })
+		}),
 			Input{Now: t0, Window: shadowWindow(5, 5, 0, 0)}, PhaseShadow, 0, "", ""},
-		{"shadow passes: canary", at(base, func(r *Rollout) { r.Phase = PhaseShadow; r.Plan = plan(func(p *modelpkg.Release) { p.Shadow = &modelpkg.ShadowPlan{Requests: 50} }) }),
+		{"shadow passes: canary", at(base, func(r *Rollout) {
+			r.Phase = PhaseShadow
+			r.Plan = plan(func(p *modelpkg.Release) { p.Shadow = &modelpkg.ShadowPlan{Requests: 50} })
+		}),
 			Input{Now: t0, Window: shadowWindow(50, 100, 2, 0)}, PhaseCanary, 0, "[{1 99 false} {2 1 false}]", ""},
-		{"shadow disagreement fails: rollback", at(base, func(r *Rollout) { r.Phase = PhaseShadow; r.Plan = plan(func(p *modelpkg.Release) { p.Shadow = &modelpkg.ShadowPlan{Requests: 50} }) }),
+		{"shadow disagreement fails: rollback", at(base, func(r *Rollout) {
+			r.Phase = PhaseShadow
+			r.Plan = plan(func(p *modelpkg.Release) { p.Shadow = &modelpkg.ShadowPlan{Requests: 50} })
+		}),
 			Input{Now: t0, Window: shadowWindow(50, 100, 30, 0)}, PhaseRolledBack, 0, "[{1 100 false}]", "shadow_disagreement 0.3 > 0.05"},
 		{"canary: bake not over", canary(0), Input{Now: t0.Add(30 * time.Second), Window: good}, PhaseCanary, 0, "", ""},
 		{"canary: too few samples after bake", canary(0), Input{Now: t0.Add(2 * time.Minute), Window: window(5, 0, 5*ms, 200, 0, 5*ms)}, PhaseCanary, 0, "", ""},
