@@ -19,8 +19,17 @@ fmt-check:
 vet:
 	$(GO) vet $(PKGS)
 
+# The onnx runtime's tests need ONNX Runtime's shared library: unless
+# SLUICE_ONNXRUNTIME_LIB names an existing file, scripts/fetch-onnxruntime.sh
+# fetches it once into its cache folder (a no-op when it is there already).
 unit:
-	$(GO) test -race -count=1 -timeout 15m $(PKGS)
+	@lib="$${SLUICE_ONNXRUNTIME_LIB:-}"; \
+	if [ -z "$$lib" ] || [ ! -f "$$lib" ]; then \
+		lib="$$(bash scripts/fetch-onnxruntime.sh)" || { echo "make: scripts/fetch-onnxruntime.sh failed: the onnx tests need ONNX Runtime (docs/onnx.md)"; exit 1; }; \
+		lib="$$(printf '%s\n' "$$lib" | tail -1)"; \
+	fi; \
+	echo "ONNX Runtime: $$lib"; \
+	SLUICE_ONNXRUNTIME_LIB="$$lib" $(GO) test -race -count=1 -timeout 15m $(PKGS)
 
 # A short run of every fuzz target (not part of `make test`; run before releases).
 fuzz-smoke:

@@ -438,3 +438,25 @@ func BenchmarkPredict(b *testing.B) {
 		})
 	}
 }
+
+// FuzzLoad: any bytes load or fail with an error; ONNX Runtime sees the
+// ones that pass the model reader and the contract check.
+func FuzzLoad(f *testing.F) {
+	for _, name := range []string{"vec.onnx", "three.onnx", "rank3.onnx", "two_outputs.onnx"} {
+		f.Add(readFixture(f, name))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := Runtime{}.Load(context.Background(), runtime.Spec{Name: "fuzz@1", Features: 30, Outputs: 1}, data)
+		if err != nil {
+			if strings.Contains(err.Error(), "shared library is not available") {
+				t.Fatal(err)
+			}
+			return
+		}
+		defer m.Close()
+		out, err := m.Predict(context.Background(), runtime.Batch{Rows: 2, Cols: 30, Data: make([]float32, 60)})
+		if err == nil && (out.Rows != 2 || out.Cols != 1 || len(out.Data) != 2) {
+			t.Fatalf("output %d×%d with %d values", out.Rows, out.Cols, len(out.Data))
+		}
+	})
+}
