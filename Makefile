@@ -29,7 +29,7 @@ unit:
 		lib="$$(printf '%s\n' "$$lib" | tail -1)"; \
 	fi; \
 	echo "ONNX Runtime: $$lib"; \
-	SLUICE_ONNXRUNTIME_LIB="$$lib" $(GO) test -race -count=1 -timeout 15m $(PKGS)
+	SLUICE_ONNXRUNTIME_LIB="$$lib" $(GO) test -race -count=1 -p 1 -timeout 15m $(PKGS)
 
 # A short run of every fuzz target (not part of `make test`; run before releases).
 fuzz-smoke:

@@ -184,7 +184,11 @@ func TestRolloutsUnderLoad(t *testing.T) {
 	if out, err := push(synPackage(t, filepath.Join(pkgs, "v1"), fast, "")); err != nil {
 		t.Fatalf("push v1: %v %s", err, out)
 	}
-	plan := []string{"--steps", "10,50,100", "--bake", "300ms", "--min-samples", "15", "--server", srv.url}
+	// A generous p99 gate: the slow candidate is ~40× slower, while a busy CI
+	// machine can make two equal versions differ by a few times at p99.
+	planFile := filepath.Join(pkgs, "plan.json")
+	os.WriteFile(planFile, []byte(`{"gates":{"maxP99Ratio":8}}`), 0o644)
+	plan := []string{"--plan", planFile, "--steps", "10,50,100", "--bake", "300ms", "--min-samples", "20", "--server", srv.url}
 
 	t.Run("good version is promoted with zero failures", func(t *testing.T) {
 		if out, err := push(synPackage(t, filepath.Join(pkgs, "v2"), fast, "description: same model, new build\n")); err != nil {

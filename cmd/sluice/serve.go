@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	goruntime "runtime"
 	"syscall"
 	"time"
 
@@ -15,8 +16,10 @@ import (
 
 	"github.com/sluiceml/sluice/examples"
 	"github.com/sluiceml/sluice/internal/control"
+	"github.com/sluiceml/sluice/internal/records"
 	"github.com/sluiceml/sluice/internal/registry"
 	"github.com/sluiceml/sluice/internal/server"
+	"github.com/sluiceml/sluice/internal/telemetry"
 	"github.com/sluiceml/sluice/internal/tenant"
 )
 
@@ -24,6 +27,8 @@ func newServeCmd() *cobra.Command {
 	var (
 		addr, data, models string
 		tenantsFile        string
+		retention          time.Duration
+		noRecords          bool
 		cfg                server.Config
 		grace              time.Duration
 	)
@@ -50,6 +55,19 @@ func newServeCmd() *cobra.Command {
 			}
 			defer store.Close()
 			ctl := control.New(store, log)
+			reg := telemetry.NewRegistry()
+			metrics := telemetry.New(reg, telemetry.BuildInfo{Version: version, GoVersion: goruntime.Version()})
+			metrics.SetVersionSource(ctl.LiveState)
+			ctl.Metrics, cfg.Metrics = metrics, metrics
+			if !noRecords {
+				rs, err := records.Open(data)
+				if err != nil {
+					return err
+				}
+				defer rs.Close()
+				cfg.RecordStore = rs
+				cfg.Records = records.NewWriter(rs, records.Config{Retention: retention, Logger: log})
+			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 
@@ -87,6 +105,9 @@ func newServeCmd() *cobra.Command {
 	f.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", 1<<20, "largest predict request body")
 	f.Int64Var(&cfg.MaxUploadBytes, "max-upload-bytes", 512<<20, "largest package upload")
 	f.DurationVar(&cfg.MaxDeadline, "max-deadline", time.Minute, "largest deadlineMs a request may ask for")
+	f.DurationVar(&retention, "records-retention", 7*24*time.Hour, "prediction records older than this are deleted")
+	f.BoolVar(&noRecords, "no-records", false, "do not keep prediction records")
+	f.DurationVar(&cfg.IdempotencyWindow, "idempotency-window", 10*time.Minute, "a retry with the same X-Request-Id within this window replays the first answer (negative: off)")
 	f.DurationVar(&grace, "grace", 30*time.Second, "how long shutdown waits for in-flight and queued requests")
 	return cmd
 }

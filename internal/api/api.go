@@ -248,3 +248,23 @@ type ShadowReport struct {
 	Dropped          int64   `json:"dropped"`
 	Incompatible     int64   `json:"incompatible"`
 }
+
+// Record is one prediction record (GET /v1/records).
+type Record struct {
+	RequestID    string          `json:"requestId"`
+	Tenant       string          `json:"tenant"`
+	Model        string          `json:"model"`
+	Version      int             `json:"version"`
+	ModelVersion string          `json:"modelVersion,omitempty"`
+	LatencyMs    float64         `json:"latencyMs"`
+	Outcome      string          `json:"outcome"`
+	InputHash    string          `json:"inputHash,omitempty"`
+	CreatedAt    time.Time       `json:"createdAt"`
+	Attempts     int             `json:"attempts"`
+	Input        json.RawMessage `json:"input,omitempty"`
+}
+
+// Records is GET /v1/records.
+type Records struct {
+	Records []Record `json:"records"`
+}

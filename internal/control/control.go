@@ -15,6 +15,7 @@ import (
 	"math"
 	"path"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/sluiceml/sluice/internal/routing"
 	"github.com/sluiceml/sluice/internal/runtime"
 	"github.com/sluiceml/sluice/internal/serving"
+	"github.com/sluiceml/sluice/internal/telemetry"
 	"github.com/sluiceml/sluice/internal/vstats"
 )
 
@@ -39,6 +41,8 @@ type Controller struct {
 	// Stats are the live per-version figures the gateway records and
 	// rollout gates read.
 	Stats *vstats.Set
+	// Metrics, when set before Start, receives load and serving events.
+	Metrics *telemetry.Metrics
 
 	mu       sync.Mutex // guards versions, policies, dirty, closing, started
 	versions map[string]*Loaded
@@ -172,6 +176,9 @@ func (c *Controller) Wait(ctx context.Context, model string, n int) {
 }
 
 func (c *Controller) setState(l *Loaded, st registry.State, reason string) {
+	if c.Metrics != nil {
+		c.Metrics.SetVersionState(l.Version.Model, strconv.Itoa(l.Version.N), string(st))
+	}
 	c.mu.Lock()
 	l.State, l.Reason = st, reason
 	t := l.Timings
@@ -229,6 +236,12 @@ func (c *Controller) load(l *Loaded) {
 	log := c.log.With("model", v.Model, "version", v.N)
 	fail := func(err error) {
 		log.Error("version failed", "reason", err.Error())
+		if c.Metrics != nil {
+			c.mu.Lock()
+			t := l.Timings
+			c.mu.Unlock()
+			c.Metrics.LoadFinished(v.Model, strconv.Itoa(v.N), telemetry.LoadTimings{Load: t.Load, Golden: t.Golden, Warmup: t.Warmup}, false, v.ArtifactBytes)
+		}
 		c.setState(l, registry.Failed, err.Error())
 		c.mu.Lock()
 		c.publishLocked()
@@ -274,9 +287,20 @@ func (c *Controller) load(l *Loaded) {
 		}
 	}
 	golden := time.Since(t1)
+	var obs serving.Observer
+	if c.Metrics != nil {
+		ver := strconv.Itoa(v.N)
+		c.Metrics.InitVersion(v.Model, ver)
+		fields := make([]string, 0, len(spec.Manifest.Input.Fields))
+		for _, f := range spec.Manifest.Input.Fields {
+			fields = append(fields, f.Name)
+		}
+		c.Metrics.DeclareFields(v.Model, ver, fields)
+		obs = &observer{m: c.Metrics, model: v.Model, version: ver, maxBatch: sv.MaxBatchSize}
+	}
 	srv := serving.New(serving.Config{
 		Name: v.ID(), MaxBatchSize: sv.MaxBatchSize, MaxBatchDelay: sv.MaxBatchDelay.Duration,
-		MaxQueueInstances: sv.MaxQueueInstances, Logger: log, Load: loader,
+		MaxQueueInstances: sv.MaxQueueInstances, Logger: log, Load: loader, Observer: obs,
 	}, models)
 	t2 := time.Now()
 	if err := warmup(c.ctx, spec, models[0], srv); err != nil {
@@ -295,6 +319,9 @@ func (c *Controller) load(l *Loaded) {
 	l.Server = srv
 	c.mu.Unlock()
 	c.setState(l, registry.Ready, "")
+	if c.Metrics != nil {
+		c.Metrics.LoadFinished(v.Model, strconv.Itoa(v.N), telemetry.LoadTimings{Load: l.Timings.Load, Golden: golden, Warmup: time.Since(t2)}, true, v.ArtifactBytes)
+	}
 	c.mu.Lock()
 	c.publishLocked()
 	c.mu.Unlock()
@@ -585,6 +612,11 @@ func (c *Controller) publishLocked() {
 		for _, r := range routing.Assign(ws) {
 			e.Routes = append(e.Routes, routing.Route{Range: r, Target: e.Versions[r.Version]})
 		}
+		if c.Metrics != nil {
+			for _, tg := range p.Targets {
+				c.Metrics.SetCanaryShare(name, strconv.Itoa(tg.Version), float64(tg.Weight)/100)
+			}
+		}
 	}
 	c.Table.Store(t)
 }
@@ -688,4 +720,33 @@ func (c *Controller) Close(ctx context.Context) error {
 	wg.Wait()
 	c.wg.Wait()
 	return errors.Join(errList...)
+}
+
+// observer forwards a version server's events to the metrics.
+type observer struct {
+	m              *telemetry.Metrics
+	model, version string
+	maxBatch       int
+}
+
+func (o *observer) Batch(rows int, _ time.Duration) {
+	o.m.ObserveBatch(o.model, o.version, rows, o.maxBatch)
+}
+func (o *observer) ExpiredInQueue() { o.m.ExpiredInQueue(o.model, o.version) }
+func (o *observer) ReplicaCrash()   { o.m.ReplicaCrash(o.model, o.version) }
+func (o *observer) ReplicaRestart() { o.m.ReplicaRestart(o.model, o.version) }
+
+// LiveState reports every ready version's queue and replicas (for the
+// metrics' scrape-time gauges).
+func (c *Controller) LiveState() []telemetry.VersionState {
+	var out []telemetry.VersionState
+	for _, st := range c.Versions() {
+		if st.Stats == nil {
+			continue
+		}
+		out = append(out, telemetry.VersionState{Model: st.Version.Model, Version: strconv.Itoa(st.Version.N),
+			Queued: st.Stats.QueuedInstances, InflightBatches: st.Stats.InflightBatches,
+			ReadyReplicas: st.Stats.ReadyReplicas, RestartingReplicas: st.Stats.Restarting})
+	}
+	return out
 }

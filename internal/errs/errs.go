@@ -85,6 +85,9 @@ type Error struct {
 	Message string
 	// Field is the path of the offending input, e.g. "instances[3].amount".
 	Field string
+	// Reason is an optional low-cardinality detail of the code (schema
+	// violations: "missing", "range", …), for metrics; not shown to clients.
+	Reason string
 	// RetryAfter, when > 0, tells the client when trying again makes sense.
 	RetryAfter time.Duration
 	// Err is the underlying cause, kept for logs; not shown to clients.

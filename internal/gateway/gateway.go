@@ -8,6 +8,7 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/sluiceml/sluice/internal/errs"
@@ -15,6 +16,7 @@ import (
 	"github.com/sluiceml/sluice/internal/runtime"
 	"github.com/sluiceml/sluice/internal/schema"
 	"github.com/sluiceml/sluice/internal/serving"
+	"github.com/sluiceml/sluice/internal/telemetry"
 	"github.com/sluiceml/sluice/internal/tenant"
 	"github.com/sluiceml/sluice/internal/vstats"
 )
@@ -34,6 +36,7 @@ type Gateway struct {
 	MaxDeadline time.Duration // caps a version's defaultDeadline; 0: no cap
 	Stats       *vstats.Set   // per-version outcomes for rollout gates (may be nil)
 	Shadows     *Shadows      // runs shadow copies (nil: shadows are skipped)
+	Metrics     *telemetry.Metrics
 }
 
 // Request is one decoded predict call.
@@ -44,6 +47,7 @@ type Request struct {
 	RoutingKey string // sticky routing: the same key keeps its version
 	Instances  []schema.Instance
 	Deadline   time.Duration // 0: the version's default
+	Received   time.Time     // when the transport received it (zero: now)
 }
 
 // Response is a predict call's result.
@@ -78,10 +82,14 @@ func (g *Gateway) Predict(ctx context.Context, req Request) (*Response, error) {
 		return nil, err
 	}
 	start := time.Now()
+	if req.Received.IsZero() {
+		req.Received = start
+	}
 	res, err := g.predict(ctx, tn, tg, req)
 	if err != nil {
 		res = &Response{Target: tg} // the caller may still name the version that refused
 	}
+	g.observe(tn, tg, req, res, err)
 	if g.Stats != nil {
 		code := errs.CodeOf(err)
 		g.Stats.Get(tg.ID).Record(time.Since(start), err == nil, err != nil && errs.HTTPStatus(code) >= 500)
@@ -120,8 +128,23 @@ func (g *Gateway) predict(ctx context.Context, tn *tenant.Tenant, tg *routing.Ta
 	w := sch.Width()
 	rows := runtime.Batch{Rows: n, Cols: w, Data: make([]float32, n*w)}
 	for i, inst := range req.Instances {
-		if err := sch.Row(fmt.Sprintf("instances[%d]", i), inst, rows.Data[i*w:(i+1)*w]); err != nil {
+		row := rows.Data[i*w : (i+1)*w]
+		if err := sch.Row(fmt.Sprintf("instances[%d]", i), inst, row); err != nil {
+			if g.Metrics != nil {
+				e := errs.As(err)
+				field, reason := sch.FieldName(e.Field), e.Reason
+				if reason == schema.ReasonUnknown || field == "" {
+					field = telemetry.UnknownField
+				}
+				if reason == "" {
+					reason = schema.ReasonOther
+				}
+				g.Metrics.SchemaViolation(tg.Model, strconv.Itoa(tg.N), field, reason)
+			}
 			return nil, err
+		}
+		if g.Metrics != nil {
+			sch.Missing(row, func(f string) { g.Metrics.MissingFeature(tg.Model, strconv.Itoa(tg.N), f) })
 		}
 	}
 	pre := time.Since(t0)
@@ -143,4 +166,26 @@ func (g *Gateway) predict(ctx context.Context, tn *tenant.Tenant, tg *routing.Ta
 		return nil, errs.New(errs.DeadlineExceeded, "deadline %s passed as the result arrived", d)
 	}
 	return &Response{Target: tg, Out: res.Out, Timing: res.Timing, Preprocess: pre}, nil
+}
+
+// observe records a predict call's metrics.
+func (g *Gateway) observe(tn *tenant.Tenant, tg *routing.Target, req Request, res *Response, err error) {
+	m := g.Metrics
+	if m == nil {
+		return
+	}
+	model, version := tg.Model, strconv.Itoa(tg.N)
+	code := telemetry.CodeOf(err)
+	m.TenantRequest(tn.Name, code)
+	st := telemetry.Stages{Preprocess: res.Preprocess, Queue: res.Timing.Queue, BatchWait: res.Timing.BatchWait, Compute: res.Timing.Compute, Total: time.Since(req.Received)}
+	m.ObserveRequest(model, version, code, len(req.Instances), st)
+	switch c := errs.CodeOf(err); c {
+	case errs.NotReady, errs.QueueFull, errs.DeadlineInfeasible, errs.ShuttingDown:
+		m.Refused(model, version, string(c))
+	case errs.QuotaExceeded:
+		m.Refused(model, version, string(c))
+		m.QuotaRefused(tn.Name)
+	case errs.DeadlineExceeded:
+		m.DeadlineExceeded(model, version)
+	}
 }

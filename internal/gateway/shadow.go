@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
+	"strconv"
 	"sync"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/sluiceml/sluice/internal/runtime"
 	"github.com/sluiceml/sluice/internal/schema"
 	"github.com/sluiceml/sluice/internal/serving"
+	"github.com/sluiceml/sluice/internal/telemetry"
 	"github.com/sluiceml/sluice/internal/vstats"
 )
 
@@ -29,6 +32,7 @@ type shadowJob struct {
 // priority, so it never takes a batch slot from online work.
 type Shadows struct {
 	stats    *vstats.Set
+	Metrics  *telemetry.Metrics // set before the first request (nil: none)
 	log      *slog.Logger
 	deadline time.Duration
 	jobs     chan shadowJob
@@ -95,7 +99,19 @@ func (s *Shadows) run(j shadowJob) {
 		v.Shadow.Incompatible.Add(1)
 		return
 	}
-	v.Compare(j.primary, res.Out.Data, j.cols, time.Since(start))
+	lat := time.Since(start)
+	v.Compare(j.primary, res.Out.Data, j.cols, lat)
+	if m := s.Metrics; m != nil {
+		ver := strconv.Itoa(j.target.N)
+		for r := 0; r*j.cols < len(j.primary); r++ {
+			p, q := j.primary[r*j.cols:(r+1)*j.cols], res.Out.Data[r*j.cols:(r+1)*j.cols]
+			var d float64
+			for k := range p {
+				d = math.Max(d, math.Abs(float64(p[k])-float64(q[k])))
+			}
+			m.ShadowCompared(j.target.Model, ver, vstats.Label(p) != vstats.Label(q), d, lat)
+		}
+	}
 }
 
 // Close stops the workers; copies still queued are dropped.

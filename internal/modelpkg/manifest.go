@@ -41,6 +41,9 @@ type Manifest struct {
 	Output      Output        `yaml:"output"`
 	Serving     Serving       `yaml:"serving,omitempty"`
 	Golden      []Golden      `yaml:"golden,omitempty"`
+	// Logging opts in to storing sampled input payloads with prediction
+	// records (a privacy choice: named fields only).
+	Logging *Logging `yaml:"logging,omitempty"`
 	// Release is the rollout plan used when a new version of this model is
 	// released (sluice deploy, or a changed package in --models).
 	Release *Release `yaml:"release,omitempty"`
@@ -74,6 +77,12 @@ type Serving struct {
 	MaxBatchDelay          Duration `yaml:"maxBatchDelay,omitempty"`
 	MaxQueueInstances      int      `yaml:"maxQueueInstances,omitempty"`
 	WarmupBatches          *int     `yaml:"warmupBatches,omitempty"` // nil: default; 0: no warmup
+}
+
+// Logging is model.yaml logging:. Without it no input values are stored.
+type Logging struct {
+	SampleRate float64  `yaml:"sampleRate"` // fraction of requests whose inputs are stored, 0..1
+	Fields     []string `yaml:"fields"`     // the input fields stored; others are left out
 }
 
 // Serving defaults.
@@ -162,6 +171,23 @@ func validate(m *Manifest) (*Spec, []Problem) {
 		add("artifact", "is required: the file name of the model artifact in the package")
 	case m.Artifact == ManifestFile || strings.ContainsAny(m.Artifact, `/\`) || m.Artifact == "." || m.Artifact == ".." || strings.HasPrefix(m.Artifact, "."):
 		add("artifact", "%q must be a plain file name inside the package (no directories, not hidden, not model.yaml)", m.Artifact)
+	}
+	if lg := m.Logging; lg != nil {
+		if !(lg.SampleRate >= 0 && lg.SampleRate <= 1) {
+			add("logging.sampleRate", "must be between 0 and 1, got %v", lg.SampleRate)
+		}
+		if len(lg.Fields) == 0 {
+			add("logging.fields", "must name the input fields to store (only named fields are ever stored)")
+		}
+		declared := map[string]bool{}
+		for _, f := range m.Input.Fields {
+			declared[f.Name] = true
+		}
+		for i, f := range lg.Fields {
+			if !declared[f] {
+				add(fmt.Sprintf("logging.fields[%d]", i), "%q is not an input field", f)
+			}
+		}
 	}
 	if m.Release != nil {
 		probs = append(probs, m.Release.Check("release")...)

@@ -349,6 +349,30 @@ func (s *Schema) Fields() []Field {
 	return out
 }
 
+// Missing calls fn with the name of every field that is missing (NaN) in a
+// preprocessed row: absent optional fields without a default.
+func (s *Schema) Missing(row []float32, fn func(field string)) {
+	for i := range s.fields {
+		f := &s.fields[i]
+		if v := row[f.offset]; v != v {
+			fn(f.Name)
+		}
+	}
+}
+
+// FieldName returns the declared field a field path ("instances[3].amount")
+// names, or "" if it names none.
+func (s *Schema) FieldName(path string) string {
+	i := strings.LastIndexByte(path, '.')
+	if i < 0 {
+		return ""
+	}
+	if _, ok := s.index[path[i+1:]]; ok {
+		return path[i+1:]
+	}
+	return ""
+}
+
 // ValueKind says what a decoded input value is.
 type ValueKind uint8
 
@@ -396,23 +420,25 @@ func (s *Schema) Row(path string, inst Instance, dst []float32) error {
 	for _, m := range inst {
 		i, ok := s.index[m.Name]
 		if !ok {
-			return errs.Field(errs.InvalidArgument, path+"."+m.Name, "unknown field (expected: %s)", s.known)
+			e := errs.Field(errs.InvalidArgument, path+"."+m.Name, "unknown field (expected: %s)", s.known)
+			e.Reason = ReasonUnknown
+			return e
 		}
 		if seen[i] {
-			return errs.Field(errs.InvalidArgument, path+"."+m.Name, "duplicate field")
+			return fieldErr(path+"."+m.Name, viol(ReasonDuplicate, "duplicate field"))
 		}
 		seen[i] = true
 		f := &s.fields[i]
 		if m.Value.Kind == Null {
 			if !f.Optional && !f.hasDefault {
-				return errs.Field(errs.InvalidArgument, path+"."+m.Name, "null is not allowed for a required field")
+				return fieldErr(path+"."+m.Name, viol(ReasonNull, "null is not allowed for a required field"))
 			}
 			seen[i] = false
 			continue
 		}
 		v, err := f.parse(m.Value)
 		if err != nil {
-			return errs.Field(errs.InvalidArgument, path+"."+m.Name, "%s", err.Error())
+			return fieldErr(path+"."+m.Name, err)
 		}
 		raw[i] = v
 	}
@@ -425,15 +451,47 @@ func (s *Schema) Row(path string, inst Instance, dst []float32) error {
 			case f.Optional:
 				raw[i] = math.NaN()
 			default:
-				return errs.Field(errs.InvalidArgument, path+"."+f.Name, "required field is missing")
+				return fieldErr(path+"."+f.Name, viol(ReasonMissing, "required field is missing"))
 			}
 		}
 		if err := f.apply(raw[i], dst[f.offset:f.offset+f.width]); err != nil {
-			return errs.Field(errs.InvalidArgument, path+"."+f.Name, "%s", err.Error())
+			return fieldErr(path+"."+f.Name, err)
 		}
 	}
 	return nil
 }
+
+// violation is a field-level problem with a reason for metrics.
+type violation struct{ reason, msg string }
+
+func (v *violation) Error() string { return v.msg }
+
+func viol(reason, format string, args ...any) error {
+	return &violation{reason: reason, msg: fmt.Sprintf(format, args...)}
+}
+
+// fieldErr turns a field problem into an *errs.Error with its reason.
+func fieldErr(field string, err error) error {
+	e := errs.Field(errs.InvalidArgument, field, "%s", err.Error())
+	if v, ok := err.(*violation); ok {
+		e.Reason = v.reason
+	}
+	return e
+}
+
+// Violation reasons (errs.Error.Reason) set by Row.
+const (
+	ReasonMissing   = "missing"
+	ReasonNull      = "null"
+	ReasonType      = "type"
+	ReasonRange     = "range"
+	ReasonCategory  = "category"
+	ReasonInteger   = "integer"
+	ReasonOverflow  = "overflow"
+	ReasonUnknown   = "unknown_field"
+	ReasonDuplicate = "duplicate"
+	ReasonOther     = "other"
+)
 
 // parse checks one value against the field's type and bounds and returns it
 // as a number (category: its index).
@@ -441,36 +499,36 @@ func (f *field) parse(v Value) (float64, error) {
 	switch f.kind {
 	case kFloat, kInt:
 		if v.Kind != Number {
-			return 0, fmt.Errorf("expected a number (%s), got %s", f.Type, kindName(v))
+			return 0, viol(ReasonType, "expected a number (%s), got %s", f.Type, kindName(v))
 		}
 		x, err := strconv.ParseFloat(v.Text, 64)
 		if err != nil {
 			if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange && (math.IsInf(x, 0)) {
-				return 0, fmt.Errorf("number %s overflows float64", v.Text)
+				return 0, viol(ReasonOverflow, "number %s overflows float64", v.Text)
 			}
-			return 0, fmt.Errorf("invalid number %q", v.Text)
+			return 0, viol(ReasonType, "invalid number %q", v.Text)
 		}
 		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return 0, fmt.Errorf("NaN and infinities are not allowed")
+			return 0, viol(ReasonType, "NaN and infinities are not allowed")
 		}
 		if f.kind == kInt {
 			if x != math.Trunc(x) {
-				return 0, fmt.Errorf("expected an integer, got %s", v.Text)
+				return 0, viol(ReasonInteger, "expected an integer, got %s", v.Text)
 			}
 			if math.Abs(x) > 1<<53 {
-				return 0, fmt.Errorf("integer %s is outside the exact range ±2^53", v.Text)
+				return 0, viol(ReasonOverflow, "integer %s is outside the exact range ±2^53", v.Text)
 			}
 		}
 		if f.Min != nil && x < *f.Min {
-			return 0, fmt.Errorf("must be >= %v, got %s", *f.Min, v.Text)
+			return 0, viol(ReasonRange, "must be >= %v, got %s", *f.Min, v.Text)
 		}
 		if f.Max != nil && x > *f.Max {
-			return 0, fmt.Errorf("must be <= %v, got %s", *f.Max, v.Text)
+			return 0, viol(ReasonRange, "must be <= %v, got %s", *f.Max, v.Text)
 		}
 		return x, nil
 	case kBool:
 		if v.Kind != Bool {
-			return 0, fmt.Errorf("expected true or false, got %s", kindName(v))
+			return 0, viol(ReasonType, "expected true or false, got %s", kindName(v))
 		}
 		if v.Bool {
 			return 1, nil
@@ -478,11 +536,11 @@ func (f *field) parse(v Value) (float64, error) {
 		return 0, nil
 	case kCategory:
 		if v.Kind != String {
-			return 0, fmt.Errorf("expected a string (one of %s), got %s", strings.Join(f.Values, ", "), kindName(v))
+			return 0, viol(ReasonType, "expected a string (one of %s), got %s", strings.Join(f.Values, ", "), kindName(v))
 		}
 		i, ok := f.cats[v.Text]
 		if !ok {
-			return 0, fmt.Errorf("unknown category %q (expected one of %s)", v.Text, strings.Join(f.Values, ", "))
+			return 0, viol(ReasonCategory, "unknown category %q (expected one of %s)", v.Text, strings.Join(f.Values, ", "))
 		}
 		return float64(i), nil
 	}
@@ -515,7 +573,7 @@ func (f *field) apply(x float64, dst []float32) error {
 			x = (x - o.a) / o.b
 		case opLog1p:
 			if x <= -1 {
-				return fmt.Errorf("log1p needs a value > -1, got %v", x)
+				return viol(ReasonRange, "log1p needs a value > -1, got %v", x)
 			}
 			x = math.Log1p(x)
 		case opClip:
@@ -539,7 +597,7 @@ func (f *field) apply(x float64, dst []float32) error {
 	}
 	y := float32(x)
 	if math.IsInf(float64(y), 0) {
-		return fmt.Errorf("value %v overflows float32 after preprocessing", x)
+		return viol(ReasonOverflow, "value %v overflows float32 after preprocessing", x)
 	}
 	dst[0] = y
 	return nil

@@ -7,7 +7,7 @@ package server
 
 import (
 	"context"
-	"crypto/rand"
+	crand "crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -15,6 +15,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"math/rand/v2"
 	"mime"
 	"net"
 	"net/http"
@@ -28,6 +29,9 @@ import (
 	"github.com/sluiceml/sluice/internal/errs"
 	"github.com/sluiceml/sluice/internal/gateway"
 	"github.com/sluiceml/sluice/internal/modelpkg"
+	"github.com/sluiceml/sluice/internal/records"
+	"github.com/sluiceml/sluice/internal/schema"
+	"github.com/sluiceml/sluice/internal/telemetry"
 	"github.com/sluiceml/sluice/internal/tenant"
 )
 
@@ -38,6 +42,12 @@ type Config struct {
 	MaxDeadline    time.Duration // largest deadlineMs accepted (default 60s)
 	Tenants        *tenant.Set   // nil: no authentication, one default tenant
 	Logger         *slog.Logger
+	Metrics        *telemetry.Metrics // nil: no /metrics, no request metrics
+	Records        *records.Writer    // nil: prediction records off
+	RecordStore    *records.Store     // for GET /v1/records (nil: 404)
+	// IdempotencyWindow is how long a request id's answer is replayed
+	// (0: 10 minutes; negative: idempotency off).
+	IdempotencyWindow time.Duration
 }
 
 // Server serves the public API.
@@ -47,6 +57,7 @@ type Server struct {
 	gw       *gateway.Gateway
 	log      *slog.Logger
 	draining atomic.Bool
+	idem     *records.Idempotency
 	mux      *http.ServeMux
 	handler  http.Handler // what the listener serves: mux (tests may wrap it)
 }
@@ -65,9 +76,20 @@ func New(cfg Config, ctl *control.Controller) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.IdempotencyWindow == 0 {
+		cfg.IdempotencyWindow = 10 * time.Minute
+	}
 	s := &Server{cfg: cfg, ctl: ctl, gw: &gateway.Gateway{Table: ctl.Table, MaxDeadline: cfg.MaxDeadline, Stats: ctl.Stats,
-		Shadows: gateway.NewShadows(ctl.Stats, cfg.Logger, 2, 256, 2*time.Second)}, log: cfg.Logger, mux: http.NewServeMux()}
+		Shadows: gateway.NewShadows(ctl.Stats, cfg.Logger, 2, 256, 2*time.Second), Metrics: cfg.Metrics}, log: cfg.Logger, mux: http.NewServeMux()}
 	s.handler = s.mux
+	s.gw.Shadows.Metrics = cfg.Metrics
+	if cfg.IdempotencyWindow > 0 {
+		s.idem = records.NewIdempotency(cfg.IdempotencyWindow, 100_000)
+	}
+	if cfg.Metrics != nil {
+		s.mux.Handle("GET /metrics", cfg.Metrics.Handler())
+	}
+	s.mux.HandleFunc("/v1/records", s.wrap(onlyGet(s.listRecords)))
 	s.mux.HandleFunc("/healthz", s.wrap(onlyGet(s.healthz)))
 	s.mux.HandleFunc("/readyz", s.wrap(onlyGet(s.readyz)))
 	s.mux.HandleFunc("/v1/models", s.wrap(onlyGet(s.listModels)))
@@ -139,7 +161,7 @@ func requestID(r *http.Request) string { id, _ := r.Context().Value(ctxKey{}).(s
 
 func newRequestID() string {
 	var b [12]byte
-	_, _ = rand.Read(b[:])
+	_, _ = crand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
 
@@ -156,6 +178,11 @@ func validRequestID(id string) bool {
 }
 
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, id string, err error) {
+	s.renderError(w, r, id, err)
+}
+
+// renderError writes err as the error body and returns what it wrote.
+func (s *Server) renderError(w http.ResponseWriter, r *http.Request, id string, err error) (int, []byte) {
 	e := errs.As(err)
 	status := errs.HTTPStatus(e.Code)
 	if e.Code == errs.Internal {
@@ -168,7 +195,12 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, id string, e
 	if e.Field != "" && strings.HasPrefix(msg, e.Field+": ") {
 		msg = strings.TrimPrefix(msg, e.Field+": ")
 	}
-	writeJSON(w, status, api.ErrorBody{Error: api.ErrorDetail{Code: string(e.Code), Message: msg, Field: e.Field, RequestID: id}})
+	b, _ := json.Marshal(api.ErrorBody{Error: api.ErrorDetail{Code: string(e.Code), Message: msg, Field: e.Field, RequestID: id}})
+	b = append(b, '\n')
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+	return status, b
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -271,45 +303,147 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) error {
 	return errs.New(errs.NotFound, "no route for %s %s (see docs/api.md)", r.Method, r.URL.Path)
 }
 
+// predict serves one predict call. Every call ends in exactly one
+// response and one prediction record; a retry with the same X-Request-Id
+// within the idempotency window replays the first answer byte for byte.
 func (s *Server) predict(w http.ResponseWriter, r *http.Request, tn *tenant.Tenant, model string, version int) error {
 	start := time.Now()
+	id := requestID(r)
+	rec := records.Record{RequestID: id, Tenant: tn.Name, Model: model, Version: version, CreatedAt: start.UTC(), Attempts: 1}
+	// finish writes the response, completes the idempotency entry and
+	// records the outcome.
+	var idemKey bool
+	finish := func(status int, body []byte, err error) error {
+		if err != nil {
+			status, body = s.renderError(w, r, id, err)
+			rec.Outcome = string(errs.As(err).Code)
+		} else {
+			rec.Outcome = "ok"
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			_, _ = w.Write(body)
+		}
+		if idemKey {
+			s.idem.Complete(tn.Name, id, status, replayHeaders(w.Header()), body)
+		}
+		rec.LatencyMs = ms(time.Since(start))
+		s.addRecord(rec)
+		return nil
+	}
 	if ct := r.Header.Get("Content-Type"); !isJSON(ct) {
-		return errs.New(errs.UnsupportedMedia, "Content-Type must be application/json, got %q", ct)
+		return finish(0, nil, errs.New(errs.UnsupportedMedia, "Content-Type must be application/json, got %q", ct))
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return errs.New(errs.PayloadTooLarge, "request body exceeds %d bytes (server flag --max-body-bytes)", s.cfg.MaxBodyBytes)
+			return finish(0, nil, errs.New(errs.PayloadTooLarge, "request body exceeds %d bytes (server flag --max-body-bytes)", s.cfg.MaxBodyBytes))
 		}
-		return errs.Wrap(errs.InvalidArgument, err, "read request body")
+		return finish(0, nil, errs.Wrap(errs.InvalidArgument, err, "read request body"))
 	}
 	req, err := decodePredict(body, s.cfg.MaxDeadline)
 	if err != nil {
-		return err
+		return finish(0, nil, err)
+	}
+	rec.InputHash = records.InputHash(req.Instances)
+	if s.idem != nil && r.Header.Get("X-Request-Id") != "" {
+		key := fmt.Sprintf("%s@%d|%s", model, version, rec.InputHash)
+		for {
+			o := s.idem.Begin(tn.Name, id, key)
+			switch o.Kind {
+			case records.Replay:
+				return s.replay(w, tn, id, o.Response)
+			case records.Conflict:
+				rec.Outcome = string(errs.IdempotencyConflict)
+				s.renderError(w, r, id, errs.Field(errs.IdempotencyConflict, "X-Request-Id", "request id %q was used with a different request within the idempotency window (%s); use a new id", id, s.cfg.IdempotencyWindow))
+				return nil // the original request's record stands; a conflicting one is not another attempt
+			case records.InFlight:
+				resp, err := o.Wait(r.Context())
+				if err == nil {
+					return s.replay(w, tn, id, resp)
+				}
+				if !errors.Is(err, records.ErrAborted) {
+					return finish(0, nil, errs.New(errs.DeadlineExceeded, "gave up waiting for the first attempt of request %q", id))
+				}
+				continue // the first attempt's answer is not replayable: run this one
+			}
+			idemKey = true
+			break
+		}
 	}
 	rk := req.RoutingKey
 	if h := r.Header.Get("X-Routing-Key"); h != "" {
 		rk = h
 	}
 	if rk == "" {
-		rk = requestID(r)
+		rk = id
 	}
-	res, err := s.gw.Predict(r.Context(), gateway.Request{Tenant: tn, Model: model, Version: version, RoutingKey: rk, Instances: req.Instances, Deadline: req.Deadline})
+	res, err := s.gw.Predict(r.Context(), gateway.Request{Tenant: tn, Model: model, Version: version, RoutingKey: rk, Instances: req.Instances, Deadline: req.Deadline, Received: start})
 	if res != nil && res.Target != nil {
 		w.Header().Set("X-Model-Version", res.Target.ID)
+		rec.Version = res.Target.N
+		rec.Input = sampleInput(res.Target.Spec.Manifest.Logging, req.Instances)
 	}
 	if err != nil {
-		return err
+		return finish(0, nil, err)
 	}
-	out := encodePrediction(res, requestID(r))
-	total := time.Since(start)
+	out := encodePrediction(res, id)
 	w.Header().Set("Server-Timing", fmt.Sprintf("preprocess;dur=%.3f, queue;dur=%.3f, batch_wait;dur=%.3f, compute;dur=%.3f, total;dur=%.3f",
-		ms(res.Preprocess), ms(res.Timing.Queue), ms(res.Timing.BatchWait), ms(res.Timing.Compute), ms(total)))
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(out)
+		ms(res.Preprocess), ms(res.Timing.Queue), ms(res.Timing.BatchWait), ms(res.Timing.Compute), ms(time.Since(start))))
+	return finish(http.StatusOK, out, nil)
+}
+
+// replayHeaders keeps the headers a replay repeats.
+func replayHeaders(h http.Header) http.Header {
+	out := http.Header{}
+	for _, k := range []string{"Content-Type", "X-Model-Version", "Retry-After"} {
+		if v := h.Get(k); v != "" {
+			out.Set(k, v)
+		}
+	}
+	return out
+}
+
+// replay answers a retry with the first attempt's response and counts the
+// attempt on the original record.
+func (s *Server) replay(w http.ResponseWriter, tn *tenant.Tenant, id string, resp records.Response) error {
+	for k, vs := range resp.Header {
+		w.Header()[k] = vs
+	}
+	w.Header().Set("Idempotent-Replay", "true")
+	w.WriteHeader(resp.Status)
+	_, _ = w.Write(resp.Body)
+	if s.cfg.Records != nil {
+		s.cfg.Records.Bump(tn.Name, id)
+	}
 	return nil
+}
+
+func (s *Server) addRecord(r records.Record) {
+	if s.cfg.Records != nil {
+		s.cfg.Records.Add(r) // never blocks; overflow is counted by the writer
+	}
+}
+
+// sampleInput returns the named fields of the instances as canonical JSON
+// for a sampled request of a model that opted in, else nil.
+func sampleInput(lg *modelpkg.Logging, insts []schema.Instance) []byte {
+	if lg == nil || lg.SampleRate <= 0 || rand.Float64() >= lg.SampleRate {
+		return nil
+	}
+	keep := map[string]bool{}
+	for _, f := range lg.Fields {
+		keep[f] = true
+	}
+	out := make([]schema.Instance, len(insts))
+	for i, inst := range insts {
+		for _, m := range inst {
+			if keep[m.Name] {
+				out[i] = append(out[i], m)
+			}
+		}
+	}
+	return records.CanonicalJSON(out)
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -549,6 +683,15 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 	hs := s.HTTPServer()
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
+	rctx, stopRecords := context.WithCancel(context.Background())
+	recordsDone := make(chan struct{})
+	go func() {
+		defer close(recordsDone)
+		if s.cfg.Records != nil {
+			_ = s.cfg.Records.Run(rctx) // flushes every buffered record when stopped
+		}
+	}()
+	defer func() { stopRecords(); <-recordsDone }()
 	select {
 	case err := <-errc:
 		return err
@@ -563,6 +706,16 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 	if cerr := s.ctl.Close(sctx); cerr != nil && err == nil {
 		err = cerr
 	}
+	stopRecords() // after the queues drained: flush every record
+	<-recordsDone
+	s.log.Info("stopped", "records_written", s.recordsWritten())
 	<-errc
 	return err
+}
+
+func (s *Server) recordsWritten() int64 {
+	if s.cfg.Records == nil {
+		return 0
+	}
+	return s.cfg.Records.Written()
 }

@@ -58,7 +58,25 @@ type Config struct {
 	Logger            *slog.Logger
 	// Load replaces a crashed replica. Nil: crashed replicas are not replaced.
 	Load Loader
+	// Observer is told about batches and replica events (nil: nobody).
+	Observer Observer
 }
+
+// Observer receives a Server's events, for metrics. Calls are made off the
+// lock and must not block.
+type Observer interface {
+	Batch(rows int, d time.Duration)
+	ExpiredInQueue()
+	ReplicaCrash()
+	ReplicaRestart()
+}
+
+type nopObserver struct{}
+
+func (nopObserver) Batch(int, time.Duration) {}
+func (nopObserver) ExpiredInQueue()          {}
+func (nopObserver) ReplicaCrash()            {}
+func (nopObserver) ReplicaRestart()          {}
 
 // Stats are cumulative counters of a Server.
 type Stats struct {
@@ -68,6 +86,8 @@ type Stats struct {
 	Restarts        int64
 	QueuedInstances int
 	QueuedHighWater int // most instances ever queued at once
+	InflightBatches int
+	Restarting      int // crashed replicas being replaced
 	ReadyReplicas   int
 	Cost            CostModel
 }
@@ -118,7 +138,7 @@ type Server struct {
 	sampleAt int
 
 	stats struct {
-		batches, rows, expired, crashes, restarts atomic.Int64
+		batches, rows, expired, crashes, restarts, inflight atomic.Int64
 	}
 	stop    chan struct{} // closed by Close: stops replacement loads
 	wg      sync.WaitGroup
@@ -143,6 +163,9 @@ func New(cfg Config, models []runtime.Model) *Server {
 	}
 	if cfg.MaxBatchSize <= 0 {
 		cfg.MaxBatchSize = 1
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = nopObserver{}
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger.With("version", cfg.Name), changed: make(chan struct{}),
 		cost: cfg.Cost, fitted: cfg.Cost != (CostModel{}), stop: make(chan struct{})}
@@ -224,6 +247,7 @@ func (s *Server) Submit(ctx context.Context, w Work) (Result, error) {
 			if expired {
 				s.finishLocked(it, errs.New(errs.ExpiredInQueue, "deadline passed while queued"))
 				s.stats.expired.Add(1)
+				s.cfg.Observer.ExpiredInQueue()
 			} else {
 				s.finishLocked(it, errs.New(errs.DeadlineExceeded, "deadline passed during compute"))
 			}
@@ -291,6 +315,7 @@ func (s *Server) takeLocked(b []piece, room int, now time.Time) ([]piece, int) {
 				*q = (*q)[1:]
 				if expired {
 					s.stats.expired.Add(1)
+					s.cfg.Observer.ExpiredInQueue()
 					s.finishLocked(it, errs.New(errs.ExpiredInQueue, "deadline passed while queued"))
 				} else {
 					s.finishLocked(it, errs.New(errs.DeadlineExceeded, "deadline passed while parts were queued"))
@@ -430,9 +455,16 @@ func (s *Server) run(r *replica, batch []piece) (crashed bool) {
 	if !due.IsZero() {
 		ctx, cancel = context.WithDeadline(ctx, due)
 	}
+	s.stats.inflight.Add(1)
 	out, err, panicked := safePredict(ctx, r.model, in)
+	s.stats.inflight.Add(-1)
 	cancel()
 	elapsed := time.Since(start)
+	if panicked {
+		s.cfg.Observer.ReplicaCrash()
+	} else if err == nil {
+		s.cfg.Observer.Batch(n, elapsed)
+	}
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -597,6 +629,7 @@ func (s *Server) replace(old *replica) {
 				return
 			}
 			s.stats.restarts.Add(1)
+			s.cfg.Observer.ReplicaRestart()
 			s.log.Info("replica replaced", "replica", old.id)
 			s.mu.Lock()
 			s.reload--
@@ -626,13 +659,14 @@ func (s *Server) queuedNow() int {
 // Stats returns current counters.
 func (s *Server) Stats() Stats {
 	s.mu.Lock()
-	st := Stats{QueuedInstances: s.queued, QueuedHighWater: s.highQ, ReadyReplicas: s.ready, Cost: s.cost}
+	st := Stats{QueuedInstances: s.queued, QueuedHighWater: s.highQ, ReadyReplicas: s.ready, Restarting: s.reload, Cost: s.cost}
 	s.mu.Unlock()
 	st.Batches = s.stats.batches.Load()
 	st.Rows = s.stats.rows.Load()
 	st.ExpiredInQueue = s.stats.expired.Load()
 	st.Crashes = s.stats.crashes.Load()
 	st.Restarts = s.stats.restarts.Load()
+	st.InflightBatches = int(s.stats.inflight.Load())
 	return st
 }
 

@@ -1,0 +1,75 @@
+package server
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/sluiceml/sluice/internal/api"
+	"github.com/sluiceml/sluice/internal/errs"
+	"github.com/sluiceml/sluice/internal/records"
+)
+
+// listRecords serves GET /v1/records: a tenant sees its own records, an
+// admin tenant everyone's.
+func (s *Server) listRecords(w http.ResponseWriter, r *http.Request) error {
+	tn, err := s.authenticate(r)
+	if err != nil {
+		return err
+	}
+	if s.cfg.RecordStore == nil {
+		return errs.New(errs.NotFound, "prediction records are off on this server")
+	}
+	q := r.URL.Query()
+	f := records.Filter{Model: q.Get("model"), Outcome: q.Get("outcome"), RequestID: q.Get("requestId")}
+	if !tn.Admin || s.cfg.Tenants == nil {
+		f.Tenant = tn.Name
+	}
+	if s.cfg.Tenants == nil {
+		f.Tenant = "" // open mode: one tenant
+	}
+	if tenantQ := q.Get("tenant"); tenantQ != "" && tn.Admin {
+		f.Tenant = tenantQ
+	}
+	if v := q.Get("version"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			return errs.Field(errs.InvalidArgument, "version", "must be a version number, got %q", v)
+		}
+		f.Version = n
+	}
+	if v := q.Get("since"); v != "" {
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			return errs.Field(errs.InvalidArgument, "since", "must be an RFC 3339 time, got %q", v)
+		}
+		f.Since = t
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 || n > 10000 {
+			return errs.Field(errs.InvalidArgument, "limit", "must be between 1 and 10000, got %q", v)
+		}
+		f.Limit = n
+	}
+	if f.Model != "" {
+		if err := tn.Check(f.Model); err != nil {
+			return err
+		}
+	}
+	rs, err := s.cfg.RecordStore.List(r.Context(), f)
+	if err != nil {
+		return errs.Wrap(errs.Unavailable, err, "records store")
+	}
+	out := api.Records{Records: []api.Record{}}
+	for _, rc := range rs {
+		ar := api.Record{RequestID: rc.RequestID, Tenant: rc.Tenant, Model: rc.Model, Version: rc.Version, LatencyMs: rc.LatencyMs,
+			Outcome: rc.Outcome, InputHash: rc.InputHash, CreatedAt: rc.CreatedAt, Attempts: rc.Attempts, Input: rc.Input}
+		if rc.Version > 0 {
+			ar.ModelVersion = rc.Model + "@" + strconv.Itoa(rc.Version)
+		}
+		out.Records = append(out.Records, ar)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
