@@ -157,7 +157,7 @@ def golden(model):
         "  schema: mlp-input@1",
         "  fields:",
     ]
-    lines += [f"    - {{name: f{i}, type: float}}" for i in range(D)]
+    lines += [f"    - {{name: f{i}, type: float, min: -10, max: 10}}" for i in range(D)]
     lines += [
         "output:",
         "  schema: mlp-output@1",
