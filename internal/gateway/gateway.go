@@ -75,6 +75,9 @@ func (g *Gateway) Predict(ctx context.Context, req Request) (*Response, error) {
 	var err error
 	if req.Version > 0 {
 		tg, err = t.Pinned(req.Model, req.Version)
+		if errs.CodeOf(err) == errs.NotReady && g.Metrics != nil {
+			g.Metrics.Refused(req.Model, strconv.Itoa(req.Version), string(errs.NotReady))
+		}
 	} else {
 		tg, shadows, err = t.Pick(req.Model, req.RoutingKey)
 	}

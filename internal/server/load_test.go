@@ -126,7 +126,7 @@ func TestOverload(t *testing.T) {
 	ts, ctl := newTestServerFS(t, Config{}, syntheticPackage(`{"base":"2ms","perInstance":"0.5ms","mode":"sleep"}`,
 		"  maxBatchSize: 4\n  maxQueueInstances: 16\n  maxInstancesPerRequest: 8\n  warmupBatches: 6\n"))
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
-	out := fire(t, ts.URL, 600, 1200, 60, client, nil)
+	out := fire(t, ts.URL, 600, 1200, 250, client, nil)
 
 	counts := map[string]int{}
 	for i, o := range out {

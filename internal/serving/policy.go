@@ -25,16 +25,19 @@ func (c CostModel) Batch(n int) time.Duration {
 // AdmitInput is everything admission looks at. It is a plain value so the
 // decision is a pure function, table-tested without goroutines or clocks.
 type AdmitInput struct {
-	Ready            bool
-	Closing          bool
-	Instances        int           // instances in this request
-	QueuedInstances  int           // instances already queued (all priorities ahead of it)
-	MaxQueue         int           // serving.maxQueueInstances
-	MaxBatch         int           // serving.maxBatchSize
-	MaxBatchDelay    time.Duration // serving.maxBatchDelay
-	Replicas         int           // ready replicas
-	Remaining        time.Duration // time left until the request's deadline; <= 0 means no deadline
-	Cost             CostModel
+	Ready           bool
+	Closing         bool
+	Instances       int           // instances in this request
+	QueuedInstances int           // instances already queued (all priorities ahead of it)
+	MaxQueue        int           // serving.maxQueueInstances
+	MaxBatch        int           // serving.maxBatchSize
+	MaxBatchDelay   time.Duration // serving.maxBatchDelay
+	Replicas        int           // ready replicas
+	Remaining       time.Duration // time left until the request's deadline; <= 0 means no deadline
+	Cost            CostModel
+	// Slack is how much later than estimated requests have recently
+	// finished (scheduling, GC, a busy machine): added to every estimate.
+	Slack            time.Duration
 	CheckFeasibility bool // false until the cost model has been seeded
 }
 
@@ -56,7 +59,7 @@ func Admit(in AdmitInput) error {
 	if in.CheckFeasibility && in.Remaining > 0 {
 		// The batcher closes a batch early when a deadline needs it, so the
 		// batch delay is not part of what must fit.
-		est := EstimateWait(in.QueuedInstances, in.Instances, in)
+		est := EstimateWait(in.QueuedInstances, in.Instances, in) + in.Slack
 		if est > in.Remaining {
 			return &errs.Error{Code: errs.DeadlineInfeasible,
 				Message:    "deadline cannot be met: " + in.Remaining.Round(time.Microsecond).String() + " left, estimated queue + compute " + est.Round(time.Microsecond).String(),
@@ -129,4 +132,19 @@ func CloseBatch(in BatchInput) (now bool, until time.Time) {
 		return true, time.Time{}
 	}
 	return false, until
+}
+
+// UpdateSlack folds one request's estimation error (actual − estimated
+// time in the server) into the slack: it rises quickly when requests run
+// late and decays slowly, tracking a high percentile of the lateness.
+func UpdateSlack(slack, err time.Duration) time.Duration {
+	if err > slack {
+		slack += (err - slack) * 3 / 10
+	} else {
+		slack += (err - slack) / 50
+	}
+	if slack < 0 {
+		slack = 0
+	}
+	return slack
 }

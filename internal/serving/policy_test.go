@@ -37,6 +37,7 @@ func TestAdmit(t *testing.T) {
 		// Deadline-aware batching closes early, so the delay need not fit.
 		{"batch delay is absorbed", with(func(in *AdmitInput) { in.MaxBatchDelay = 3 * ms; in.Remaining = 3 * ms }), ""},
 		{"no deadline: no feasibility check", with(func(in *AdmitInput) { in.QueuedInstances = 90 }), ""},
+		{"slack counts", with(func(in *AdmitInput) { in.Slack = time.Millisecond; in.Remaining = 3 * ms }), errs.DeadlineInfeasible},
 		{"cost model not seeded", with(func(in *AdmitInput) { in.CheckFeasibility = false; in.Remaining = ms / 10 }), ""},
 	}
 	for _, c := range cases {
@@ -124,5 +125,31 @@ func TestFit(t *testing.T) {
 	got = Fit(ones, CostModel{A: time.Millisecond, B: 500 * us})
 	if got.B != 500*us || got.A != 2500*us {
 		t.Errorf("single-size fit = %+v, want A 2.5ms B 0.5ms", got)
+	}
+}
+
+func TestUpdateSlack(t *testing.T) {
+	ms := time.Millisecond
+	s := time.Duration(0)
+	s = UpdateSlack(s, 10*ms) // late by 10ms: rises fast
+	if s != 3*ms {
+		t.Fatalf("after one late request slack = %v, want 3ms", s)
+	}
+	for i := 0; i < 10; i++ {
+		s = UpdateSlack(s, 10*ms)
+	}
+	if s < 9*ms {
+		t.Fatalf("slack %v does not approach a steady 10ms lateness", s)
+	}
+	high := s
+	s = UpdateSlack(s, -ms) // early: decays slowly
+	if s >= high || s < high*9/10 {
+		t.Fatalf("slack after one early request %v (was %v): must decay slowly", s, high)
+	}
+	for i := 0; i < 2000; i++ {
+		s = UpdateSlack(s, -ms)
+	}
+	if s != 0 {
+		t.Fatalf("slack %v must not go below 0", s)
 	}
 }

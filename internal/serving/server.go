@@ -97,9 +97,10 @@ type item struct {
 	rows     runtime.Batch
 	prio     Priority
 	enq      time.Time
-	due      time.Time // zero: no deadline
-	next     int       // rows taken into batches so far
-	pending  int       // pieces taken and not yet answered
+	est      time.Duration // estimated time in the server at admission
+	due      time.Time     // zero: no deadline
+	next     int           // rows taken into batches so far
+	pending  int           // pieces taken and not yet answered
 	out      []float32
 	cols     int
 	err      error
@@ -133,6 +134,7 @@ type Server struct {
 	ready    int // live replicas
 	reload   int // crashed replicas being replaced
 	cost     CostModel
+	slack    time.Duration // see AdmitInput.Slack
 	fitted   bool
 	samples  []sample
 	sampleAt int
@@ -209,7 +211,7 @@ func (s *Server) Submit(ctx context.Context, w Work) (Result, error) {
 	in := AdmitInput{
 		Ready: s.ready+s.reload > 0, Closing: s.closing, Instances: n, QueuedInstances: s.queued,
 		MaxQueue: s.cfg.MaxQueueInstances, MaxBatch: s.cfg.MaxBatchSize, MaxBatchDelay: s.cfg.MaxBatchDelay,
-		Replicas: max(s.ready, 1), Cost: s.cost, CheckFeasibility: s.fitted,
+		Replicas: max(s.ready, 1), Cost: s.cost, Slack: s.slack, CheckFeasibility: s.fitted,
 	}
 	if !due.IsZero() {
 		in.Remaining = due.Sub(now)
@@ -223,9 +225,15 @@ func (s *Server) Submit(ctx context.Context, w Work) (Result, error) {
 		in.QueuedInstances -= s.lowQueuedLocked()
 	}
 	if err := Admit(in); err != nil {
+		if errs.CodeOf(err) == errs.DeadlineInfeasible {
+			// A refusal is evidence of nothing late: let the slack decay,
+			// or a burst of lateness could refuse everything forever.
+			s.slack = UpdateSlack(s.slack, 0)
+		}
 		s.mu.Unlock()
 		return Result{}, err
 	}
+	it.est = EstimateWait(in.QueuedInstances, n, in)
 	if w.Priority == Online {
 		s.online = append(s.online, it)
 	} else {
@@ -274,6 +282,9 @@ func (s *Server) finishLocked(it *item, err error) {
 		return
 	}
 	it.finished = true
+	if it.prio == Online && it.est > 0 {
+		s.slack = UpdateSlack(s.slack, time.Since(it.enq)-it.est)
+	}
 	if err != nil {
 		it.err = err
 		it.out = nil
