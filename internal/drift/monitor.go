@@ -252,8 +252,8 @@ func (m *Monitor) Report() Report {
 	m.mu.Unlock()
 
 	r := Report{
-		Start: time.Unix(0, max(m.created, cur.start-int64(m.buckets-1)*m.sub)),
-		End:   time.Unix(0, max(t, cur.start)),
+		Start: time.Unix(0, max(m.created, cur.start-int64(m.buckets-1)*m.sub)).UTC(),
+		End:   time.Unix(0, max(t, cur.start)).UTC(),
 	}
 	sum := make([]int64, m.counters)
 	for _, s := range slots {
