@@ -53,7 +53,9 @@ type Controller struct {
 
 	rmu      sync.Mutex // guards rollouts; serializes every policy change
 	rollouts map[string]*Rollout
-	wake     chan struct{} // closed and replaced when a version's state changes
+	// rolloutView holds a copy of each rollout for readers (model → *Rollout).
+	rolloutView sync.Map
+	wake        chan struct{} // closed and replaced when a version's state changes
 }
 
 // Loaded is the in-memory state of one version.

@@ -180,15 +180,21 @@ func Diff(model string, old, new []registry.Target) string {
 	return strings.Join(parts, ", ")
 }
 
-// RolloutStatus returns model's latest rollout (nil if none).
+// RolloutStatus returns model's latest rollout (nil if none). It reads a
+// copy, so it never waits behind a rollout step that is writing the store.
 func (c *Controller) RolloutStatus(model string) *Rollout {
-	c.rmu.Lock()
-	defer c.rmu.Unlock()
-	if r := c.rollouts[model]; r != nil {
-		cp := *r
+	if v, ok := c.rolloutView.Load(model); ok {
+		cp := *v.(*Rollout)
 		return &cp
 	}
 	return nil
+}
+
+// setRolloutLocked records r as its model's rollout (rmu held).
+func (c *Controller) setRolloutLocked(r *Rollout) {
+	c.rollouts[r.Model] = r
+	cp := *r
+	c.rolloutView.Store(r.Model, &cp)
 }
 
 // Deploy starts a rollout of model@version with plan (nil: the package's
@@ -235,7 +241,7 @@ func (c *Controller) Deploy(ctx context.Context, model string, version int, plan
 	if err := c.saveRolloutLocked(ctx, r, fmt.Sprintf("rollout of %s@%d started (baseline %s@%d, steps %v)", model, version, model, baseline, pl.Steps), reason); err != nil {
 		return nil, err
 	}
-	c.rollouts[model] = r
+	c.setRolloutLocked(r)
 	c.startDriver(model)
 	cp := *r
 	return &cp, nil
@@ -302,7 +308,7 @@ func (c *Controller) applyLocked(ctx context.Context, next *Rollout, d Decision,
 	if err := c.saveRolloutLocked(ctx, next, d.Event, reason); err != nil {
 		return err
 	}
-	c.rollouts[next.Model] = next
+	c.setRolloutLocked(next)
 	return nil
 }
 
@@ -334,7 +340,7 @@ func (c *Controller) Rollback(ctx context.Context, model string, to int, actor, 
 		if err := c.saveRolloutLocked(ctx, &next, fmt.Sprintf("%s@%d rolled back by hand to %s@%d", model, r.Candidate, model, to), reason); err != nil {
 			c.log.Warn("record rollout rollback", "model", model, "err", err)
 		}
-		c.rollouts[model] = &next
+		c.setRolloutLocked(&next)
 	}
 	return p, nil
 }
@@ -385,7 +391,7 @@ func (c *Controller) restoreRollouts(ctx context.Context) error {
 		if r.Phase.Active() && r.Phase != PhasePaused {
 			r.PausedFrom, r.Phase, r.Reason = r.Phase, PhasePaused, "server restarted mid-rollout; check and run `sluice rollout resume "+m+"`"
 		}
-		c.rollouts[m] = &r
+		c.setRolloutLocked(&r)
 	}
 	return nil
 }
@@ -444,7 +450,7 @@ func (c *Controller) drive(model string) {
 				c.log.Info("rollout", "model", model, "event", d.Event)
 			}
 		} else {
-			c.rollouts[model] = &next // gate observations only
+			c.setRolloutLocked(&next) // gate observations only
 		}
 		c.rmu.Unlock()
 		select {
