@@ -7,6 +7,7 @@
 package control
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -19,10 +20,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluiceml/sluice/internal/drift"
 	"github.com/sluiceml/sluice/internal/modelpkg"
 	"github.com/sluiceml/sluice/internal/registry"
 	"github.com/sluiceml/sluice/internal/routing"
 	"github.com/sluiceml/sluice/internal/runtime"
+	"github.com/sluiceml/sluice/internal/schema"
 	"github.com/sluiceml/sluice/internal/serving"
 	"github.com/sluiceml/sluice/internal/telemetry"
 	"github.com/sluiceml/sluice/internal/vstats"
@@ -70,6 +73,7 @@ type Loaded struct {
 	Reason  string
 	Timings registry.Timings
 	Server  *serving.Server
+	Drift   *drift.Monitor // nil without drift: in model.yaml
 }
 
 // New returns a controller over store.
@@ -223,6 +227,7 @@ func (c *Controller) catchUp() {
 			}
 		}
 		c.retryPolicies()
+		c.exportDrift()
 	}
 }
 
@@ -289,6 +294,14 @@ func (c *Controller) load(l *Loaded) {
 		}
 	}
 	golden := time.Since(t1)
+	var mon *drift.Monitor
+	if spec.Manifest.Drift != nil {
+		if mon, err = c.buildDrift(c.ctx, v, spec, models[0]); err != nil {
+			closeAll()
+			fail(err)
+			return
+		}
+	}
 	var obs serving.Observer
 	if c.Metrics != nil {
 		ver := strconv.Itoa(v.N)
@@ -319,6 +332,7 @@ func (c *Controller) load(l *Loaded) {
 		return
 	}
 	l.Server = srv
+	l.Drift = mon
 	c.mu.Unlock()
 	c.setState(l, registry.Ready, "")
 	if c.Metrics != nil {
@@ -577,7 +591,7 @@ func (c *Controller) publishLocked() {
 			t.Models[v.Model] = e
 		}
 		if l.State == registry.Ready && l.Server != nil {
-			tg := &routing.Target{Model: v.Model, N: v.N, ID: v.ID(), Spec: l.Spec, Server: l.Server, Digest: v.Digest, Runtime: v.Runtime}
+			tg := &routing.Target{Model: v.Model, N: v.N, ID: v.ID(), Spec: l.Spec, Server: l.Server, Digest: v.Digest, Runtime: v.Runtime, Drift: l.Drift}
 			e.Versions[v.N] = tg
 			if newest[v.Model] == nil || v.N > newest[v.Model].N {
 				newest[v.Model] = tg
@@ -751,4 +765,95 @@ func (c *Controller) LiveState() []telemetry.VersionState {
 			ReadyReplicas: st.Stats.ReadyReplicas, RestartingReplicas: st.Stats.Restarting})
 	}
 	return out
+}
+
+// buildDrift reads the version's reference sample, preprocesses it with the
+// schema, predicts it with m, and builds the reference histograms the
+// online monitor compares with.
+func (c *Controller) buildDrift(ctx context.Context, v registry.Version, spec *modelpkg.Spec, m runtime.Model) (*drift.Monitor, error) {
+	d := spec.Manifest.Drift
+	raw, err := c.store.File(ctx, v.Model, v.N, "drift.reference")
+	if err != nil {
+		return nil, fmt.Errorf("drift reference of %s: %w", v.ID(), err)
+	}
+	if raw == nil {
+		return nil, fmt.Errorf("drift reference of %s: %s is not stored (publish the package again)", v.ID(), d.Reference)
+	}
+	w := spec.Schema.Width()
+	var rows [][]float32
+	err = drift.ReadSample(bytes.NewReader(raw), 100_000, func(line int, b []byte) error {
+		inst, err := schema.DecodeInstance(b, "instance")
+		if err != nil {
+			return err
+		}
+		row := make([]float32, w)
+		if err := spec.Schema.Row("instance", inst, row); err != nil {
+			return err
+		}
+		rows = append(rows, row)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("drift reference of %s: %s: %w", v.ID(), d.Reference, err)
+	}
+	var outs [][]float32
+	for lo := 0; lo < len(rows); lo += 1024 {
+		hi := min(lo+1024, len(rows))
+		b := runtime.Batch{Rows: hi - lo, Cols: w, Data: make([]float32, 0, (hi-lo)*w)}
+		for _, r := range rows[lo:hi] {
+			b.Data = append(b.Data, r...)
+		}
+		out, err := safePredict(ctx, m, b)
+		if err != nil {
+			return nil, fmt.Errorf("drift reference of %s: predict the sample: %w", v.ID(), err)
+		}
+		for i := 0; i < out.Rows; i++ {
+			outs = append(outs, append([]float32(nil), out.Row(i)...))
+		}
+	}
+	outNames := make([]string, len(spec.OutputNames))
+	for i, n := range spec.OutputNames {
+		outNames[i] = "output:" + n
+	}
+	ref := drift.BuildReference(spec.Schema.Features(), outNames, rows, outs, d.Bins)
+	return drift.NewMonitor(ref, drift.Config{Window: d.Window.Duration, MinSamples: int64(d.MinSamples)})
+}
+
+// DriftReport returns model@n's drift report (ok false without drift:).
+func (c *Controller) DriftReport(model string, n int) (drift.Report, bool) {
+	c.mu.Lock()
+	l := c.versions[key(model, n)]
+	c.mu.Unlock()
+	if l == nil {
+		return drift.Report{}, false
+	}
+	c.mu.Lock()
+	mon := l.Drift
+	c.mu.Unlock()
+	if mon == nil {
+		return drift.Report{}, false
+	}
+	return mon.Report(), true
+}
+
+// exportDrift refreshes the drift gauges of every monitored version.
+func (c *Controller) exportDrift() {
+	if c.Metrics == nil {
+		return
+	}
+	c.mu.Lock()
+	var ls []*Loaded
+	for _, l := range c.versions {
+		if l.Drift != nil {
+			ls = append(ls, l)
+		}
+	}
+	c.mu.Unlock()
+	for _, l := range ls {
+		rep := l.Drift.Report()
+		ver := strconv.Itoa(l.Version.N)
+		for _, d := range append(rep.Features, rep.Outputs...) {
+			c.Metrics.SetDriftPSI(l.Version.Model, ver, d.Name, d.PSI)
+		}
+	}
 }

@@ -164,6 +164,11 @@ func (g *Gateway) predict(ctx context.Context, tn *tenant.Tenant, tg *routing.Ta
 		}
 		return nil, err
 	}
+	if tg.Drift != nil {
+		for i := 0; i < n; i++ {
+			tg.Drift.Observe(rows.Row(i), res.Out.Row(i))
+		}
+	}
 	if dl, _ := ctx.Deadline(); !time.Now().Before(dl) {
 		// Finished, but too late to be useful: never answer 200 after the deadline.
 		return nil, errs.New(errs.DeadlineExceeded, "deadline %s passed as the result arrived", d)

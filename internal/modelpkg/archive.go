@@ -38,7 +38,15 @@ func ReadFS(fsys fs.FS, dir, display string) (*Package, error) {
 	if err != nil {
 		return nil, &Error{File: manPath, Problems: []Problem{{Path: "artifact", Message: fmt.Sprintf("cannot read %q: %v", spec.Manifest.Artifact, errors.Unwrap(err))}}}
 	}
-	return FromFiles(display, map[string][]byte{ManifestFile: man, spec.Manifest.Artifact: art})
+	files := map[string][]byte{ManifestFile: man, spec.Manifest.Artifact: art}
+	if d := spec.Manifest.Drift; d != nil {
+		ref, err := fs.ReadFile(fsys, path.Join(dir, d.Reference))
+		if err != nil {
+			return nil, &Error{File: manPath, Problems: []Problem{{Path: "drift.reference", Message: fmt.Sprintf("cannot read %q: %v", d.Reference, errors.Unwrap(err))}}}
+		}
+		files[d.Reference] = ref
+	}
+	return FromFiles(display, files)
 }
 
 func readLimited(fsys fs.FS, name, display string, limit int64) ([]byte, error) {
@@ -194,6 +202,9 @@ func (p *Package) WriteTarGz(w io.Writer) error {
 	zw := gzip.NewWriter(w)
 	tw := tar.NewWriter(zw)
 	files := map[string][]byte{ManifestFile: p.ManifestYAML, p.Spec.Manifest.Artifact: p.Artifact}
+	if d := p.Spec.Manifest.Drift; d != nil {
+		files[d.Reference] = p.Reference
+	}
 	names := make([]string, 0, len(files))
 	for n := range files {
 		names = append(names, n)

@@ -41,6 +41,9 @@ type Manifest struct {
 	Output      Output        `yaml:"output"`
 	Serving     Serving       `yaml:"serving,omitempty"`
 	Golden      []Golden      `yaml:"golden,omitempty"`
+	// Drift names a reference sample (JSON lines of instances) that online
+	// feature and prediction distributions are compared with (PSI).
+	Drift *Drift `yaml:"drift,omitempty"`
 	// Logging opts in to storing sampled input payloads with prediction
 	// records (a privacy choice: named fields only).
 	Logging *Logging `yaml:"logging,omitempty"`
@@ -77,6 +80,14 @@ type Serving struct {
 	MaxBatchDelay          Duration `yaml:"maxBatchDelay,omitempty"`
 	MaxQueueInstances      int      `yaml:"maxQueueInstances,omitempty"`
 	WarmupBatches          *int     `yaml:"warmupBatches,omitempty"` // nil: default; 0: no warmup
+}
+
+// Drift is model.yaml drift:.
+type Drift struct {
+	Reference  string   `yaml:"reference"`            // file in the package: one JSON instance per line
+	Bins       int      `yaml:"bins,omitempty"`       // reference histogram bins per feature (default 10)
+	Window     Duration `yaml:"window,omitempty"`     // online window (default 10m)
+	MinSamples int      `yaml:"minSamples,omitempty"` // rows before PSI is judged (default 100)
 }
 
 // Logging is model.yaml logging:. Without it no input values are stored.
@@ -171,6 +182,32 @@ func validate(m *Manifest) (*Spec, []Problem) {
 		add("artifact", "is required: the file name of the model artifact in the package")
 	case m.Artifact == ManifestFile || strings.ContainsAny(m.Artifact, `/\`) || m.Artifact == "." || m.Artifact == ".." || strings.HasPrefix(m.Artifact, "."):
 		add("artifact", "%q must be a plain file name inside the package (no directories, not hidden, not model.yaml)", m.Artifact)
+	}
+	if d := m.Drift; d != nil {
+		switch {
+		case d.Reference == "":
+			add("drift.reference", "is required: a file in the package with one JSON instance per line")
+		case strings.ContainsAny(d.Reference, `/\`) || strings.HasPrefix(d.Reference, ".") || d.Reference == ManifestFile || d.Reference == m.Artifact:
+			add("drift.reference", "%q must be a plain file name inside the package, other than model.yaml and the artifact", d.Reference)
+		}
+		if d.Bins == 0 {
+			d.Bins = 10
+		}
+		if d.Bins < 2 || d.Bins > 100 {
+			add("drift.bins", "must be between 2 and 100, got %d", d.Bins)
+		}
+		if d.Window.Duration == 0 {
+			d.Window.Duration = 10 * time.Minute
+		}
+		if d.Window.Duration < time.Second || d.Window.Duration > 7*24*time.Hour {
+			add("drift.window", "must be between 1s and 168h, got %s", d.Window)
+		}
+		if d.MinSamples == 0 {
+			d.MinSamples = 100
+		}
+		if d.MinSamples < 1 {
+			add("drift.minSamples", "must be >= 1, got %d", d.MinSamples)
+		}
 	}
 	if lg := m.Logging; lg != nil {
 		if !(lg.SampleRate >= 0 && lg.SampleRate <= 1) {
@@ -356,6 +393,9 @@ type Package struct {
 	ManifestYAML []byte
 	Artifact     []byte
 	ArtifactSHA  string // hex SHA-256 of Artifact
+	// Reference is the drift reference sample (nil without drift:).
+	Reference    []byte
+	ReferenceSHA string
 	// Digest identifies the package's content: SHA-256 over model.yaml and
 	// the artifact hash. Publishing the same digest twice is a no-op.
 	Digest string
@@ -378,7 +418,15 @@ func FromFiles(dir string, files map[string][]byte) (*Package, error) {
 	}
 	sum := sha256.Sum256(art)
 	p := &Package{Spec: spec, ManifestYAML: man, Artifact: art, ArtifactSHA: hex.EncodeToString(sum[:])}
-	p.Digest = digest(man, p.ArtifactSHA)
+	if d := spec.Manifest.Drift; d != nil {
+		ref, ok := files[d.Reference]
+		if !ok {
+			return nil, &Error{File: joinFile(dir, ManifestFile), Problems: []Problem{{Path: "drift.reference", Message: fmt.Sprintf("file %q is not in the package", d.Reference)}}}
+		}
+		rs := sha256.Sum256(ref)
+		p.Reference, p.ReferenceSHA = ref, hex.EncodeToString(rs[:])
+	}
+	p.Digest = digest(man, p.ArtifactSHA+p.ReferenceSHA)
 	return p, nil
 }
 

@@ -91,6 +91,13 @@ CREATE TABLE IF NOT EXISTS versions (
   stated_at      INTEGER NOT NULL DEFAULT 0,
   PRIMARY KEY (model, version),
   UNIQUE (model, digest)
+);
+CREATE TABLE IF NOT EXISTS files (
+  model   TEXT    NOT NULL,
+  version INTEGER NOT NULL,
+  name    TEXT    NOT NULL,
+  sha     TEXT    NOT NULL,
+  PRIMARY KEY (model, version, name)
 );`
 
 // Open opens (creating if needed) the registry in dataDir.
@@ -125,12 +132,22 @@ func (s *Store) Publish(ctx context.Context, p *modelpkg.Package) (v Version, cr
 		if err := s.putArtifact(p.ArtifactSHA, p.Artifact); err != nil {
 			return Version{}, false, err
 		}
+		if p.Reference != nil {
+			if err := s.putArtifact(p.ReferenceSHA, p.Reference); err != nil {
+				return Version{}, false, err
+			}
+		}
 		return v, false, nil
 	} else if !errors.Is(err, sql.ErrNoRows) {
 		return Version{}, false, err
 	}
 	if err := s.putArtifact(p.ArtifactSHA, p.Artifact); err != nil {
 		return Version{}, false, err
+	}
+	if p.Reference != nil {
+		if err := s.putArtifact(p.ReferenceSHA, p.Reference); err != nil {
+			return Version{}, false, err
+		}
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -148,6 +165,11 @@ func (s *Store) Publish(ctx context.Context, p *modelpkg.Package) (v Version, cr
 		name, n, p.Digest, p.ArtifactSHA, len(p.Artifact), m.Runtime, m.Input.Schema, m.Output.Schema, p.ManifestYAML, now.UnixMicro(), string(Published), now.UnixMicro())
 	if err != nil {
 		return Version{}, false, storeErr(err)
+	}
+	if p.Reference != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO files (model, version, name, sha) VALUES (?,?,?,?)`, name, n, "drift.reference", p.ReferenceSHA); err != nil {
+			return Version{}, false, storeErr(err)
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return Version{}, false, storeErr(err)
@@ -282,4 +304,18 @@ func storeErr(err error) error {
 	out := errs.Wrap(errs.Unavailable, err, "metadata store unavailable")
 	out.RetryAfter = time.Second
 	return out
+}
+
+// File returns a version's extra file (e.g. "drift.reference"), verified
+// against its hash; nil, nil when the version has none.
+func (s *Store) File(ctx context.Context, model string, n int, name string) ([]byte, error) {
+	var sha string
+	err := s.db.QueryRowContext(ctx, `SELECT sha FROM files WHERE model=? AND version=? AND name=?`, model, n, name).Scan(&sha)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, storeErr(err)
+	}
+	return s.Artifact(sha)
 }

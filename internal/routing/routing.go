@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sluiceml/sluice/internal/drift"
 	"github.com/sluiceml/sluice/internal/errs"
 	"github.com/sluiceml/sluice/internal/modelpkg"
 	"github.com/sluiceml/sluice/internal/serving"
@@ -36,6 +37,7 @@ type Target struct {
 	Server  *serving.Server
 	Digest  string
 	Runtime string
+	Drift   *drift.Monitor // nil: no drift monitoring
 }
 
 // Weighted is one primary target of a policy: a version and its percent.

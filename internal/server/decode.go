@@ -3,7 +3,6 @@ package server
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -34,12 +33,12 @@ func decodePredict(body []byte, maxDeadline time.Duration) (*predictBody, error)
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	out := &predictBody{}
-	if err := expectDelim(dec, '{', ""); err != nil {
+	if err := schema.ExpectDelim(dec, '{', ""); err != nil {
 		return nil, err
 	}
 	seen := map[string]bool{}
 	for dec.More() {
-		key, err := objectKey(dec, "")
+		key, err := schema.ObjectKey(dec, "")
 		if err != nil {
 			return nil, err
 		}
@@ -53,7 +52,7 @@ func decodePredict(body []byte, maxDeadline time.Duration) (*predictBody, error)
 				return nil, err
 			}
 		case "deadlineMs":
-			tok, err := token(dec, key)
+			tok, err := schema.JSONToken(dec, key)
 			if err != nil {
 				return nil, err
 			}
@@ -73,7 +72,7 @@ func decodePredict(body []byte, maxDeadline time.Duration) (*predictBody, error)
 			}
 			out.Deadline = time.Duration(ms * float64(time.Millisecond))
 		case "routingKey":
-			tok, err := token(dec, key)
+			tok, err := schema.JSONToken(dec, key)
 			if err != nil {
 				return nil, err
 			}
@@ -86,7 +85,7 @@ func decodePredict(body []byte, maxDeadline time.Duration) (*predictBody, error)
 			return nil, errs.Field(errs.InvalidArgument, key, "unknown key (expected instances, deadlineMs, routingKey)")
 		}
 	}
-	if _, err := token(dec, ""); err != nil { // the closing '}'
+	if _, err := schema.JSONToken(dec, ""); err != nil { // the closing '}'
 		return nil, err
 	}
 	if _, err := dec.Token(); err != io.EOF {
@@ -99,7 +98,7 @@ func decodePredict(body []byte, maxDeadline time.Duration) (*predictBody, error)
 }
 
 func decodeInstances(dec *json.Decoder) ([]schema.Instance, error) {
-	if err := expectDelim(dec, '[', "instances"); err != nil {
+	if err := schema.ExpectDelim(dec, '[', "instances"); err != nil {
 		return nil, err
 	}
 	var out []schema.Instance
@@ -107,103 +106,14 @@ func decodeInstances(dec *json.Decoder) ([]schema.Instance, error) {
 		if i >= maxInstancesDecoded {
 			return nil, errs.Field(errs.TooManyInstances, "instances", "more than %d instances", maxInstancesDecoded)
 		}
-		path := fmt.Sprintf("instances[%d]", i)
-		if err := expectDelim(dec, '{', path); err != nil {
-			return nil, err
-		}
-		var inst schema.Instance
-		for dec.More() {
-			key, err := objectKey(dec, path)
-			if err != nil {
-				return nil, err
-			}
-			fp := path + "." + key
-			for _, m := range inst {
-				if m.Name == key {
-					return nil, errs.Field(errs.InvalidArgument, fp, "duplicate key")
-				}
-			}
-			tok, err := token(dec, fp)
-			if err != nil {
-				return nil, err
-			}
-			var v schema.Value
-			switch x := tok.(type) {
-			case nil:
-				v.Kind = schema.Null
-			case bool:
-				v = schema.Value{Kind: schema.Bool, Bool: x}
-			case string:
-				v = schema.Value{Kind: schema.String, Text: x}
-			case json.Number:
-				v = schema.Value{Kind: schema.Number, Text: string(x)}
-			default:
-				return nil, errs.Field(errs.InvalidArgument, fp, "nested objects and arrays are not allowed; instance values are numbers, strings, booleans or null")
-			}
-			inst = append(inst, schema.Member{Name: key, Value: v})
-		}
-		if _, err := token(dec, path); err != nil { // '}'
+		inst, err := schema.ReadInstance(dec, fmt.Sprintf("instances[%d]", i))
+		if err != nil {
 			return nil, err
 		}
 		out = append(out, inst)
 	}
-	if _, err := token(dec, "instances"); err != nil { // ']'
+	if _, err := schema.JSONToken(dec, "instances"); err != nil { // ']'
 		return nil, err
 	}
 	return out, nil
-}
-
-func token(dec *json.Decoder, path string) (json.Token, error) {
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, syntaxErr(dec, err, path)
-	}
-	return tok, nil
-}
-
-func objectKey(dec *json.Decoder, path string) (string, error) {
-	tok, err := token(dec, path)
-	if err != nil {
-		return "", err
-	}
-	k, ok := tok.(string)
-	if !ok {
-		return "", errs.Field(errs.InvalidArgument, path, "malformed JSON: expected an object key")
-	}
-	return k, nil
-}
-
-func expectDelim(dec *json.Decoder, want json.Delim, path string) error {
-	tok, err := token(dec, path)
-	if err != nil {
-		return err
-	}
-	if d, ok := tok.(json.Delim); !ok || d != want {
-		what := "an object"
-		if want == '[' {
-			what = "an array"
-		}
-		if path == "" {
-			return errs.New(errs.InvalidArgument, "the request body must be a JSON object")
-		}
-		return errs.Field(errs.InvalidArgument, path, "expected %s", what)
-	}
-	return nil
-}
-
-func syntaxErr(dec *json.Decoder, err error, path string) error {
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		e := errs.New(errs.InvalidArgument, "malformed JSON at byte %d: %v", se.Offset, se)
-		e.Field = path
-		return e
-	}
-	if err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) {
-		e := errs.New(errs.InvalidArgument, "malformed JSON: unexpected end of input at byte %d", dec.InputOffset())
-		e.Field = path
-		return e
-	}
-	e := errs.New(errs.InvalidArgument, "malformed JSON: %v", err)
-	e.Field = path
-	return e
 }

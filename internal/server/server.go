@@ -277,6 +277,29 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) error {
 			}
 			return s.upload(w, r, parts[0])
 		}
+	case 4:
+		if parts[1] != "versions" || parts[3] != "drift" {
+			break
+		}
+		n, err := strconv.Atoi(parts[2])
+		if err != nil || n <= 0 {
+			return errs.Field(errs.InvalidArgument, "version", "%q is not a version number (1, 2, …)", parts[2])
+		}
+		if err := method(http.MethodGet); err != nil {
+			return err
+		}
+		if err := tn.Check(parts[0]); err != nil {
+			return err
+		}
+		if _, ok := s.status(parts[0], n); !ok {
+			return errs.New(errs.NotFound, "model version %s@%d not found", parts[0], n)
+		}
+		rep, ok := s.ctl.DriftReport(parts[0], n)
+		if !ok {
+			return errs.New(errs.NotFound, "%s@%d has no drift monitor: add drift: {reference: FILE} to its model.yaml (docs/model-yaml.md)", parts[0], n)
+		}
+		writeJSON(w, http.StatusOK, rep)
+		return nil
 	case 3:
 		if parts[1] != "versions" {
 			break

@@ -140,6 +140,7 @@ type Metrics struct {
 	shadowDiff   *prometheus.HistogramVec
 	shadowLat    *prometheus.HistogramVec
 	canaryShare  *prometheus.GaugeVec
+	driftPSI     *prometheus.GaugeVec
 	violations   *prometheus.CounterVec
 	missing      *prometheus.CounterVec
 	tenantReqs   *prometheus.CounterVec
@@ -192,6 +193,7 @@ func New(reg prometheus.Registerer, build BuildInfo) *Metrics {
 		shadowDiff:   histogram("shadow_abs_diff", "Absolute difference between a shadow prediction and the primary's.", AbsDiffBuckets, mv...),
 		shadowLat:    histogram("shadow_latency_seconds", "Latency of shadow predictions.", LatencyBuckets, mv...),
 		canaryShare:  gauge("canary_traffic_share", "Share of a model's traffic routed to a canary version (0 to 1).", mv...),
+		driftPSI:     gauge("drift_psi", "Population stability index of a feature or output over the drift window against the reference sample (> 0.2: drifted).", "model", "version", "feature"),
 		violations:   counter("schema_violations_total", "Input values rejected by a version's schema, by declared field and reason.", with("field", "reason")...),
 		missing:      counter("missing_features_total", "Optional input fields absent from an instance (filled by their default).", with("field")...),
 		tenantReqs:   counter("tenant_requests_total", "Prediction requests by tenant and response code.", "tenant", "code"),
@@ -203,7 +205,7 @@ func New(reg prometheus.Registerer, build BuildInfo) *Metrics {
 	}{
 		m.requests, m.instances, m.stage, m.batchSize, m.fillRatio, m.refusals, m.expired, m.deadline,
 		m.crashes, m.restarts, m.loadSeconds, m.golden, m.artifact, m.versionState, m.shadowDis,
-		m.shadowDiff, m.shadowLat, m.canaryShare, m.violations, m.missing,
+		m.shadowDiff, m.shadowLat, m.canaryShare, m.driftPSI, m.violations, m.missing,
 	}
 	m.live = newLiveCollector()
 	buildInfo := gauge("build_info", "Always 1; labels say which Sluice build is running.", "version", "goversion")
@@ -211,7 +213,7 @@ func New(reg prometheus.Registerer, build BuildInfo) *Metrics {
 
 	reg.MustRegister(m.requests, m.instances, m.stage, m.batchSize, m.fillRatio, m.refusals, m.expired,
 		m.deadline, m.crashes, m.restarts, m.loadSeconds, m.golden, m.artifact, m.versionState,
-		m.shadowDis, m.shadowDiff, m.shadowLat, m.canaryShare, m.violations, m.missing,
+		m.shadowDis, m.shadowDiff, m.shadowLat, m.canaryShare, m.driftPSI, m.violations, m.missing,
 		m.tenantReqs, m.tenantQuota, buildInfo, m.live)
 	if g, ok := reg.(prometheus.Gatherer); ok {
 		m.gatherer = g
@@ -476,6 +478,12 @@ func (m *Metrics) Forget(model, version string) {
 	m.mu.Lock()
 	delete(m.fields, [2]string{model, version})
 	m.mu.Unlock()
+}
+
+// SetDriftPSI sets the PSI of one feature or output ("output:NAME") of a
+// version; names come from the version's schema, so the set is bounded.
+func (m *Metrics) SetDriftPSI(model, version, feature string, psi float64) {
+	m.driftPSI.WithLabelValues(model, version, feature).Set(psi)
 }
 
 // SetVersionSource sets the function read on every scrape for the live

@@ -38,6 +38,7 @@ func observeAll(m *Metrics) {
 	m.SetVersionState("fraud", "3", "ready")
 	m.ShadowCompared("fraud", "4", true, 0.25, 3*time.Millisecond)
 	m.SetCanaryShare("fraud", "4", 0.1)
+	m.SetDriftPSI("fraud", "4", "amount", 0.31)
 	m.SchemaViolation("fraud", "3", "amount", ViolationRange)
 	m.MissingFeature("fraud", "3", "country")
 	m.TenantRequest("acme", "2xx")
@@ -139,6 +140,8 @@ func TestObservationsLandInTheirSeries(t *testing.T) {
 			m.ShadowCompared("fraud", "4", true, 0.5, time.Millisecond)
 			m.ShadowCompared("fraud", "4", false, 0, time.Millisecond)
 		}, func(m *Metrics) prometheus.Collector { return m.shadowDis.WithLabelValues("fraud", "4") }, 1},
+		{"drift psi", func(m *Metrics) { m.SetDriftPSI("fraud", "4", "amount", 0.25) },
+			func(m *Metrics) prometheus.Collector { return m.driftPSI.WithLabelValues("fraud", "4", "amount") }, 0.25},
 		{"canary share", func(m *Metrics) { m.SetCanaryShare("fraud", "4", 0.25) },
 			func(m *Metrics) prometheus.Collector { return m.canaryShare.WithLabelValues("fraud", "4") }, 0.25},
 		{"schema violation by field and reason", func(m *Metrics) { m.SchemaViolation("fraud", "3", "amount", ViolationRange) },
