@@ -25,19 +25,33 @@ import (
 
 func newServeCmd() *cobra.Command {
 	var (
-		addr, data, models string
-		tenantsFile        string
-		retention          time.Duration
-		noRecords          bool
-		cfg                server.Config
-		grace              time.Duration
+		addr, data, models  string
+		tenantsFile         string
+		logFormat, logLevel string
+		retention           time.Duration
+		noRecords           bool
+		cfg                 server.Config
+		grace               time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the server (with no flags: the built-in examples on ./.sluice-data)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+			var level slog.Level
+			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+				return fmt.Errorf("--log-level %q: use debug, info, warn or error", logLevel)
+			}
+			var handler slog.Handler
+			switch logFormat {
+			case "json":
+				handler = slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level})
+			case "text":
+				handler = slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})
+			default:
+				return fmt.Errorf("--log-format %q: use json or text", logFormat)
+			}
+			log := slog.New(handler)
 			cfg.Logger = log
 			if tenantsFile != "" {
 				set, err := tenant.Load(tenantsFile)
@@ -105,6 +119,8 @@ func newServeCmd() *cobra.Command {
 	f.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", 1<<20, "largest predict request body")
 	f.Int64Var(&cfg.MaxUploadBytes, "max-upload-bytes", 512<<20, "largest package upload")
 	f.DurationVar(&cfg.MaxDeadline, "max-deadline", time.Minute, "largest deadlineMs a request may ask for")
+	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
+	f.StringVar(&logLevel, "log-level", "info", "log level: debug (one line per predict call), info, warn, error")
 	f.DurationVar(&retention, "records-retention", 7*24*time.Hour, "prediction records older than this are deleted")
 	f.BoolVar(&noRecords, "no-records", false, "do not keep prediction records")
 	f.DurationVar(&cfg.IdempotencyWindow, "idempotency-window", 10*time.Minute, "a retry with the same X-Request-Id within this window replays the first answer (negative: off)")

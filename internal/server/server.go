@@ -136,6 +136,29 @@ func (s *Server) HTTPServer() *http.Server {
 
 type ctxKey struct{}
 
+type traceKey struct{}
+
+// parseTraceparent accepts a W3C traceparent header
+// ("00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>") and returns its
+// trace id; anything malformed is ignored, as the spec asks.
+func parseTraceparent(h string) (string, bool) {
+	parts := strings.Split(strings.TrimSpace(h), "-")
+	if len(parts) < 4 || len(parts[0]) != 2 || parts[0] == "ff" || len(parts[1]) != 32 || len(parts[2]) != 16 || len(parts[3]) != 2 {
+		return "", false
+	}
+	for _, p := range parts[:4] {
+		if _, err := hex.DecodeString(p); err != nil || strings.ToLower(p) != p {
+			return "", false
+		}
+	}
+	if parts[1] == strings.Repeat("0", 32) || parts[2] == strings.Repeat("0", 16) {
+		return "", false
+	}
+	return parts[1], true
+}
+
+func traceID(r *http.Request) string { t, _ := r.Context().Value(traceKey{}).(string); return t }
+
 type handler func(w http.ResponseWriter, r *http.Request) error
 
 // wrap assigns the request id and renders a returned error.
@@ -151,6 +174,11 @@ func (s *Server) wrap(h handler) http.HandlerFunc {
 		}
 		w.Header().Set("X-Request-Id", id)
 		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, id))
+		if tp := r.Header.Get("traceparent"); tp != "" {
+			if trace, ok := parseTraceparent(tp); ok {
+				r = r.WithContext(context.WithValue(r.Context(), traceKey{}, trace))
+			}
+		}
 		if err := h(w, r); err != nil {
 			s.writeError(w, r, id, err)
 		}
@@ -351,6 +379,7 @@ func (s *Server) predict(w http.ResponseWriter, r *http.Request, tn *tenant.Tena
 		}
 		rec.LatencyMs = ms(time.Since(start))
 		s.addRecord(rec)
+		s.logRequest(r, rec, status)
 		return nil
 	}
 	if ct := r.Header.Get("Content-Type"); !isJSON(ct) {
@@ -741,4 +770,23 @@ func (s *Server) recordsWritten() int64 {
 		return 0
 	}
 	return s.cfg.Records.Written()
+}
+
+// logRequest logs one predict call with the fixed keys: at debug level when
+// it succeeded or the client erred, at warn when the server failed it.
+func (s *Server) logRequest(r *http.Request, rec records.Record, status int) {
+	level := slog.LevelDebug
+	if status >= 500 {
+		level = slog.LevelWarn
+	}
+	if !s.log.Enabled(r.Context(), level) {
+		return
+	}
+	attrs := []slog.Attr{slog.String("request_id", rec.RequestID), slog.String("tenant", rec.Tenant),
+		slog.String("model", rec.Model), slog.Int("version", rec.Version), slog.Int("status", status),
+		slog.String("outcome", rec.Outcome), slog.Float64("latency_ms", rec.LatencyMs)}
+	if t := traceID(r); t != "" {
+		attrs = append(attrs, slog.String("trace_id", t))
+	}
+	s.log.LogAttrs(r.Context(), level, "predict", attrs...)
 }
