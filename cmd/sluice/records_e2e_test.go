@@ -1,0 +1,231 @@
+package main
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sluiceml/sluice/internal/api"
+)
+
+type rawAnswer struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func postRaw(t *testing.T, url, body string, hdr map[string]string) (rawAnswer, error) {
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return rawAnswer{}, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return rawAnswer{resp.StatusCode, resp.Header, b}, err
+}
+
+func listRecords(t *testing.T, url, query, key string) []api.Record {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url+"/v1/records?"+query, nil)
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var rs api.Records
+	if err := json.NewDecoder(resp.Body).Decode(&rs); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("records: %d %v", resp.StatusCode, err)
+	}
+	return rs.Records
+}
+
+// computed reads how many fraud@1 requests reached the model (replays do not).
+func computed(t *testing.T, url string) float64 {
+	resp, err := http.Get(url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, `sluice_requests_total{code="2xx",model="fraud",version="1"}`) {
+			v, _ := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+			return v
+		}
+	}
+	return 0
+}
+
+func TestIdempotency(t *testing.T) {
+	srv := startServer(t, "--data", t.TempDir())
+	url := srv.url + "/v1/models/fraud:predict"
+	body := `{"instances":[{"amount":800.0,"accountAgeDays":91,"declines5m":3,"country":"US"}]}`
+
+	first, err := postRaw(t, url, body, map[string]string{"X-Request-Id": "idem-1"})
+	if err != nil || first.status != 200 {
+		t.Fatalf("first: %v %d", err, first.status)
+	}
+	before := computed(t, srv.url)
+	// Same id, same instances written differently: a retry.
+	retry, err := postRaw(t, url, `{ "instances": [ {"country":"US","declines5m":3,"accountAgeDays":91,"amount":800} ] }`, map[string]string{"X-Request-Id": "idem-1"})
+	if err != nil || retry.status != 200 || !bytes.Equal(retry.body, first.body) || retry.header.Get("Idempotent-Replay") != "true" {
+		t.Fatalf("retry: %d replay=%q\n%s\nvs\n%s", retry.status, retry.header.Get("Idempotent-Replay"), retry.body, first.body)
+	}
+	if after := computed(t, srv.url); after != before {
+		t.Fatalf("a replay was recomputed (%v → %v)", before, after)
+	}
+	conflict, _ := postRaw(t, url, `{"instances":[{"amount":1,"accountAgeDays":1}]}`, map[string]string{"X-Request-Id": "idem-1"})
+	if conflict.status != 409 || !strings.Contains(string(conflict.body), "idempotency_conflict") {
+		t.Fatalf("conflict: %d %s", conflict.status, conflict.body)
+	}
+
+	// Concurrent duplicates: one computation, one record.
+	before = computed(t, srv.url)
+	var wg sync.WaitGroup
+	answers := make([]rawAnswer, 12)
+	for i := range answers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			answers[i], _ = postRaw(t, url, body, map[string]string{"X-Request-Id": "idem-race"})
+		}()
+	}
+	wg.Wait()
+	replays := 0
+	for i, a := range answers {
+		if a.status != 200 || !bytes.Equal(a.body, answers[0].body) {
+			t.Fatalf("duplicate %d: %d %s", i, a.status, a.body)
+		}
+		if a.header.Get("Idempotent-Replay") == "true" {
+			replays++
+		}
+	}
+	if replays != len(answers)-1 {
+		t.Errorf("%d replays among %d duplicates, want %d", replays, len(answers), len(answers)-1)
+	}
+	if after := computed(t, srv.url); after != before+1 {
+		t.Errorf("%v computations for %d racing duplicates, want 1", after-before, len(answers))
+	}
+	var rs []api.Record
+	waitFor(t, 10*time.Second, func() bool {
+		rs = listRecords(t, srv.url, "limit=100", "")
+		n := 0
+		for _, r := range rs {
+			if r.RequestID == "idem-race" && r.Attempts == len(answers) {
+				n++
+			}
+		}
+		return n == 1
+	})
+	counts := map[string][]int{}
+	for _, r := range rs {
+		counts[r.RequestID] = append(counts[r.RequestID], r.Attempts)
+	}
+	if fmt.Sprint(counts["idem-1"]) != "[2]" || fmt.Sprint(counts["idem-race"]) != fmt.Sprint([]int{len(answers)}) {
+		t.Errorf("records by id: %v; want idem-1 [2] and idem-race [%d]", counts, len(answers))
+	}
+	if r := rs[0]; r.InputHash == "" || r.ModelVersion != "fraud@1" || r.Outcome != "ok" {
+		t.Errorf("record fields: %+v", r)
+	}
+	srv.stop(t)
+}
+
+func sha(s string) string { h := sha256.Sum256([]byte(s)); return hex.EncodeToString(h[:]) }
+
+// TestRecordsSurviveSIGTERM stops the server under load and restarts it:
+// every answered request has exactly one record. Tenants see their own.
+func TestRecordsSurviveSIGTERM(t *testing.T) {
+	data := t.TempDir()
+	tenants := filepath.Join(t.TempDir(), "tenants.yaml")
+	os.WriteFile(tenants, []byte(fmt.Sprintf(`tenants:
+  - {name: acme, keys: ["sha256:%s"], models: ["*"]}
+  - {name: globex, keys: ["sha256:%s"], models: ["*"]}
+  - {name: ops, keys: ["sha256:%s"], models: ["*"], admin: true}
+`, sha("acme-key"), sha("globex-key"), sha("ops-key"))), 0o644)
+	srv := startServer(t, "--data", data, "--tenants", tenants)
+	body := `{"instances":[{"tenureMonths":3,"supportTickets":4,"plan":"basic"}]}`
+	var mu sync.Mutex
+	answered := map[string]string{} // request id → tenant
+	var wg sync.WaitGroup
+	stopAt := 150
+	tick := time.NewTicker(4 * time.Millisecond)
+	for i := 0; i < 300; i++ {
+		<-tick.C
+		if i == stopAt {
+			srv.cmd.Process.Signal(syscall.SIGTERM)
+		}
+		key, tn := "acme-key", "acme"
+		if i%2 == 1 {
+			key, tn = "globex-key", "globex"
+		}
+		id := fmt.Sprintf("term-%d", i)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a, err := postRaw(t, srv.url+"/v1/models/churn:predict", body, map[string]string{"X-Request-Id": id, "Authorization": "Bearer " + key})
+			if err == nil && a.status != 0 {
+				mu.Lock()
+				answered[id] = tn
+				mu.Unlock()
+			}
+		}()
+	}
+	tick.Stop()
+	wg.Wait()
+	if err := <-srv.done; err != nil {
+		t.Fatalf("server exit after SIGTERM: %v\n%s", err, srv.logs)
+	}
+	srv.cmd.ProcessState = &os.ProcessState{} // already reaped
+	if len(answered) < 100 {
+		t.Fatalf("only %d requests answered before the stop", len(answered))
+	}
+	srv = startServer(t, "--data", data, "--tenants", tenants)
+	all := listRecords(t, srv.url, "limit=10000", "ops-key")
+	seen := map[string]int{}
+	for _, r := range all {
+		seen[r.RequestID]++
+	}
+	for id := range answered {
+		if seen[id] != 1 {
+			t.Errorf("answered request %s has %d records", id, seen[id])
+		}
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Errorf("request %s has %d records", id, n)
+		}
+	}
+	t.Logf("%d answered, %d records", len(answered), len(all))
+	// Isolation: each tenant sees only its own records.
+	for _, tn := range []string{"acme", "globex"} {
+		for _, r := range listRecords(t, srv.url, "limit=10000", tn+"-key") {
+			if r.Tenant != tn {
+				t.Fatalf("tenant %s read a record of %s", tn, r.Tenant)
+			}
+		}
+	}
+	if rs := listRecords(t, srv.url, "limit=10000&tenant=acme", "globex-key"); len(rs) != 0 && rs[0].Tenant != "globex" {
+		t.Fatalf("a tenant asked for another's records and got them")
+	}
+	srv.stop(t)
+}
