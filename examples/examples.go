@@ -6,5 +6,5 @@ import "embed"
 
 // FS holds every example package folder (model.yaml + artifact).
 //
-//go:embed */model.yaml */model.json
+//go:embed */model.yaml */model.json */reference.jsonl
 var FS embed.FS

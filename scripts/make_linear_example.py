@@ -47,6 +47,11 @@ for t, k, p in examples:
     prob = clf.predict_proba(features([t], [k], [p]))[0, 1]
     golden.append({"instance": {"tenureMonths": t, "supportTickets": k, "plan": PLANS[p]},
                    "expect": {"churnProbability": float(prob)}})
+# Drift reference sample: 1000 raw instances from the training distribution.
+with open(os.path.join(OUT, "reference.jsonl"), "w") as f:
+    for i in range(1000):
+        f.write(json.dumps({"tenureMonths": round(float(tenure[i]), 2), "supportTickets": int(tickets[i]),
+                            "plan": PLANS[int(plan[i])]}) + "\n")
 with open(os.path.join(OUT, "golden.json"), "w") as f:
     json.dump(golden, f, indent=1)
 print(json.dumps(golden, indent=1))

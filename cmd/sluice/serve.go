@@ -30,6 +30,7 @@ func newServeCmd() *cobra.Command {
 		logFormat, logLevel string
 		retention           time.Duration
 		noRecords           bool
+		noMetrics, noDrift  bool
 		cfg                 server.Config
 		grace               time.Duration
 	)
@@ -72,7 +73,10 @@ func newServeCmd() *cobra.Command {
 			reg := telemetry.NewRegistry()
 			metrics := telemetry.New(reg, telemetry.BuildInfo{Version: version, GoVersion: goruntime.Version()})
 			metrics.SetVersionSource(ctl.LiveState)
-			ctl.Metrics, cfg.Metrics = metrics, metrics
+			if !noMetrics {
+				ctl.Metrics, cfg.Metrics = metrics, metrics
+			}
+			ctl.NoDrift = noDrift
 			if !noRecords {
 				rs, err := records.Open(data)
 				if err != nil {
@@ -123,6 +127,8 @@ func newServeCmd() *cobra.Command {
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug (one line per predict call), info, warn, error")
 	f.DurationVar(&retention, "records-retention", 7*24*time.Hour, "prediction records older than this are deleted")
 	f.BoolVar(&noRecords, "no-records", false, "do not keep prediction records")
+	f.BoolVar(&noMetrics, "no-metrics", false, "do not serve /metrics or count requests (for overhead measurements)")
+	f.BoolVar(&noDrift, "no-drift", false, "do not run drift monitors, even for models that declare drift:")
 	f.DurationVar(&cfg.IdempotencyWindow, "idempotency-window", 10*time.Minute, "a retry with the same X-Request-Id within this window replays the first answer (negative: off)")
 	f.DurationVar(&grace, "grace", 30*time.Second, "how long shutdown waits for in-flight and queued requests")
 	return cmd

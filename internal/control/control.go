@@ -46,6 +46,8 @@ type Controller struct {
 	Stats *vstats.Set
 	// Metrics, when set before Start, receives load and serving events.
 	Metrics *telemetry.Metrics
+	// NoDrift turns drift monitors off even for versions that declare one.
+	NoDrift bool
 
 	mu       sync.Mutex // guards versions, policies, dirty, closing, started
 	versions map[string]*Loaded
@@ -295,7 +297,7 @@ func (c *Controller) load(l *Loaded) {
 	}
 	golden := time.Since(t1)
 	var mon *drift.Monitor
-	if spec.Manifest.Drift != nil {
+	if spec.Manifest.Drift != nil && !c.NoDrift {
 		if mon, err = c.buildDrift(c.ctx, v, spec, models[0]); err != nil {
 			closeAll()
 			fail(err)
