@@ -92,6 +92,7 @@ func TestAdvance(t *testing.T) {
 		{"canary: too few samples after bake", canary(0), Input{Now: t0.Add(2 * time.Minute), Window: window(5, 0, 5*ms, 200, 0, 5*ms)}, PhaseCanary, 0, "", ""},
 		{"canary: next step", canary(0), Input{Now: t0.Add(2 * time.Minute), Window: good}, PhaseCanary, 1, "[{1 75 false} {2 25 false}]", ""},
 		{"canary: last step promotes", canary(1), Input{Now: t0.Add(2 * time.Minute), Window: good}, PhasePromoted, 2, "[{2 100 false}]", ""},
+		{"a fast candidate's p99 within the slack passes", canary(0), Input{Now: t0.Add(2 * time.Minute), Window: window(20, 0, 900*time.Microsecond, 200, 0, 300*time.Microsecond)}, PhaseCanary, 1, "[{1 75 false} {2 25 false}]", ""},
 		{"errors fail the gate early", canary(0), Input{Now: t0.Add(time.Second), Window: window(20, 5, 5*ms, 200, 0, 5*ms)}, PhaseRolledBack, 0, "[{1 100 false}]", "error_rate_excess 0.25 > 0.01"},
 		{"baseline errors are not the candidate's fault", canary(0), Input{Now: t0.Add(2 * time.Minute), Window: window(20, 2, 5*ms, 200, 20, 5*ms)}, PhaseCanary, 1, "[{1 75 false} {2 25 false}]", ""},
 		{"slow candidate fails p99 ratio", canary(0), Input{Now: t0.Add(time.Second), Window: window(20, 0, 50*ms, 200, 0, 5*ms)}, PhaseRolledBack, 0, "[{1 100 false}]", "p99_ratio"},

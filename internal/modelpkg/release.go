@@ -25,9 +25,10 @@ type ShadowPlan struct {
 
 // Gates compare the candidate with the baseline over a step's window.
 type Gates struct {
-	MaxErrorRate    *float64 `yaml:"maxErrorRate,omitempty" json:"maxErrorRate,omitempty"`       // candidate 5xx rate above the baseline's (default 0.01)
-	MaxP99Ratio     *float64 `yaml:"maxP99Ratio,omitempty" json:"maxP99Ratio,omitempty"`         // candidate p99 / baseline p99 (default 2)
-	MaxDisagreement *float64 `yaml:"maxDisagreement,omitempty" json:"maxDisagreement,omitempty"` // shadow label flips / rows (default 0.05)
+	MaxErrorRate    *float64  `yaml:"maxErrorRate,omitempty" json:"maxErrorRate,omitempty"`       // candidate 5xx rate above the baseline's (default 0.01)
+	MaxP99Ratio     *float64  `yaml:"maxP99Ratio,omitempty" json:"maxP99Ratio,omitempty"`         // candidate p99 / baseline p99 (default 2)
+	P99Slack        *Duration `yaml:"p99Slack,omitempty" json:"p99Slack,omitempty"`               // a p99 within this of the baseline's passes whatever the ratio (default 5ms)
+	MaxDisagreement *float64  `yaml:"maxDisagreement,omitempty" json:"maxDisagreement,omitempty"` // shadow label flips / rows (default 0.05)
 }
 
 // Release defaults.
@@ -36,6 +37,7 @@ const (
 	DefaultMaxErrorRate    = 0.01
 	DefaultMaxP99Ratio     = 2.0
 	DefaultMaxDisagreement = 0.05
+	DefaultP99Slack        = 5 * time.Millisecond
 	DefaultKeepWarm        = 15 * time.Minute
 )
 
@@ -58,6 +60,9 @@ func (r *Release) Defaults() {
 	set(&r.Gates.MaxErrorRate, DefaultMaxErrorRate)
 	set(&r.Gates.MaxP99Ratio, DefaultMaxP99Ratio)
 	set(&r.Gates.MaxDisagreement, DefaultMaxDisagreement)
+	if r.Gates.P99Slack == nil {
+		r.Gates.P99Slack = &Duration{Duration: DefaultP99Slack}
+	}
 	if r.OnFail == "" {
 		r.OnFail = "rollback"
 	}
@@ -96,6 +101,9 @@ func (r *Release) Check(prefix string) []Problem {
 		if g != nil && !(*g >= 0 && *g <= 1) {
 			add(name, "must be a fraction between 0 and 1, got %v", *g)
 		}
+	}
+	if g := r.Gates.P99Slack; g != nil && g.Duration < 0 {
+		add(".gates.p99Slack", "must be >= 0, got %s", g)
 	}
 	if g := r.Gates.MaxP99Ratio; g != nil && !(*g >= 1 && *g < 1000) {
 		add(".gates.maxP99Ratio", "must be >= 1, got %v", *g)
