@@ -238,7 +238,7 @@ func (c *Controller) Deploy(ctx context.Context, model string, version int, plan
 		// Nothing serves yet: the candidate simply becomes the first version.
 		r.Plan.Steps, r.Plan.Shadow = []int{100}, nil
 	}
-	if err := c.saveRolloutLocked(ctx, r, fmt.Sprintf("rollout of %s@%d started (baseline %s@%d, steps %v)", model, version, model, baseline, pl.Steps), reason); err != nil {
+	if err := c.saveRolloutLocked(ctx, r, fmt.Sprintf("rollout of %s@%d started (baseline %s@%d, steps %v)", model, version, model, baseline, pl.Steps), actor, reason); err != nil {
 		return nil, err
 	}
 	c.setRolloutLocked(r)
@@ -257,13 +257,13 @@ func largest(ts []registry.Target) int {
 	return n
 }
 
-func (c *Controller) saveRolloutLocked(ctx context.Context, r *Rollout, event, reason string) error {
+func (c *Controller) saveRolloutLocked(ctx context.Context, r *Rollout, event, actor, reason string) error {
 	b, _ := json.Marshal(r)
 	if err := c.store.SaveRollout(ctx, r.Model, b); err != nil {
 		return err
 	}
 	if event != "" {
-		if err := c.store.Audit(ctx, registry.Event{Model: r.Model, Actor: r.Actor, Action: "rollout", What: event, Reason: reason}); err != nil {
+		if err := c.store.Audit(ctx, registry.Event{Model: r.Model, Actor: actor, Action: "rollout", What: event, Reason: reason}); err != nil {
 			return err
 		}
 	}
@@ -282,7 +282,6 @@ func (c *Controller) Act(ctx context.Context, model, action, actor, reason strin
 	if err != nil {
 		return nil, errs.Wrap(errs.InvalidArgument, nil, "%v", err)
 	}
-	next.Actor = actor
 	if err := c.applyLocked(ctx, &next, d, actor, reason); err != nil {
 		return nil, err
 	}
@@ -305,7 +304,7 @@ func (c *Controller) applyLocked(ctx context.Context, next *Rollout, d Decision,
 			return err
 		}
 	}
-	if err := c.saveRolloutLocked(ctx, next, d.Event, reason); err != nil {
+	if err := c.saveRolloutLocked(ctx, next, d.Event, actor, reason); err != nil {
 		return err
 	}
 	c.setRolloutLocked(next)
@@ -337,7 +336,7 @@ func (c *Controller) Rollback(ctx context.Context, model string, to int, actor, 
 	if r != nil && r.Phase.Active() {
 		next := *r
 		next.Phase, next.Reason = PhaseRolledBack, "rolled back by hand"
-		if err := c.saveRolloutLocked(ctx, &next, fmt.Sprintf("%s@%d rolled back by hand to %s@%d", model, r.Candidate, model, to), reason); err != nil {
+		if err := c.saveRolloutLocked(ctx, &next, fmt.Sprintf("%s@%d rolled back by hand to %s@%d", model, r.Candidate, model, to), actor, reason); err != nil {
 			c.log.Warn("record rollout rollback", "model", model, "err", err)
 		}
 		c.setRolloutLocked(&next)

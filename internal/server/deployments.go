@@ -164,8 +164,8 @@ func (s *Server) getDeployment(w http.ResponseWriter, model string) error {
 			shadowed[t.Version] = true
 		}
 	}
-	if ro := d.Rollout; ro != nil && ro.Candidate > 0 {
-		shadowed[ro.Candidate] = true
+	if ro := d.Rollout; ro != nil && ro.Candidate > 0 && (ro.Phase == "shadow" || ro.Phase == "canary" || ro.Phase == "paused") {
+		shadowed[ro.Candidate] = true // its shadow figures feed the rollout's gates
 	}
 	var vs []int
 	for v := range shadowed {
