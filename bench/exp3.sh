@@ -1,20 +1,25 @@
 #!/bin/sh
-# Overload: spin2ms (capacity CAP req/s, measured in experiment 1) at 2x CAP
-# for 30 s with deadlineMs 50, immediately followed by 10 s at 0.5x CAP,
-# with bench/overload (keeps every outcome: latency by outcome, and latency
-# per 500 ms window after the overload). RUNS runs (default 3).
+# Overload: MODEL (default spin2ms from bench/models/exp1; or
+# MODEL=sleep-nobatch MODELS=bench/models/exp2) with capacity CAP req/s
+# (measured in experiments 1/2) at 2x CAP for 30 s with deadlineMs 50,
+# immediately followed by 10 s at 0.5x CAP, with bench/overload (keeps every
+# outcome: latency by outcome, and latency per 500 ms window after the
+# overload). Runs RUN_IDS (default "1 2 3"); JSON to
+# bench/results/exp3-MODEL-runN.json.
 set -e
 cd "$(dirname "$0")/.."
 . bench/lib.sh
 CAP=${CAP:?set CAP to the measured capacity, req/s}
-RUNS=${RUNS:-3}
+MODEL=${MODEL:-spin2ms}
+MODELS=${MODELS:-bench/models/exp1}
+RUN_IDS=${RUN_IDS:-1 2 3}
 build_sluice
-go build -o /tmp/issue3-bench/overload ./bench/overload
-start_server bench/models/exp1
+[ "${SKIP_BUILD:-0}" = 1 ] || go build -o /tmp/issue3-bench/overload ./bench/overload
+start_server "$MODELS"
 trap stop_server EXIT
-load spin2ms --rate 200 --duration 3s >/dev/null   # warm-up
-for i in $(seq 1 "$RUNS"); do
-	$NICE taskset -c 1 /tmp/issue3-bench/overload --server "$SERVER" --model spin2ms --deadline-ms 50 --seed "$i" \
-		--phases "$((CAP * 2)):30s,$((CAP / 2)):10s" --json bench/results/exp3-run$i.json
+load "$MODEL" --rate 200 --duration 3s >/dev/null   # warm-up
+for i in $RUN_IDS; do
+	$NICE taskset -c 1 /tmp/issue3-bench/overload --server "$SERVER" --model "$MODEL" --deadline-ms 50 --seed "$i" \
+		--phases "$((CAP * 2)):30s,$((CAP / 2)):10s" --json bench/results/exp3-$MODEL-run$i.json
 	sleep 2
 done

@@ -8,7 +8,7 @@ set -e
 cd "$(dirname "$0")/.."
 . bench/lib.sh
 build_sluice
-go build -o /tmp/issue3-bench/bare ./bench/bare
+[ "${SKIP_BUILD:-0}" = 1 ] || go build -o /tmp/issue3-bench/bare ./bench/bare
 P=@bench/churn-payload.json
 measure() { # NAME
 	load churn --payload $P --rate 500 --duration 3s >/dev/null   # warm-up
@@ -17,7 +17,7 @@ measure() { # NAME
 	done
 	capacity exp4-$1 churn $P "${SWEEP:-1000:9000:1000}"
 }
-start_server examples
+start_server "${EXAMPLES:-examples}"   # EXAMPLES: the examples folder matching the binary
 measure sluice
 stop_server
 $NICE taskset -c 0 /tmp/issue3-bench/bare --addr 127.0.0.1:$PORT 2>/dev/null &

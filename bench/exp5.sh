@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 . bench/lib.sh
 build_sluice
 P=@bench/fraud-payload.json
-start_server examples
+start_server "${EXAMPLES:-examples}"   # EXAMPLES: the examples folder matching the binary
 capacity exp5-sluice fraud $P "${SWEEP_SLUICE:-1000:9000:1000}"
 stop_server
 FRAUD_MODEL=examples/fraud/model.json $NICE taskset -c 0 /usr/bin/python3 -m uvicorn \

@@ -9,14 +9,25 @@ SERVER=http://127.0.0.1:$PORT
 # NICE= (empty) turns this off.
 NICE=${NICE-nice -n -10}
 
-build_sluice() { mkdir -p "$(dirname "$SLUICE")" && go build -o "$SLUICE" ./cmd/sluice; }
+# build_sluice: go build of cmd/sluice, skipped when SKIP_BUILD=1 (e.g. the
+# binary was built from a clean `git archive HEAD` while the work tree is
+# mid-edit by someone else).
+build_sluice() {
+	[ "${SKIP_BUILD:-0}" = 1 ] && return 0
+	mkdir -p "$(dirname "$SLUICE")" && go build -o "$SLUICE" ./cmd/sluice
+}
 
 # start_server MODELS_DIR: serve that folder pinned to core 0; waits until ready.
 start_server() {
+	# A previous server may still be draining (up to --grace) after an overload.
+	for _ in $(seq 1 400); do
+		ss -ltn "sport = :$PORT" | grep -q LISTEN || break
+		sleep 0.1
+	done
 	DATA=$(mktemp -d)
 	$NICE taskset -c 0 "$SLUICE" serve --data "$DATA" --models "$1" --addr 127.0.0.1:$PORT >"${SERVER_LOG:-/tmp/issue3-bench/server.log}" 2>&1 &
 	SERVER_PID=$!
-	for _ in $(seq 1 100); do
+	for _ in $(seq 1 300); do
 		curl -sf "$SERVER/v1/models" >/dev/null 2>&1 && return 0
 		sleep 0.1
 	done

@@ -54,6 +54,8 @@ func main() {
 	series := flag.Duration("series", 5*time.Second, "how much of each later phase to show in windows")
 	timeout := flag.Duration("timeout", 10*time.Second, "per-request timeout")
 	jsonOut := flag.String("json", "", "write the summary as JSON to this file")
+	closed := flag.Int("closed", 0, "closed loop instead: N workers, each sending its next request when the last is answered, for --closed-duration; reports throughput")
+	closedDur := flag.Duration("closed-duration", 5*time.Second, "duration of the closed-loop run")
 	flag.Parse()
 	if *model == "" {
 		log.Fatal("--model is required")
@@ -72,6 +74,10 @@ func main() {
 		}
 		m["deadlineMs"] = *deadlineMs
 		body, _ = json.Marshal(m)
+	}
+	if *closed > 0 {
+		closedLoop(*server, *model, body, *closed, *closedDur, *timeout, *jsonOut)
+		return
 	}
 	var phases []phase
 	for _, p := range strings.Split(*phasesFlag, ",") {
@@ -275,4 +281,57 @@ func fmtPct(p map[string]float64) string {
 	}
 	return fmt.Sprintf("n %.0f  p50 %.2fms  p90 %.2fms  p99 %.2fms  p99.9 %.2fms  max %.2fms  mean %.2fms",
 		p["n"], p["p50"], p["p90"], p["p99"], p["p999"], p["max"], p["mean"])
+}
+
+// closedLoop runs n workers back to back for d and prints the throughput
+// (2xx answers per second) and the latency of the answers. This measures the
+// most the server can do (with n requests in flight), not latency under a
+// given load: a closed loop slows down with the server (see docs/bench.md).
+func closedLoop(server, model string, body []byte, n int, d, timeout time.Duration, jsonOut string) {
+	tr := &http.Transport{MaxIdleConns: n, MaxIdleConnsPerHost: n}
+	client := &http.Client{Transport: tr, Timeout: timeout}
+	url := strings.TrimRight(server, "/") + "/v1/models/" + model + ":predict"
+	lat := make([][]float64, n)
+	errsN := make([]int, n)
+	var wg sync.WaitGroup
+	start := time.Now()
+	end := start.Add(d)
+	for w := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(end) {
+				t := time.Now()
+				resp, err := client.Post(url, "application/json", bytes.NewReader(body))
+				if err != nil {
+					errsN[w]++
+					continue
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode/100 != 2 {
+					errsN[w]++
+					continue
+				}
+				lat[w] = append(lat[w], float64(time.Since(t))/1e6)
+			}
+		}()
+	}
+	wg.Wait()
+	el := time.Since(start).Seconds()
+	var all []float64
+	ne := 0
+	for w := range n {
+		all = append(all, lat[w]...)
+		ne += errsN[w]
+	}
+	p := pct(all)
+	fmt.Printf("closed loop, %d workers, %.1fs: %d ok (%.1f/s), %d errors; latency %s\n", n, el, len(all), float64(len(all))/el, ne, fmtPct(p))
+	if jsonOut != "" {
+		b, _ := json.MarshalIndent(map[string]any{"model": model, "workers": n, "seconds": el, "ok": len(all), "errors": ne,
+			"throughput": float64(len(all)) / el, "latencyMs": p}, "", " ")
+		if err := os.WriteFile(jsonOut, append(b, '\n'), 0o644); err != nil {
+			log.Fatal(err)
+		}
+	}
 }
