@@ -123,7 +123,9 @@ func (g *Gateway) predict(ctx context.Context, tn *tenant.Tenant, tg *routing.Ta
 			d = g.MaxDeadline
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, d)
+	// The deadline counts from when the request arrived, not from when
+	// this goroutine got to run: time spent waiting for a CPU is spent.
+	ctx, cancel := context.WithDeadline(ctx, req.Received.Add(d))
 	defer cancel()
 
 	t0 := time.Now()

@@ -775,8 +775,11 @@ func (s *Server) recordsWritten() int64 {
 // logRequest logs one predict call with the fixed keys: at debug level when
 // it succeeded or the client erred, at warn when the server failed it.
 func (s *Server) logRequest(r *http.Request, rec records.Record, status int) {
+	// Refusals and deadline misses are expected under load (and counted in
+	// metrics): one warn line each would cost the most when the server is
+	// busiest. Only a server fault is a warning.
 	level := slog.LevelDebug
-	if status >= 500 {
+	if rec.Outcome == string(errs.Internal) || rec.Outcome == string(errs.Unavailable) {
 		level = slog.LevelWarn
 	}
 	if !s.log.Enabled(r.Context(), level) {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	goruntime "runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -156,6 +157,11 @@ type sample struct {
 type replica struct {
 	id    int64
 	model runtime.Model
+	// lastEnd is when this replica finished its previous batch; busy says
+	// whether work was already waiting then (so the next batch's cycle,
+	// end to end, is what one batch really costs the replica).
+	lastEnd time.Time
+	busy    bool
 }
 
 // New starts a Server with the given loaded replicas (at least one).
@@ -421,6 +427,9 @@ func (s *Server) replicaLoop(r *replica) {
 			s.replace(r)
 			return
 		}
+		// A CPU-bound model would otherwise keep its core from batch to
+		// batch and starve the goroutines that admit (or refuse) requests.
+		goruntime.Gosched()
 	}
 }
 
@@ -520,7 +529,16 @@ func (s *Server) run(r *replica, batch []piece) (crashed bool) {
 	}
 	s.stats.batches.Add(1)
 	s.stats.rows.Add(int64(n))
-	s.observeLocked(n, elapsed)
+	// Fit the cost model on the replica's cycle when it was busy: the model
+	// call plus what surrounds it (batch forming, wakeups, copying).
+	cost := elapsed
+	if r.busy && !r.lastEnd.IsZero() {
+		if cycle := time.Since(r.lastEnd); cycle > cost && cycle < 4*elapsed+time.Millisecond {
+			cost = cycle
+		}
+	}
+	s.observeLocked(n, cost)
+	defer func() { r.lastEnd, r.busy = time.Now(), s.queued > 0 }()
 	row := 0
 	for _, p := range live {
 		it := p.it
