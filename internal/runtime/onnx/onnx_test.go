@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 
+	ort "github.com/yalue/onnxruntime_go"
+
 	"github.com/sluiceml/sluice/internal/modelpkg"
 	"github.com/sluiceml/sluice/internal/runtime"
 )
@@ -459,4 +461,32 @@ func FuzzLoad(f *testing.F) {
 			t.Fatalf("output %d×%d with %d values", out.Rows, out.Cols, len(out.Data))
 		}
 	})
+}
+
+// BenchmarkSessionRun is the floor under BenchmarkPredict: the same session
+// run on tensors made once, so the difference is Predict's own per-call cost
+// (checks, two tensors made and released, the output slice).
+func BenchmarkSessionRun(b *testing.B) {
+	m := load(b, "mlp", 30, 1, runtime.SessionOptions{}).(*Model)
+	for _, n := range []int{1, 8, 32, 128} {
+		b.Run(fmt.Sprintf("batch=%d", n), func(b *testing.B) {
+			in, err := ort.NewTensor(ort.NewShape(int64(n), 30), make([]float32, n*30))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer in.Destroy()
+			out, err := ort.NewTensor(ort.NewShape(int64(n), 1), make([]float32, n))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer out.Destroy()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if err := m.sess.Run([]ort.Value{in}, []ort.Value{out}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n)/1000, "µs/row")
+		})
+	}
 }
