@@ -1,10 +1,13 @@
-// Package examples embeds the example model packages so that `sluice serve`
-// with no flags serves them from any working directory.
+// Package examples embeds the example model packages that `sluice serve`
+// with no flags serves from any working directory: fraud and iris
+// (XGBoost) and churn (a scikit-learn logistic regression, with a drift
+// reference sample). The mlp example (ONNX) is not embedded: it needs ONNX
+// Runtime's shared library (docs/onnx.md); serve it with --models examples.
 package examples
 
 import "embed"
 
-// FS holds every example package folder (model.yaml + artifact).
+// FS holds the embedded example package folders.
 //
-//go:embed */model.yaml */model.json */reference.jsonl
+//go:embed fraud/model.yaml fraud/model.json iris/model.yaml iris/model.json churn/model.yaml churn/model.json churn/reference.jsonl
 var FS embed.FS

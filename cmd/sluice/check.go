@@ -35,6 +35,13 @@ func newCheckCmd() *cobra.Command {
 			}
 			defer model.Close()
 			fmt.Fprintf(out, "model     %s\n", model.Info().Detail)
+			if d := m.Drift; d != nil {
+				rows, err := control.ReferenceRows(p.Spec, p.Reference)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(out, "drift     %s: %d reference rows, %d bins per feature\n", d.Reference, len(rows), d.Bins)
+			}
 			res, err := control.CompareGolden(context.Background(), p.Spec, model)
 			if err != nil {
 				return err

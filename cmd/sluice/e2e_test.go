@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
@@ -318,6 +319,37 @@ func TestServeDefault(t *testing.T) {
 		if err != nil || !strings.Contains(out, m) {
 			t.Fatalf("models lacks %s: %v %q", m, err, out)
 		}
+	}
+	srv.stop(t)
+}
+
+// TestONNXExampleThroughTheBinary serves the examples folder (mlp included)
+// with --onnxruntime-lib and predicts the mlp example's first golden row.
+func TestONNXExampleThroughTheBinary(t *testing.T) {
+	lib := os.Getenv("SLUICE_ONNXRUNTIME_LIB")
+	if lib == "" {
+		t.Fatal("SLUICE_ONNXRUNTIME_LIB is not set: run the tests with `make test`, which fetches ONNX Runtime (scripts/fetch-onnxruntime.sh)")
+	}
+	srv := startServer(t, "--data", t.TempDir(), "--models", "../../examples", "--onnxruntime-lib", lib)
+	var golden []struct {
+		Instance map[string]float64 `json:"instance"`
+		Expect   map[string]float64 `json:"expect"`
+	}
+	b, err := os.ReadFile("../../examples/mlp/golden.json")
+	if err != nil || json.Unmarshal(b, &golden) != nil || len(golden) == 0 {
+		t.Fatalf("golden.json: %v", err)
+	}
+	inst, _ := json.Marshal(golden[0].Instance)
+	out, stderr, err := sluice(t, "predict", "mlp", string(inst), "--server", srv.url)
+	if err != nil {
+		t.Fatalf("predict mlp: %v %s", err, stderr)
+	}
+	var p api.PredictResponse
+	if err := json.Unmarshal([]byte(out), &p); err != nil || p.ModelVersion != "mlp@1" {
+		t.Fatalf("predict mlp: %q", out)
+	}
+	if got, want := p.Predictions[0]["probability"], golden[0].Expect["probability"]; math.Abs(got-want) > 1e-5 {
+		t.Fatalf("mlp probability %v, torch says %v", got, want)
 	}
 	srv.stop(t)
 }

@@ -14,12 +14,12 @@ import (
 )
 
 func newRecordsCmd() *cobra.Command {
-	var server, model, outcome, since string
+	var server, model, outcome, since, tenantName string
 	var version, limit int
 	var follow, asJSON bool
 	cmd := &cobra.Command{
 		Use:   "records [--model M] [--follow]",
-		Short: "List prediction records (one per logical request, retries included), newest first",
+		Short: "List prediction records (one per logical request, retries included): the newest --limit, printed oldest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c := newClient(server)
@@ -32,6 +32,7 @@ func newRecordsCmd() *cobra.Command {
 			set("model", model)
 			set("outcome", outcome)
 			set("since", since)
+			set("tenant", tenantName)
 			if version > 0 {
 				q.Set("version", strconv.Itoa(version))
 			}
@@ -103,6 +104,7 @@ func newRecordsCmd() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&model, "model", "", "only this model")
 	f.IntVar(&version, "version", 0, "only this version")
+	f.StringVar(&tenantName, "tenant", "", "only this tenant's records (admin keys only)")
 	f.StringVar(&outcome, "outcome", "", "only this outcome (ok or an error code)")
 	f.StringVar(&since, "since", "", "only records at or after this time (RFC 3339)")
 	f.IntVar(&limit, "limit", 50, "at most this many")

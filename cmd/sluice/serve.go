@@ -18,6 +18,7 @@ import (
 	"github.com/sluiceml/sluice/internal/control"
 	"github.com/sluiceml/sluice/internal/records"
 	"github.com/sluiceml/sluice/internal/registry"
+	"github.com/sluiceml/sluice/internal/runtime/onnx"
 	"github.com/sluiceml/sluice/internal/server"
 	"github.com/sluiceml/sluice/internal/telemetry"
 	"github.com/sluiceml/sluice/internal/tenant"
@@ -31,6 +32,7 @@ func newServeCmd() *cobra.Command {
 		retention           time.Duration
 		noRecords           bool
 		noMetrics, noDrift  bool
+		onnxLib             string
 		cfg                 server.Config
 		grace               time.Duration
 	)
@@ -54,6 +56,9 @@ func newServeCmd() *cobra.Command {
 			}
 			log := slog.New(handler)
 			cfg.Logger = log
+			if onnxLib != "" {
+				onnx.SetLibraryPath(onnxLib)
+			}
 			if tenantsFile != "" {
 				set, err := tenant.Load(tenantsFile)
 				if err != nil {
@@ -118,6 +123,7 @@ func newServeCmd() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&addr, "addr", "127.0.0.1:8080", "listen address")
 	f.StringVar(&data, "data", ".sluice-data", "data directory (registry database and artifacts); created if missing")
+	f.StringVar(&onnxLib, "onnxruntime-lib", "", "path of ONNX Runtime's shared library for runtime onnx (default: $SLUICE_ONNXRUNTIME_LIB, then the cache of scripts/fetch-onnxruntime.sh, then standard locations)")
 	f.StringVar(&tenantsFile, "tenants", "", "tenants file (API key hashes, allowed models, quotas); without it authentication is off")
 	f.StringVar(&models, "models", "", "folder of model packages to publish at start (default: the built-in examples)")
 	f.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", 1<<20, "largest predict request body")

@@ -344,7 +344,7 @@ func (c *Controller) load(l *Loaded) {
 	c.publishLocked()
 	c.mu.Unlock()
 	c.firstPolicy(v)
-	log.Info("version ready", "load", l.Timings.Load, "golden", golden, "warmup", l.Timings.Warmup, "replicas", sv.Replicas)
+	log.Info("version ready", "load", l.Timings.Load.String(), "golden", golden.String(), "warmup", l.Timings.Warmup.String(), "replicas", sv.Replicas)
 }
 
 // loadModel reads and verifies the artifact, then loads one model and checks
@@ -781,23 +781,11 @@ func (c *Controller) buildDrift(ctx context.Context, v registry.Version, spec *m
 	if raw == nil {
 		return nil, fmt.Errorf("drift reference of %s: %s is not stored (publish the package again)", v.ID(), d.Reference)
 	}
-	w := spec.Schema.Width()
-	var rows [][]float32
-	err = drift.ReadSample(bytes.NewReader(raw), 100_000, func(line int, b []byte) error {
-		inst, err := schema.DecodeInstance(b, "instance")
-		if err != nil {
-			return err
-		}
-		row := make([]float32, w)
-		if err := spec.Schema.Row("instance", inst, row); err != nil {
-			return err
-		}
-		rows = append(rows, row)
-		return nil
-	})
+	rows, err := ReferenceRows(spec, raw)
 	if err != nil {
-		return nil, fmt.Errorf("drift reference of %s: %s: %w", v.ID(), d.Reference, err)
+		return nil, fmt.Errorf("drift reference of %s: %w", v.ID(), err)
 	}
+	w := spec.Schema.Width()
 	var outs [][]float32
 	for lo := 0; lo < len(rows); lo += 1024 {
 		hi := min(lo+1024, len(rows))
@@ -819,6 +807,29 @@ func (c *Controller) buildDrift(ctx context.Context, v registry.Version, spec *m
 	}
 	ref := drift.BuildReference(spec.Schema.Features(), outNames, rows, outs, d.Bins)
 	return drift.NewMonitor(ref, drift.Config{Window: d.Window.Duration, MinSamples: int64(d.MinSamples)})
+}
+
+// ReferenceRows decodes a drift reference sample (one instance per line)
+// and preprocesses every line with the schema. Errors name the line.
+func ReferenceRows(spec *modelpkg.Spec, raw []byte) ([][]float32, error) {
+	w := spec.Schema.Width()
+	var rows [][]float32
+	err := drift.ReadSample(bytes.NewReader(raw), 100_000, func(line int, b []byte) error {
+		inst, err := schema.DecodeInstance(b, "instance")
+		if err != nil {
+			return err
+		}
+		row := make([]float32, w)
+		if err := spec.Schema.Row("instance", inst, row); err != nil {
+			return err
+		}
+		rows = append(rows, row)
+		return nil
+	})
+	if err != nil && spec.Manifest.Drift != nil && spec.Manifest.Drift.Reference != "reference.jsonl" {
+		err = fmt.Errorf("%s: %w", spec.Manifest.Drift.Reference, err)
+	}
+	return rows, err
 }
 
 // DriftReport returns model@n's drift report (ok false without drift:).

@@ -77,7 +77,7 @@ func (c *Controller) SetTargets(ctx context.Context, model string, targets []reg
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
 	if r := c.rollouts[model]; r != nil && r.Phase.Active() {
-		return registry.Policy{}, errs.New(errs.AlreadyExists, "a rollout of %s@%d is %s; pause or abort it (sluice rollout abort %s) before setting traffic by hand", model, r.Candidate, r.Phase, model)
+		return registry.Policy{}, errs.New(errs.AlreadyExists, "a rollout of %s@%d is %s; abort it (sluice rollout abort %s) or promote it before setting traffic by hand", model, r.Candidate, r.Phase, model)
 	}
 	return c.setTargetsLocked(ctx, model, targets, actor, reason, expect)
 }
@@ -333,7 +333,7 @@ func (c *Controller) Rollback(ctx context.Context, model string, to int, actor, 
 	if err != nil {
 		return p, err
 	}
-	if r != nil && r.Phase.Active() {
+	if r != nil && (r.Phase.Active() || (r.Phase == PhasePromoted && to == r.Baseline)) {
 		next := *r
 		next.Phase, next.Reason = PhaseRolledBack, "rolled back by hand"
 		if err := c.saveRolloutLocked(ctx, &next, fmt.Sprintf("%s@%d rolled back by hand to %s@%d", model, r.Candidate, model, to), actor, reason); err != nil {

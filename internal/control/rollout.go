@@ -190,7 +190,7 @@ func Act(r Rollout, action string, now time.Time) (Rollout, Decision, error) {
 		if r.Phase == PhaseWaiting || (r.Phase == PhasePaused && r.PausedFrom == PhaseWaiting) {
 			return r, Decision{}, fmt.Errorf("%s@%d is not ready yet; it cannot be promoted", r.Model, r.Candidate)
 		}
-		r.Phase, r.Reason = PhasePromoted, "promoted by hand"
+		r.Phase, r.Reason, r.Step = PhasePromoted, "promoted by hand", len(r.Plan.Steps)-1
 		return r, Decision{Targets: weights(r.Baseline, r.Candidate, 100, false), Event: fmt.Sprintf("%s@%d promoted by hand", r.Model, r.Candidate)}, nil
 	}
 	return r, Decision{}, fmt.Errorf("unknown action %q (pause, resume, abort, promote)", action)

@@ -89,9 +89,8 @@ func (s *Server) deployments(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		return s.history(w, r, model)
-	case strings.HasPrefix(sub, "rollout"):
-		action, _ := strings.CutPrefix(sub, "rollout")
-		action = strings.TrimPrefix(action, ":")
+	case sub == "rollout" || strings.HasPrefix(sub, "rollout:"):
+		action := strings.TrimPrefix(strings.TrimPrefix(sub, "rollout"), ":")
 		switch {
 		case action == "" && r.Method == http.MethodGet:
 			ro := s.ctl.RolloutStatus(model)

@@ -425,6 +425,9 @@ func (s *Server) predict(w http.ResponseWriter, r *http.Request, tn *tenant.Tena
 	}
 	rk := req.RoutingKey
 	if h := r.Header.Get("X-Routing-Key"); h != "" {
+		if len(h) > 256 {
+			return finish(0, nil, errs.Field(errs.InvalidArgument, "X-Routing-Key", "must be at most 256 characters, got %d", len(h)))
+		}
 		rk = h
 	}
 	if rk == "" {

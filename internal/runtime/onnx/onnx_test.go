@@ -325,11 +325,11 @@ func TestConcurrentReplicas(t *testing.T) {
 	}
 }
 
-// TestExamplePackage validates the mlp example's model.yaml (kept in
-// testdata until examples/ embeds model.onnx) with the example's model.onnx
+// TestExamplePackage validates the mlp example's model.yaml
+// (examples/mlp) with the example's model.onnx
 // and checks its golden examples.
 func TestExamplePackage(t *testing.T) {
-	man, err := os.ReadFile(filepath.Join("testdata", "mlp.model.yaml"))
+	man, err := os.ReadFile(filepath.Join("..", "..", "..", "examples", "mlp", "model.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
