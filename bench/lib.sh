@@ -17,7 +17,8 @@ build_sluice() {
 	mkdir -p "$(dirname "$SLUICE")" && go build -o "$SLUICE" ./cmd/sluice
 }
 
-# start_server MODELS_DIR: serve that folder pinned to core 0; waits until ready.
+# start_server MODELS_DIR: serve that folder pinned to core 0 (extra flags in
+# SERVE_FLAGS); waits until ready.
 start_server() {
 	# A previous server may still be draining (up to --grace) after an overload.
 	for _ in $(seq 1 400); do
@@ -25,7 +26,7 @@ start_server() {
 		sleep 0.1
 	done
 	DATA=$(mktemp -d)
-	$NICE taskset -c 0 "$SLUICE" serve --data "$DATA" --models "$1" --addr 127.0.0.1:$PORT >"${SERVER_LOG:-/tmp/issue3-bench/server.log}" 2>&1 &
+	$NICE taskset -c 0 "$SLUICE" serve --data "$DATA" --models "$1" --addr 127.0.0.1:$PORT $SERVE_FLAGS >"${SERVER_LOG:-/tmp/issue3-bench/server.log}" 2>&1 &
 	SERVER_PID=$!
 	for _ in $(seq 1 300); do
 		curl -sf "$SERVER/v1/models" >/dev/null 2>&1 && return 0

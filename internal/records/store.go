@@ -26,6 +26,12 @@ type Record struct {
 	CreatedAt time.Time
 	Attempts  int    // 1, plus one for every retry answered by replay
 	Input     []byte // the sampled payload, only for models that opt in; nil otherwise
+
+	// Retryable marks a record whose request id the client chose, so a
+	// retry may bump its attempts: the writer remembers its row for that.
+	// Not stored.
+	Retryable bool
+	id        int64 // row id assigned by the Writer (0: the database picks)
 }
 
 // Filter selects records for List. Zero fields match everything.
@@ -65,14 +71,19 @@ CREATE TABLE IF NOT EXISTS records (
   attempts   INTEGER NOT NULL,
   input      BLOB
 );
-CREATE INDEX IF NOT EXISTS records_request ON records (tenant, request_id);
+-- No (tenant, request_id) index: request ids are random, and a random-key
+-- index costs every insert more than the row itself. Bumps find their row
+-- by the id the writer assigned; lookups by request id scan (rare).
+DROP INDEX IF EXISTS records_request;
 CREATE INDEX IF NOT EXISTS records_created ON records (created_at);
-CREATE INDEX IF NOT EXISTS records_model ON records (model, version, created_at);
+-- No (model, …) index: every index costs each insert, and a model filter
+-- walks records_created newest first, which a bounded listing stops early.
+DROP INDEX IF EXISTS records_model;
 `
 
 // Open opens (creating if needed) dir/records.db.
 func Open(dir string) (*Store, error) {
-	dsn := "file:" + filepath.Join(dir, "records.db") + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
+	dsn := "file:" + filepath.Join(dir, "records.db") + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=cache_size(-65536)"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("records: open database: %w", err)
@@ -102,10 +113,28 @@ func (s *Store) BumpAttempts(ctx context.Context, tenant, requestID string) erro
 	return s.apply(ctx, []op{{bump: true, rec: Record{Tenant: tenant, RequestID: requestID}}})
 }
 
-// op is an insert, or (bump) an attempts bump of rec's tenant and request id.
+// op is an insert, or (bump) an attempts bump of row rowid, or of rec's
+// tenant and request id when the row is not known.
 type op struct {
-	bump bool
-	rec  Record
+	bump  bool
+	rowid int64
+	rec   Record
+}
+
+// chunk is the number of rows of a multi-row insert.
+const chunk = 64
+
+// insertSQL is an INSERT of n rows.
+func insertSQL(n int) string {
+	var b strings.Builder
+	b.WriteString(`INSERT INTO records (id, request_id, tenant, model, version, latency_ms, outcome, input_hash, created_at, attempts, input) VALUES `)
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+	}
+	return b.String()
 }
 
 // apply runs ops in order in one transaction.
@@ -118,7 +147,7 @@ func (s *Store) apply(ctx context.Context, ops []op) error {
 		return fmt.Errorf("records: begin: %w", err)
 	}
 	defer tx.Rollback()
-	ins, err := tx.PrepareContext(ctx, `INSERT INTO records (request_id, tenant, model, version, latency_ms, outcome, input_hash, created_at, attempts, input) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	ins, err := tx.PrepareContext(ctx, insertSQL(1))
 	if err != nil {
 		return fmt.Errorf("records: prepare insert: %w", err)
 	}
@@ -128,25 +157,67 @@ func (s *Store) apply(ctx context.Context, ops []op) error {
 		return fmt.Errorf("records: prepare bump: %w", err)
 	}
 	defer bump.Close()
-	for _, o := range ops {
-		r := o.rec
+	bumpRow, err := tx.PrepareContext(ctx, `UPDATE records SET attempts = attempts + 1 WHERE id = ?`)
+	if err != nil {
+		return fmt.Errorf("records: prepare bump: %w", err)
+	}
+	defer bumpRow.Close()
+	// Runs of inserts go in multi-row statements of up to chunk rows: one
+	// statement per row costs more than the rows themselves.
+	var chunkStmt *sql.Stmt
+	for i := 0; i < len(ops); {
+		o := ops[i]
 		if o.bump {
-			if _, err := bump.ExecContext(ctx, r.Tenant, r.RequestID); err != nil {
-				return fmt.Errorf("records: bump attempts of %s: %w", r.RequestID, err)
+			var err error
+			if o.rowid > 0 {
+				_, err = bumpRow.ExecContext(ctx, o.rowid)
+			} else {
+				_, err = bump.ExecContext(ctx, o.rec.Tenant, o.rec.RequestID)
 			}
+			if err != nil {
+				return fmt.Errorf("records: bump attempts of %s: %w", o.rec.RequestID, err)
+			}
+			i++
 			continue
 		}
-		attempts := r.Attempts
-		if attempts < 1 {
-			attempts = 1
+		j := i
+		for j < len(ops) && !ops[j].bump && j-i < chunk {
+			j++
 		}
-		created := r.CreatedAt
-		if created.IsZero() {
-			created = time.Now()
+		run := ops[i:j]
+		stmt := ins
+		if len(run) == chunk {
+			if chunkStmt == nil {
+				if chunkStmt, err = tx.PrepareContext(ctx, insertSQL(chunk)); err != nil {
+					return fmt.Errorf("records: prepare insert: %w", err)
+				}
+				defer chunkStmt.Close()
+			}
+			stmt = chunkStmt
+		} else {
+			run = run[:1]
 		}
-		if _, err := ins.ExecContext(ctx, r.RequestID, r.Tenant, r.Model, r.Version, r.LatencyMs, r.Outcome, r.InputHash, created.UnixMicro(), attempts, r.Input); err != nil {
-			return fmt.Errorf("records: insert %s: %w", r.RequestID, err)
+		args := make([]any, 0, len(run)*11)
+		for _, o := range run {
+			r := o.rec
+			attempts := r.Attempts
+			if attempts < 1 {
+				attempts = 1
+			}
+			created := r.CreatedAt
+			if created.IsZero() {
+				created = time.Now()
+			}
+			var id any // nil: the database picks the row id
+			if r.id > 0 {
+				id = r.id
+			}
+			args = append(args, id, r.RequestID, r.Tenant, r.Model, r.Version, r.LatencyMs, r.Outcome, r.InputHash, created.UnixMicro(), attempts, r.Input)
 		}
+		if _, err := stmt.ExecContext(ctx, args...); err != nil {
+			return fmt.Errorf("records: insert %s: %w", run[0].rec.RequestID, err)
+		}
+		i += len(run)
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("records: commit: %w", err)
@@ -218,4 +289,11 @@ func (s *Store) DeleteBefore(ctx context.Context, t time.Time) (int64, error) {
 		return 0, fmt.Errorf("records: delete before %s: %w", t.Format(time.RFC3339), err)
 	}
 	return res.RowsAffected()
+}
+
+// maxID returns the largest row id in use.
+func (s *Store) maxID(ctx context.Context) (int64, error) {
+	var id int64
+	err := s.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(id), 0) FROM records`).Scan(&id)
+	return id, err
 }

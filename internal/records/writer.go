@@ -34,7 +34,16 @@ const (
 type Writer struct {
 	store *Store
 	cfg   Config
-	wake  chan struct{} // 1-slot: a batch is full
+
+	nextID atomic.Int64 // row ids assigned by Add
+	// rows remembers the row id of recent retryable records, so a retry's
+	// attempts bump is a primary-key update; bounded, oldest forgotten
+	// first (a forgotten one falls back to a lookup by request id).
+	rowsMu sync.Mutex
+	rows   map[[2]string]int64
+	order  [][2]string
+	next   int
+	wake   chan struct{} // 1-slot: a batch is full
 
 	mu     sync.Mutex // guards buf and closed
 	buf    []op
@@ -68,7 +77,30 @@ func NewWriter(store *Store, cfg Config) *Writer {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Writer{store: store, cfg: cfg, wake: make(chan struct{}, 1)}
+	w := &Writer{store: store, cfg: cfg, wake: make(chan struct{}, 1), rows: map[[2]string]int64{}, order: make([][2]string, 0, rememberRows)}
+	if store != nil {
+		if id, err := store.maxID(context.Background()); err == nil {
+			w.nextID.Store(id)
+		}
+	}
+	return w
+}
+
+// rememberRows bounds the retryable records whose row id the writer keeps.
+const rememberRows = 100_000
+
+func (w *Writer) remember(tenant, requestID string, id int64) {
+	k := [2]string{tenant, requestID}
+	w.rowsMu.Lock()
+	defer w.rowsMu.Unlock()
+	if len(w.order) < rememberRows {
+		w.order = append(w.order, k)
+	} else {
+		delete(w.rows, w.order[w.next])
+		w.order[w.next] = k
+		w.next = (w.next + 1) % rememberRows
+	}
+	w.rows[k] = id
 }
 
 // Add queues r for writing. It never blocks: when the buffer is full, or
@@ -78,7 +110,14 @@ func (w *Writer) Add(r Record) bool {
 	if r.CreatedAt.IsZero() {
 		r.CreatedAt = w.cfg.Now()
 	}
-	return w.push(op{rec: r})
+	r.id = w.nextID.Add(1)
+	if !w.push(op{rec: r}) {
+		return false
+	}
+	if r.Retryable {
+		w.remember(r.Tenant, r.RequestID, r.id)
+	}
+	return true
 }
 
 // Bump queues an attempts bump of tenant's record of requestID (a retry
@@ -86,7 +125,10 @@ func (w *Writer) Add(r Record) bool {
 // bump that follows its record's Add finds it. Never blocks; false when
 // dropped, as for Add.
 func (w *Writer) Bump(tenant, requestID string) bool {
-	return w.push(op{bump: true, rec: Record{Tenant: tenant, RequestID: requestID}})
+	w.rowsMu.Lock()
+	id := w.rows[[2]string{tenant, requestID}]
+	w.rowsMu.Unlock()
+	return w.push(op{bump: true, rowid: id, rec: Record{Tenant: tenant, RequestID: requestID}})
 }
 
 func (w *Writer) push(o op) bool {

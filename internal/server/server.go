@@ -360,7 +360,8 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) predict(w http.ResponseWriter, r *http.Request, tn *tenant.Tenant, model string, version int) error {
 	start := time.Now()
 	id := requestID(r)
-	rec := records.Record{RequestID: id, Tenant: tn.Name, Model: model, Version: version, CreatedAt: start.UTC(), Attempts: 1}
+	rec := records.Record{RequestID: id, Tenant: tn.Name, Model: model, Version: version, CreatedAt: start.UTC(), Attempts: 1,
+		Retryable: s.idem != nil && r.Header.Get("X-Request-Id") != ""}
 	// finish writes the response, completes the idempotency entry and
 	// records the outcome.
 	var idemKey bool
