@@ -37,7 +37,11 @@ type AdmitInput struct {
 	Cost            CostModel
 	// Slack is how much later than estimated requests have recently
 	// finished (scheduling, GC, a busy machine): added to every estimate.
-	Slack            time.Duration
+	Slack time.Duration
+	// Headroom is the share of the remaining deadline kept free of
+	// estimated work (0.2: admit only what is estimated to finish within
+	// 80 % of it), against the estimate's own error.
+	Headroom         float64
 	CheckFeasibility bool // false until the cost model has been seeded
 }
 
@@ -60,7 +64,7 @@ func Admit(in AdmitInput) error {
 		// The batcher closes a batch early when a deadline needs it, so the
 		// batch delay is not part of what must fit.
 		est := EstimateWait(in.QueuedInstances, in.Instances, in) + in.Slack
-		if est > in.Remaining {
+		if est > in.Remaining-time.Duration(float64(in.Remaining)*in.Headroom) {
 			return &errs.Error{Code: errs.DeadlineInfeasible,
 				Message:    "deadline cannot be met: " + in.Remaining.Round(time.Microsecond).String() + " left, estimated queue + compute " + est.Round(time.Microsecond).String(),
 				RetryAfter: retryAfter(est + in.MaxBatchDelay)}

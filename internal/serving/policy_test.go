@@ -37,6 +37,8 @@ func TestAdmit(t *testing.T) {
 		// Deadline-aware batching closes early, so the delay need not fit.
 		{"batch delay is absorbed", with(func(in *AdmitInput) { in.MaxBatchDelay = 3 * ms; in.Remaining = 3 * ms }), ""},
 		{"no deadline: no feasibility check", with(func(in *AdmitInput) { in.QueuedInstances = 90 }), ""},
+		{"headroom keeps a share of the deadline free", with(func(in *AdmitInput) { in.Headroom = 0.2; in.Remaining = 3 * ms }), errs.DeadlineInfeasible},
+		{"headroom satisfied", with(func(in *AdmitInput) { in.Headroom = 0.2; in.Remaining = 3125 * time.Microsecond }), ""},
 		{"slack counts", with(func(in *AdmitInput) { in.Slack = time.Millisecond; in.Remaining = 3 * ms }), errs.DeadlineInfeasible},
 		{"cost model not seeded", with(func(in *AdmitInput) { in.CheckFeasibility = false; in.Remaining = ms / 10 }), ""},
 	}
