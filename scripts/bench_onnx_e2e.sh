@@ -19,7 +19,7 @@ variant() { # name maxBatchSize maxBatchDelay(or "")
 	mkdir -p "$work/$1/mlp"
 	cp examples/mlp/model.onnx "$work/$1/mlp/"
 	sed -e "s/maxBatchSize: 64/maxBatchSize: $2/" -e '/maxBatchDelay/d' \
-		internal/runtime/onnx/testdata/mlp.model.yaml >"$work/$1/mlp/model.yaml"
+		examples/mlp/model.yaml >"$work/$1/mlp/model.yaml"
 	if [ -n "$3" ]; then
 		sed -i "s/  maxBatchSize: $2/  maxBatchSize: $2\n  maxBatchDelay: $3/" "$work/$1/mlp/model.yaml"
 	fi
