@@ -33,6 +33,7 @@ func newServeCmd() *cobra.Command {
 		noRecords           bool
 		noMetrics, noDrift  bool
 		onnxLib             string
+		otlpEndpoint        string
 		cfg                 server.Config
 		grace               time.Duration
 	)
@@ -74,6 +75,18 @@ func newServeCmd() *cobra.Command {
 				return err
 			}
 			defer store.Close()
+			if otlpEndpoint != "" {
+				stopTracing, err := telemetry.StartTracing(cmd.Context(), otlpEndpoint, telemetry.BuildInfo{Version: version})
+				if err != nil {
+					return err
+				}
+				defer func() {
+					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+					defer cancel()
+					_ = stopTracing(ctx) // flush the last spans
+				}()
+				log.Info("tracing on", "otlp_endpoint", otlpEndpoint)
+			}
 			ctl := control.New(store, log)
 			reg := telemetry.NewRegistry()
 			metrics := telemetry.New(reg, telemetry.BuildInfo{Version: version, GoVersion: goruntime.Version()})
@@ -124,6 +137,7 @@ func newServeCmd() *cobra.Command {
 	f.StringVar(&addr, "addr", "127.0.0.1:8080", "listen address")
 	f.StringVar(&data, "data", ".sluice-data", "data directory (registry database and artifacts); created if missing")
 	f.StringVar(&onnxLib, "onnxruntime-lib", "", "path of ONNX Runtime's shared library for runtime onnx (default: $SLUICE_ONNXRUNTIME_LIB, then the cache of scripts/fetch-onnxruntime.sh, then standard locations)")
+	f.StringVar(&otlpEndpoint, "otlp-endpoint", "", "export OpenTelemetry spans (one per predict call) over OTLP/HTTP to this collector, e.g. http://127.0.0.1:4318 (default: off)")
 	f.StringVar(&tenantsFile, "tenants", "", "tenants file (API key hashes, allowed models, quotas); without it authentication is off")
 	f.StringVar(&models, "models", "", "folder of model packages to publish at start (default: the built-in examples)")
 	f.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", 1<<20, "largest predict request body")

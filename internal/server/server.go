@@ -24,6 +24,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/sluiceml/sluice/internal/api"
 	"github.com/sluiceml/sluice/internal/control"
 	"github.com/sluiceml/sluice/internal/errs"
@@ -360,6 +366,13 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) predict(w http.ResponseWriter, r *http.Request, tn *tenant.Tenant, model string, version int) error {
 	start := time.Now()
 	id := requestID(r)
+	// A span per predict call (a no-op unless --otlp-endpoint is set); a
+	// caller's traceparent makes it a child of the caller's span.
+	ctx := otel.GetTextMapPropagator().Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+	ctx, span := telemetry.Tracer().Start(ctx, "predict", trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithAttributes(attribute.String("sluice.model", model), attribute.String("sluice.request_id", id), attribute.String("sluice.tenant", tn.Name)))
+	defer span.End()
+	r = r.WithContext(ctx)
 	rec := records.Record{RequestID: id, Tenant: tn.Name, Model: model, Version: version, CreatedAt: start.UTC(), Attempts: 1,
 		Retryable: s.idem != nil && r.Header.Get("X-Request-Id") != ""}
 	// finish writes the response, completes the idempotency entry and
@@ -379,6 +392,10 @@ func (s *Server) predict(w http.ResponseWriter, r *http.Request, tn *tenant.Tena
 			s.idem.Complete(tn.Name, id, status, replayHeaders(w.Header()), body)
 		}
 		rec.LatencyMs = ms(time.Since(start))
+		span.SetAttributes(attribute.Int("sluice.version", rec.Version), attribute.String("sluice.outcome", rec.Outcome), attribute.Int("http.response.status_code", status))
+		if status >= 500 {
+			span.SetStatus(codes.Error, rec.Outcome)
+		}
 		s.addRecord(rec)
 		s.logRequest(r, rec, status)
 		return nil
@@ -443,6 +460,9 @@ func (s *Server) predict(w http.ResponseWriter, r *http.Request, tn *tenant.Tena
 	if err != nil {
 		return finish(0, nil, err)
 	}
+	span.SetAttributes(attribute.Int("sluice.instances", len(req.Instances)),
+		attribute.Float64("sluice.preprocess_ms", ms(res.Preprocess)), attribute.Float64("sluice.queue_ms", ms(res.Timing.Queue)),
+		attribute.Float64("sluice.batch_wait_ms", ms(res.Timing.BatchWait)), attribute.Float64("sluice.compute_ms", ms(res.Timing.Compute)))
 	out := encodePrediction(res, id)
 	w.Header().Set("Server-Timing", fmt.Sprintf("preprocess;dur=%.3f, queue;dur=%.3f, batch_wait;dur=%.3f, compute;dur=%.3f, total;dur=%.3f",
 		ms(res.Preprocess), ms(res.Timing.Queue), ms(res.Timing.BatchWait), ms(res.Timing.Compute), ms(time.Since(start))))
@@ -792,7 +812,9 @@ func (s *Server) logRequest(r *http.Request, rec records.Record, status int) {
 	attrs := []slog.Attr{slog.String("request_id", rec.RequestID), slog.String("tenant", rec.Tenant),
 		slog.String("model", rec.Model), slog.Int("version", rec.Version), slog.Int("status", status),
 		slog.String("outcome", rec.Outcome), slog.Float64("latency_ms", rec.LatencyMs)}
-	if t := traceID(r); t != "" {
+	if sc := trace.SpanContextFromContext(r.Context()); sc.HasTraceID() {
+		attrs = append(attrs, slog.String("trace_id", sc.TraceID().String()))
+	} else if t := traceID(r); t != "" {
 		attrs = append(attrs, slog.String("trace_id", t))
 	}
 	s.log.LogAttrs(r.Context(), level, "predict", attrs...)

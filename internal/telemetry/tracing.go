@@ -1,0 +1,43 @@
+package telemetry
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// TracerName names Sluice's tracer.
+const TracerName = "github.com/sluiceml/sluice"
+
+// StartTracing exports OpenTelemetry spans over OTLP/HTTP to endpoint
+// (e.g. "http://127.0.0.1:4318"; the exporter posts to /v1/traces) and
+// installs the W3C trace-context propagator, so a caller's traceparent
+// becomes the parent of Sluice's spans. Without it the global tracer is a
+// no-op. The returned function flushes and stops the exporter.
+func StartTracing(ctx context.Context, endpoint string, build BuildInfo) (func(context.Context) error, error) {
+	u, err := url.Parse(endpoint)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("--otlp-endpoint %q: want an http(s) URL of an OTLP/HTTP collector, like http://127.0.0.1:4318", endpoint)
+	}
+	exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(u.JoinPath("/v1/traces").String()))
+	if err != nil {
+		return nil, fmt.Errorf("otlp exporter: %w", err)
+	}
+	res := resource.NewSchemaless(attribute.String("service.name", "sluice"), attribute.String("service.version", build.Version))
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+	otel.SetTracerProvider(tp)
+	otel.SetTextMapPropagator(propagation.TraceContext{})
+	return tp.Shutdown, nil
+}
+
+// Tracer returns Sluice's tracer from the global provider (a no-op until
+// StartTracing).
+func Tracer() trace.Tracer { return otel.Tracer(TracerName) }
