@@ -57,6 +57,15 @@ func CanonicalJSON(insts []schema.Instance) []byte {
 				writeString(&b, m.Value.Text)
 			case schema.Bool:
 				b.WriteString(strconv.FormatBool(m.Value.Bool))
+			case schema.Array:
+				b.WriteByte('[')
+				for k, it := range m.Value.Items {
+					if k > 0 {
+						b.WriteByte(',')
+					}
+					b.WriteString(canonicalNumber(it))
+				}
+				b.WriteByte(']')
 			default:
 				b.WriteString("{}")
 			}

@@ -14,6 +14,8 @@ type Field struct {
 	Optional bool     `yaml:"optional,omitempty"`
 	Default  any      `yaml:"default,omitempty"`
 	Values   []string `yaml:"values,omitempty"`
+	// MaxLength bounds a sequence field's length (type sequence only).
+	MaxLength int `yaml:"maxLength,omitempty"`
 }
 
 // Step is one preprocessing step (model.yaml preprocess[i]).
@@ -33,7 +35,14 @@ const (
 	TypeInt      = "int"
 	TypeBool     = "bool"
 	TypeCategory = "category"
+	// TypeSequence is a variable-length list of token ids (integers in
+	// [0, 2^31)). A schema with a sequence field has exactly that one field
+	// and no preprocessing; its instances become token rows, not float rows.
+	TypeSequence = "sequence"
 )
+
+// MaxSequenceLength bounds a sequence field's maxLength.
+const MaxSequenceLength = 1 << 16
 
 // Preprocessing ops.
 const (

@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 
 	"github.com/sluiceml/sluice/internal/errs"
 )
 
 // ReadInstance reads one instance object from dec, strictly: duplicate
-// keys and nested values are errors naming path.field. encoding/json's
+// keys and nested values (other than an array of numbers) are errors naming path.field. encoding/json's
 // struct decoding cannot see duplicate keys or keep number literals, so
 // this walks the token stream (dec must have UseNumber set).
 func ReadInstance(dec *json.Decoder, path string) (Instance, error) {
@@ -43,6 +44,13 @@ func ReadInstance(dec *json.Decoder, path string) (Instance, error) {
 			v = Value{Kind: String, Text: x}
 		case json.Number:
 			v = Value{Kind: Number, Text: string(x)}
+		case json.Delim:
+			if x != '[' {
+				return nil, errs.Field(errs.InvalidArgument, fp, "nested objects are not allowed; instance values are numbers, strings, booleans, null or arrays of numbers")
+			}
+			if v, err = readNumberArray(dec, fp); err != nil {
+				return nil, err
+			}
 		default:
 			return nil, errs.Field(errs.InvalidArgument, fp, "nested objects and arrays are not allowed; instance values are numbers, strings, booleans or null")
 		}
@@ -52,6 +60,37 @@ func ReadInstance(dec *json.Decoder, path string) (Instance, error) {
 		return nil, err
 	}
 	return inst, nil
+}
+
+// readNumberArray reads the rest of an array whose '[' was read: numbers
+// only (a sequence field's token ids); anything else is an error naming the
+// element ("instances[0].tokens[3]").
+func readNumberArray(dec *json.Decoder, fp string) (Value, error) {
+	v := Value{Kind: Array, Items: []string{}}
+	for i := 0; ; i++ {
+		ep := fmt.Sprintf("%s[%d]", fp, i)
+		tok, err := JSONToken(dec, ep)
+		if err != nil {
+			return Value{}, err
+		}
+		switch x := tok.(type) {
+		case json.Number:
+			v.Items = append(v.Items, string(x))
+			continue
+		case json.Delim:
+			if x == ']' {
+				return v, nil
+			}
+			return Value{}, errs.Field(errs.InvalidArgument, ep, "nested arrays and objects are not allowed; arrays hold numbers only")
+		case nil:
+			return Value{}, errs.Field(errs.InvalidArgument, ep, "expected a number, got null (arrays hold numbers only)")
+		case bool:
+			return Value{}, errs.Field(errs.InvalidArgument, ep, "expected a number, got a boolean (arrays hold numbers only)")
+		case string:
+			return Value{}, errs.Field(errs.InvalidArgument, ep, "expected a number, got a string (arrays hold numbers only)")
+		}
+		return Value{}, errs.Field(errs.InvalidArgument, ep, "expected a number")
+	}
 }
 
 // DecodeInstance decodes one JSON object (a line of a reference sample).

@@ -49,6 +49,7 @@ const (
 	kInt
 	kBool
 	kCategory
+	kSequence
 )
 
 // Schema is a compiled, immutable input contract. Safe for concurrent use.
@@ -58,6 +59,7 @@ type Schema struct {
 	width    int
 	features []string
 	known    string // "a, b, c" for messages
+	seq      bool   // the one field is a sequence: instances become token rows
 }
 
 // Compile checks field declarations and preprocessing steps and builds a
@@ -107,15 +109,29 @@ func Compile(fields []Field, steps []Step) (*Schema, []Problem) {
 				}
 				cf.cats[v] = j
 			}
+		case TypeSequence:
+			cf.kind = kSequence
+			if f.MaxLength < 1 || f.MaxLength > MaxSequenceLength {
+				add(p+".maxLength", "a sequence field needs maxLength between 1 and %d, got %d", MaxSequenceLength, f.MaxLength)
+			}
+			if len(fields) != 1 {
+				add(p+".type", "a sequence field must be the schema's only field (the schema has %d fields)", len(fields))
+			}
+			if f.Optional || f.Default != nil {
+				add(p, "a sequence field is required: optional and default do not apply")
+			}
 		case "":
-			add(p+".type", "is required (float, int, bool or category)")
+			add(p+".type", "is required (float, int, bool, category or sequence)")
 		default:
-			add(p+".type", "unknown type %q (use float, int, bool or category)", f.Type)
+			add(p+".type", "unknown type %q (use float, int, bool, category or sequence)", f.Type)
+		}
+		if f.Type != TypeSequence && f.MaxLength != 0 {
+			add(p+".maxLength", "only sequence fields have maxLength")
 		}
 		if f.Type != TypeCategory && len(f.Values) > 0 {
 			add(p+".values", "only category fields have values")
 		}
-		if (f.Min != nil || f.Max != nil) && (f.Type == TypeBool || f.Type == TypeCategory) {
+		if (f.Min != nil || f.Max != nil) && (f.Type == TypeBool || f.Type == TypeCategory || f.Type == TypeSequence) {
 			add(p, "min/max apply to float and int fields only")
 		}
 		if f.Min != nil && f.Max != nil && *f.Min > *f.Max {
@@ -126,7 +142,7 @@ func Compile(fields []Field, steps []Step) (*Schema, []Problem) {
 				add(p, "min/max must be finite")
 			}
 		}
-		if f.Default != nil {
+		if f.Default != nil && cf.kind != kSequence {
 			cf.hasDefault = true
 			v, err := valueOf(f.Default)
 			if err == nil {
@@ -164,6 +180,10 @@ func Compile(fields []Field, steps []Step) (*Schema, []Problem) {
 			continue
 		}
 		f := &s.fields[fi]
+		if f.kind == kSequence {
+			add(p+".field", "%q is a sequence field; preprocessing steps do not apply to token ids", st.Field)
+			continue
+		}
 		if closed[fi] {
 			add(p, "field %q is already one-hot encoded; onehot must be its last step", st.Field)
 			continue
@@ -278,6 +298,14 @@ func Compile(fields []Field, steps []Step) (*Schema, []Problem) {
 		}
 		f.ops = append(f.ops, o)
 	}
+	if len(s.fields) == 1 && s.fields[0].kind == kSequence {
+		if len(probs) > 0 {
+			return nil, probs
+		}
+		s.seq = true
+		s.known = knownNames(fields)
+		return s, nil
+	}
 	for i := range s.fields {
 		f := &s.fields[i]
 		if f.kind == kCategory && !encoded[i] {
@@ -334,8 +362,74 @@ func (f *field) featureNames() []string {
 	return []string{name}
 }
 
-// Width is the number of features a row has after preprocessing.
+// Width is the number of features a row has after preprocessing (0 for a
+// sequence schema).
 func (s *Schema) Width() int { return s.width }
+
+// Sequence reports whether the schema's one field is a sequence of token
+// ids, and that field's name and maxLength. Such a schema's instances are
+// read with Tokens, not Row.
+func (s *Schema) Sequence() (name string, maxLength int, ok bool) {
+	if !s.seq {
+		return "", 0, false
+	}
+	return s.fields[0].Name, s.fields[0].MaxLength, true
+}
+
+// Tokens validates an instance of a sequence schema and returns its token
+// ids: an array of 1..maxLength integers in [0, 2^31). path prefixes field
+// names in errors ("instances[3]"), and an element's error names its index
+// ("instances[3].tokens[5]").
+func (s *Schema) Tokens(path string, inst Instance) ([]int64, error) {
+	if !s.seq {
+		return nil, errs.New(errs.Internal, "schema: Tokens on a schema without a sequence field")
+	}
+	f := &s.fields[0]
+	fp := path + "." + f.Name
+	var val *Value
+	for i := range inst {
+		m := &inst[i]
+		if m.Name != f.Name {
+			e := errs.Field(errs.InvalidArgument, path+"."+m.Name, "unknown field (expected: %s)", s.known)
+			e.Reason = ReasonUnknown
+			return nil, e
+		}
+		if val != nil {
+			return nil, fieldErr(fp, viol(ReasonDuplicate, "duplicate field"))
+		}
+		val = &m.Value
+	}
+	switch {
+	case val == nil:
+		return nil, fieldErr(fp, viol(ReasonMissing, "required field is missing"))
+	case val.Kind == Null:
+		return nil, fieldErr(fp, viol(ReasonNull, "null is not allowed for a required field"))
+	case val.Kind != Array:
+		return nil, fieldErr(fp, viol(ReasonType, "expected an array of token ids (integers in [0, 2^31)), got %s", kindName(*val)))
+	case len(val.Items) == 0:
+		return nil, fieldErr(fp, viol(ReasonRange, "must hold at least 1 token id, got an empty array"))
+	case len(val.Items) > f.MaxLength:
+		return nil, fieldErr(fp, viol(ReasonRange, "has %d token ids, maxLength is %d", len(val.Items), f.MaxLength))
+	}
+	out := make([]int64, len(val.Items))
+	for i, lit := range val.Items {
+		x, err := strconv.ParseInt(lit, 10, 64)
+		if err != nil {
+			// Not a plain integer literal: 1.0 and 1e2 are accepted when
+			// they are exact integers; anything else is refused.
+			fl, ferr := strconv.ParseFloat(lit, 64)
+			if ferr != nil || fl != math.Trunc(fl) || math.Abs(fl) > 1<<53 {
+				return nil, fieldErr(fmt.Sprintf("%s[%d]", fp, i), viol(ReasonInteger, "expected an integer token id in [0, 2^31), got %s", lit))
+			}
+			x = int64(fl)
+		}
+		if x < 0 || x >= 1<<31 {
+			return nil, fieldErr(fmt.Sprintf("%s[%d]", fp, i), viol(ReasonRange, "token id must be in [0, 2^31), got %s", lit))
+		}
+		out[i] = x
+	}
+	return out, nil
+}
 
 // Features names the feature columns in order, e.g. "log1p(amount)", "country=US".
 func (s *Schema) Features() []string { return append([]string(nil), s.features...) }
@@ -352,6 +446,9 @@ func (s *Schema) Fields() []Field {
 // Missing calls fn with the name of every field that is missing (NaN) in a
 // preprocessed row: absent optional fields without a default.
 func (s *Schema) Missing(row []float32, fn func(field string)) {
+	if s.seq {
+		return
+	}
 	for i := range s.fields {
 		f := &s.fields[i]
 		if v := row[f.offset]; v != v {
@@ -382,15 +479,17 @@ const (
 	Number
 	String
 	Bool
-	Composite // an object or array: never valid for a field
+	Composite // an object, or an array that is not all numbers: never valid for a field
+	Array     // an array of numbers (a sequence field's token ids)
 )
 
 // Value is one decoded input value. Numbers keep their literal text so that
 // overflow and integrality are judged on what the client sent.
 type Value struct {
-	Kind ValueKind
-	Text string // Number: the literal; String: the string
-	Bool bool
+	Kind  ValueKind
+	Text  string // Number: the literal; String: the string
+	Bool  bool
+	Items []string // Array: the numbers' literals
 }
 
 // Member is one name/value pair of an instance, in the order sent.
@@ -406,6 +505,9 @@ type Instance []Member
 // must have Width() elements. path prefixes field names in errors
 // ("instances[3]"). Any problem is an *errs.Error naming the field.
 func (s *Schema) Row(path string, inst Instance, dst []float32) error {
+	if s.seq {
+		return errs.New(errs.Internal, "schema: Row on a sequence schema; use Tokens")
+	}
 	if len(dst) != s.width {
 		return errs.New(errs.Internal, "schema: row buffer has %d columns, want %d", len(dst), s.width)
 	}
@@ -557,6 +659,8 @@ func kindName(v Value) string {
 		return "a string"
 	case Bool:
 		return "a boolean"
+	case Array:
+		return "an array"
 	}
 	return "an object or array"
 }
@@ -623,6 +727,19 @@ func valueOf(x any) (Value, error) {
 			return Value{}, fmt.Errorf("NaN and infinities are not allowed")
 		}
 		return Value{Kind: Number, Text: strconv.FormatFloat(v, 'g', -1, 64)}, nil
+	case []any:
+		arr := Value{Kind: Array, Items: make([]string, 0, len(v))}
+		for _, e := range v {
+			ev, err := valueOf(e)
+			if err != nil {
+				return Value{}, err
+			}
+			if ev.Kind != Number {
+				return Value{Kind: Composite}, nil
+			}
+			arr.Items = append(arr.Items, ev.Text)
+		}
+		return arr, nil
 	}
 	return Value{Kind: Composite}, nil
 }
