@@ -13,10 +13,15 @@ import (
 )
 
 // Batch is n rows of d features, row-major. NaN marks a missing value.
+//
+// A sequence model's batch instead holds one variable-length row of token
+// ids per instance in Tokens (len(Tokens) == Rows, Cols 0, Data nil); the
+// runtime pads the rows to the batch's longest.
 type Batch struct {
-	Rows int
-	Cols int
-	Data []float32 // len == Rows*Cols
+	Rows   int
+	Cols   int
+	Data   []float32 // len == Rows*Cols
+	Tokens [][]int64 // sequence models only: one row of token ids per instance
 }
 
 // Row returns row i of the batch.
@@ -41,6 +46,9 @@ type Info struct {
 	Outputs int
 	// Detail is a short human description ("gbtree, 500 trees, binary:logistic").
 	Detail string
+	// Sequence is true when the model reads rows of token ids (Batch.Tokens)
+	// rather than float rows; Inputs is then 0.
+	Sequence bool
 }
 
 // Model is one loaded instance of a model version. Predict must be safe to
@@ -65,6 +73,11 @@ type Spec struct {
 	// Session holds session options from model.yaml (the onnx: section);
 	// runtimes without sessions ignore it.
 	Session SessionOptions
+	// Sequence is true when the package's schema is a sequence field: the
+	// model must read token ids. PadValue is the token id rows are padded
+	// with (model.yaml serving.padValue, default 0).
+	Sequence bool
+	PadValue int64
 }
 
 // SessionOptions tune a runtime's own thread pools (model.yaml onnx:).

@@ -346,6 +346,9 @@ type Contract struct {
 	Features      int
 	Outputs       int
 	VectorOutput  bool // the output is [batch]
+	// Sequence: the input is int64 token ids [batch, seq] with both axes
+	// dynamic; Features is then 0.
+	Sequence bool
 }
 
 // CheckContract validates a model's declared inputs and outputs against the
@@ -367,6 +370,16 @@ func CheckContract(mi *ModelInfo, features, outputs int) (*Contract, error) {
 	}
 	in, out := mi.Inputs[0], mi.Outputs[0]
 	c := &Contract{Input: in, Output: out}
+	if in.Kind == "tensor" && in.ElemType == 7 {
+		if err := checkSequenceInput(in, features); err != nil {
+			return nil, err
+		}
+		c.Sequence = true
+		if err := checkOutput(c, out, outputs); err != nil {
+			return nil, err
+		}
+		return c, nil
+	}
 	if in.Kind != "tensor" || in.ElemType != 1 {
 		return nil, fmt.Errorf("input %q is %s; want float32 (export the model with float32 inputs)", in.Name, in.TypeString())
 	}
@@ -387,38 +400,64 @@ func CheckContract(mi *ModelInfo, features, outputs int) (*Contract, error) {
 		return nil, fmt.Errorf("input %q has %d features (shape %s) but model.yaml's input schema produces %d after preprocessing", in.Name, d.Value, in.ShapeString(), features)
 	}
 	c.Features = int(d.Value)
+	if err := checkOutput(c, out, outputs); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// checkSequenceInput checks an int64 input: a sequence model's token ids,
+// [batch, seq] with both axes dynamic.
+func checkSequenceInput(in Tensor, features int) error {
+	if !in.HasShape || len(in.Dims) != 2 {
+		return fmt.Errorf("input %q is int64 with shape %s; a sequence model's input must be token ids [batch, seq], rank 2", in.Name, in.ShapeString())
+	}
+	if b := in.Dims[0]; b.Value >= 0 {
+		return fmt.Errorf("input %q has a fixed batch dimension of %d (shape %s); export the model with a dynamic batch axis (dynamic_axes={%q: {0: \"batch\", 1: \"seq\"}})", in.Name, b.Value, in.ShapeString(), in.Name)
+	}
+	if l := in.Dims[1]; l.Value >= 0 {
+		return fmt.Errorf("input %q has a fixed sequence length of %d (shape %s); export the model with a dynamic sequence axis (dynamic_axes={%q: {0: \"batch\", 1: \"seq\"}})", in.Name, l.Value, in.ShapeString(), in.Name)
+	}
+	if features > 0 {
+		return fmt.Errorf("input %q is int64 token ids %s (a sequence model) but model.yaml's schema produces %d float features; declare one input field of type sequence", in.Name, in.ShapeString(), features)
+	}
+	return nil
+}
+
+// checkOutput checks the one output: float32 [batch, k] or [batch].
+func checkOutput(c *Contract, out Tensor, outputs int) error {
 	if out.Kind != "tensor" || out.ElemType != 1 {
-		return nil, fmt.Errorf("output %q is %s; want float32", out.Name, out.TypeString())
+		return fmt.Errorf("output %q is %s; want float32", out.Name, out.TypeString())
 	}
 	if !out.HasShape || len(out.Dims) < 1 || len(out.Dims) > 2 {
 		alt := ""
 		if outputs <= 1 {
 			alt = " or [batch]"
 		}
-		return nil, fmt.Errorf("output %q has shape %s; want [batch, %s]%s", out.Name, out.ShapeString(), outputsWord(outputs), alt)
+		return fmt.Errorf("output %q has shape %s; want [batch, %s]%s", out.Name, out.ShapeString(), outputsWord(outputs), alt)
 	}
 	if b := out.Dims[0]; b.Value >= 0 {
-		return nil, fmt.Errorf("output %q has a fixed batch dimension of %d (shape %s); export the model with a dynamic batch axis on its output too", out.Name, b.Value, out.ShapeString())
+		return fmt.Errorf("output %q has a fixed batch dimension of %d (shape %s); export the model with a dynamic batch axis on its output too", out.Name, b.Value, out.ShapeString())
 	}
 	if len(out.Dims) == 1 {
 		if outputs > 1 {
-			return nil, fmt.Errorf("output %q has shape %s (one value per row) but model.yaml declares %d output fields", out.Name, out.ShapeString(), outputs)
+			return fmt.Errorf("output %q has shape %s (one value per row) but model.yaml declares %d output fields", out.Name, out.ShapeString(), outputs)
 		}
 		c.Outputs, c.VectorOutput = 1, true
-		return c, nil
+		return nil
 	}
 	k := out.Dims[1]
 	if k.Value < 0 {
-		return nil, fmt.Errorf("output %q has a dynamic second dimension %q (shape %s); want a fixed [batch, %s]", out.Name, k.String(), out.ShapeString(), outputsWord(outputs))
+		return fmt.Errorf("output %q has a dynamic second dimension %q (shape %s); want a fixed [batch, %s]", out.Name, k.String(), out.ShapeString(), outputsWord(outputs))
 	}
 	if k.Value == 0 || k.Value > 1<<20 {
-		return nil, fmt.Errorf("output %q has %d columns (shape %s); want between 1 and %d", out.Name, k.Value, out.ShapeString(), 1<<20)
+		return fmt.Errorf("output %q has %d columns (shape %s); want between 1 and %d", out.Name, k.Value, out.ShapeString(), 1<<20)
 	}
 	if outputs > 0 && k.Value != int64(outputs) {
-		return nil, fmt.Errorf("output %q has %d columns (shape %s) but model.yaml declares %d output fields", out.Name, k.Value, out.ShapeString(), outputs)
+		return fmt.Errorf("output %q has %d columns (shape %s) but model.yaml declares %d output fields", out.Name, k.Value, out.ShapeString(), outputs)
 	}
 	c.Outputs = int(k.Value)
-	return c, nil
+	return nil
 }
 
 func featuresWord(features int) string {

@@ -65,6 +65,7 @@ type Model struct {
 	mu       sync.Mutex // guards sess against Close during Predict
 	closed   bool
 	outShape func(n int) ort.Shape
+	pad      int64 // sequence models: the token id rows are padded with
 }
 
 // Load checks the model's tensors against the package and creates a session.
@@ -79,6 +80,9 @@ func (Runtime) Load(ctx context.Context, spec runtime.Spec, data []byte) (runtim
 	c, err := CheckContract(mi, spec.Features, spec.Outputs)
 	if err != nil {
 		return nil, fmt.Errorf("onnx: %v", err)
+	}
+	if spec.Sequence && !c.Sequence {
+		return nil, fmt.Errorf("onnx: model.yaml declares a sequence field but input %q is %s %s; a sequence model's input is int64 token ids [batch, seq]", c.Input.Name, c.Input.TypeString(), c.Input.ShapeString())
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -99,7 +103,7 @@ func (Runtime) Load(ctx context.Context, spec runtime.Spec, data []byte) (runtim
 	if err != nil {
 		return nil, fmt.Errorf("onnx: ONNX Runtime could not load the model: %v", err)
 	}
-	m := &Model{name: spec.Name, sess: sess, c: c}
+	m := &Model{name: spec.Name, sess: sess, c: c, pad: spec.PadValue}
 	k := int64(c.Outputs)
 	if c.VectorOutput {
 		m.outShape = func(n int) ort.Shape { return ort.NewShape(int64(n)) }
@@ -111,10 +115,14 @@ func (Runtime) Load(ctx context.Context, spec runtime.Spec, data []byte) (runtim
 		producer = "unknown producer"
 	}
 	m.info = runtime.Info{
-		Inputs:  c.Features,
-		Outputs: c.Outputs,
-		Detail: fmt.Sprintf("onnx, input %q float32 %s, output %q float32 %s, opset %d, %s, ONNX Runtime %s, threads intra %d inter %d",
-			c.Input.Name, c.Input.ShapeString(), c.Output.Name, c.Output.ShapeString(), mi.Opset, producer, envVersion, intra, inter),
+		Inputs:   c.Features,
+		Outputs:  c.Outputs,
+		Sequence: c.Sequence,
+		Detail: fmt.Sprintf("onnx, input %q %s %s, output %q float32 %s, opset %d, %s, ONNX Runtime %s, threads intra %d inter %d",
+			c.Input.Name, c.Input.TypeString(), c.Input.ShapeString(), c.Output.Name, c.Output.ShapeString(), mi.Opset, producer, envVersion, intra, inter),
+	}
+	if c.Sequence {
+		m.info.Detail += fmt.Sprintf(", pad value %d", m.pad)
 	}
 	return m, nil
 }
@@ -126,6 +134,9 @@ func (m *Model) Info() runtime.Info { return m.info }
 // (or [n]). Tensors wrap the batch's and the output's Go memory: nothing is
 // copied.
 func (m *Model) Predict(ctx context.Context, in runtime.Batch) (runtime.Output, error) {
+	if m.c.Sequence {
+		return m.predictSequence(ctx, in)
+	}
 	d, k := m.c.Features, m.c.Outputs
 	if in.Cols != d {
 		return runtime.Output{}, fmt.Errorf("onnx: batch has %d features per row, input %q expects %d", in.Cols, m.c.Input.Name, d)
@@ -146,6 +157,56 @@ func (m *Model) Predict(ctx context.Context, in runtime.Batch) (runtime.Output, 
 		return runtime.Output{}, fmt.Errorf("onnx: %s: predict on a closed model", m.name)
 	}
 	inT, err := ort.NewTensor(ort.NewShape(int64(in.Rows), int64(d)), in.Data)
+	if err != nil {
+		return runtime.Output{}, fmt.Errorf("onnx: input tensor: %v", err)
+	}
+	defer inT.Destroy()
+	outT, err := ort.NewTensor(m.outShape(in.Rows), out.Data)
+	if err != nil {
+		return runtime.Output{}, fmt.Errorf("onnx: output tensor: %v", err)
+	}
+	defer outT.Destroy()
+	if err := m.sess.Run([]ort.Value{inT}, []ort.Value{outT}); err != nil {
+		return runtime.Output{}, fmt.Errorf("onnx: run: %v", err)
+	}
+	return out, nil
+}
+
+// predictSequence pads the batch's token rows to its longest row with the
+// pad value into one int64 [n, L] tensor and runs it.
+func (m *Model) predictSequence(ctx context.Context, in runtime.Batch) (runtime.Output, error) {
+	if in.Rows < 0 || len(in.Tokens) != in.Rows {
+		return runtime.Output{}, fmt.Errorf("onnx: input %q reads token ids: batch of %d rows has %d token rows", m.c.Input.Name, in.Rows, len(in.Tokens))
+	}
+	k := m.c.Outputs
+	out := runtime.Output{Rows: in.Rows, Cols: k, Data: make([]float32, in.Rows*k)}
+	if in.Rows == 0 {
+		return out, nil
+	}
+	L := 0
+	for i, r := range in.Tokens {
+		if len(r) == 0 {
+			return runtime.Output{}, fmt.Errorf("onnx: input %q: row %d has no token ids", m.c.Input.Name, i)
+		}
+		L = max(L, len(r))
+	}
+	data := make([]int64, in.Rows*L)
+	for i, r := range in.Tokens {
+		row := data[i*L : (i+1)*L]
+		n := copy(row, r)
+		for j := n; j < L; j++ {
+			row[j] = m.pad
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return runtime.Output{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return runtime.Output{}, fmt.Errorf("onnx: %s: predict on a closed model", m.name)
+	}
+	inT, err := ort.NewTensor(ort.NewShape(int64(in.Rows), int64(L)), data)
 	if err != nil {
 		return runtime.Output{}, fmt.Errorf("onnx: input tensor: %v", err)
 	}
