@@ -61,6 +61,23 @@ type Config struct {
 	Load Loader
 	// Observer is told about batches and replica events (nil: nobody).
 	Observer Observer
+	// LengthBuckets are increasing length boundaries for sequence models
+	// (model.yaml serving.lengthBuckets). A request of token rows falls in
+	// the bucket of the smallest boundary >= its longest row; a batch only
+	// holds rows of one bucket, so it is never padded beyond that boundary.
+	// Empty: one bucket. Float rows are always in one bucket.
+	LengthBuckets []int
+}
+
+// BucketOf returns the index of the smallest boundary >= length, or
+// len(bounds) when length exceeds them all.
+func BucketOf(bounds []int, length int) int {
+	for i, b := range bounds {
+		if length <= b {
+			return i
+		}
+	}
+	return len(bounds)
 }
 
 // Observer receives a Server's events, for metrics. Calls are made off the
@@ -91,12 +108,18 @@ type Stats struct {
 	Restarting      int // crashed replicas being replaced
 	ReadyReplicas   int
 	Cost            CostModel
+	// Sequence models: PaddingRatioSum sums, over PaddedBatches batches of
+	// token rows, each batch's padded cells / (rows × longest row); the mean
+	// padding ratio is PaddingRatioSum / PaddedBatches.
+	PaddingRatioSum float64
+	PaddedBatches   int64
 }
 
 type item struct {
 	ctx      context.Context
 	rows     runtime.Batch
 	prio     Priority
+	bucket   int // length bucket (0 for float rows): a batch holds one bucket
 	enq      time.Time
 	est      time.Duration // estimated time in the server at admission
 	due      time.Time     // zero: no deadline
@@ -144,6 +167,8 @@ type Server struct {
 	fitted   bool
 	samples  []sample
 	sampleAt int
+	padSum   float64 // see Stats.PaddingRatioSum
+	padN     int64
 
 	stats struct {
 		batches, rows, expired, crashes, restarts, inflight atomic.Int64
@@ -214,9 +239,20 @@ func (s *Server) Submit(ctx context.Context, w Work) (Result, error) {
 	if n <= 0 || len(w.Rows.Data) != n*w.Rows.Cols {
 		return Result{}, errs.New(errs.InvalidArgument, "no instances")
 	}
+	bucket := 0
+	if w.Rows.Tokens != nil {
+		if len(w.Rows.Tokens) != n || w.Rows.Cols != 0 {
+			return Result{}, errs.New(errs.Internal, "batch of %d token rows has %d rows and %d columns", len(w.Rows.Tokens), n, w.Rows.Cols)
+		}
+		longest := 0
+		for _, r := range w.Rows.Tokens {
+			longest = max(longest, len(r))
+		}
+		bucket = BucketOf(s.cfg.LengthBuckets, longest)
+	}
 	now := time.Now()
 	due, _ := ctx.Deadline()
-	it := &item{ctx: ctx, rows: w.Rows, prio: w.Priority, enq: now, due: due, done: make(chan struct{})}
+	it := &item{ctx: ctx, rows: w.Rows, prio: w.Priority, bucket: bucket, enq: now, due: due, done: make(chan struct{})}
 
 	s.mu.Lock()
 	in := AdmitInput{
@@ -303,19 +339,33 @@ func (s *Server) finishLocked(it *item, err error) {
 	close(it.done)
 }
 
-// takeLocked moves up to room rows from the queues into the batch.
+// takeLocked moves up to room rows from the queues into the batch. A batch
+// holds one length bucket: the bucket of its first piece, or else of the
+// oldest queued work (retries first); work of other buckets is passed over
+// and stays queued in order.
 func (s *Server) takeLocked(b []piece, room int, now time.Time) ([]piece, int) {
 	took := 0
-	for len(s.retry) > 0 && took < room {
-		p := s.retry[0]
+	key := -1
+	if len(b) > 0 {
+		key = b[0].it.bucket
+	}
+	for i := 0; i < len(s.retry) && took < room; {
+		p := s.retry[i]
+		if p.it.finished {
+			s.retry = removeAt(s.retry, i)
+			s.queued -= p.hi - p.lo
+			continue
+		}
+		if key >= 0 && p.it.bucket != key {
+			i++
+			continue
+		}
 		if p.hi-p.lo > room-took && took > 0 {
 			break
 		}
-		s.retry = s.retry[1:]
+		key = p.it.bucket
+		s.retry = removeAt(s.retry, i)
 		s.queued -= p.hi - p.lo
-		if p.it.finished {
-			continue
-		}
 		p.taken = now
 		b = append(b, p)
 		took += p.hi - p.lo
@@ -324,17 +374,17 @@ func (s *Server) takeLocked(b []piece, room int, now time.Time) ([]piece, int) {
 		if q == &s.low && len(s.online) > 0 {
 			break
 		}
-		for len(*q) > 0 && took < room {
-			it := (*q)[0]
+		for i := 0; i < len(*q) && took < room; {
+			it := (*q)[i]
 			if it.finished || it.next >= it.rows.Rows {
-				*q = (*q)[1:]
+				*q = removeAt(*q, i)
 				continue
 			}
 			if !it.due.IsZero() && !now.Before(it.due) {
 				s.queued -= it.rows.Rows - it.next
 				expired := it.next == 0
 				it.next = it.rows.Rows
-				*q = (*q)[1:]
+				*q = removeAt(*q, i)
 				if expired {
 					s.stats.expired.Add(1)
 					s.cfg.Observer.ExpiredInQueue()
@@ -344,12 +394,17 @@ func (s *Server) takeLocked(b []piece, room int, now time.Time) ([]piece, int) {
 				}
 				continue
 			}
+			if key >= 0 && it.bucket != key {
+				i++
+				continue
+			}
 			left := it.rows.Rows - it.next
 			if left > room-took && left <= s.cfg.MaxBatchSize && (took > 0 || room < s.cfg.MaxBatchSize) {
 				// A request that fits in one batch is never split: it waits
 				// for the next batch, and the queue stays in order.
 				break
 			}
+			key = it.bucket
 			k := min(left, room-took)
 			b = append(b, piece{it: it, lo: it.next, hi: it.next + k, taken: now})
 			it.next += k
@@ -357,11 +412,19 @@ func (s *Server) takeLocked(b []piece, room int, now time.Time) ([]piece, int) {
 			s.queued -= k
 			took += k
 			if it.next >= it.rows.Rows {
-				*q = (*q)[1:]
+				*q = removeAt(*q, i)
 			}
 		}
 	}
 	return b, took
+}
+
+// removeAt removes xs[i], keeping the order; removing the head is O(1).
+func removeAt[T any](xs []T, i int) []T {
+	if i == 0 {
+		return xs[1:]
+	}
+	return append(xs[:i], xs[i+1:]...)
 }
 
 // nextBatch blocks until a batch is ready to run, or returns false when the
@@ -455,6 +518,7 @@ func (s *Server) run(r *replica, batch []piece) (crashed bool) {
 		return false
 	}
 	cols := live[0].it.rows.Cols
+	seq := live[0].it.rows.Tokens != nil
 	n := 0
 	var due time.Time
 	for _, p := range live {
@@ -466,7 +530,21 @@ func (s *Server) run(r *replica, batch []piece) (crashed bool) {
 		}
 	}
 	in := runtime.Batch{Rows: n, Cols: cols}
-	if len(live) == 1 {
+	padRatio := 0.0
+	if seq {
+		in.Tokens = make([][]int64, 0, n)
+		longest, cells := 0, 0
+		for _, p := range live {
+			for _, r := range p.it.rows.Tokens[p.lo:p.hi] {
+				in.Tokens = append(in.Tokens, r)
+				longest = max(longest, len(r))
+				cells += len(r)
+			}
+		}
+		if total := n * longest; total > 0 {
+			padRatio = float64(total-cells) / float64(total)
+		}
+	} else if len(live) == 1 {
 		p := live[0]
 		in.Data = p.it.rows.Data[p.lo*cols : p.hi*cols]
 	} else {
@@ -534,6 +612,10 @@ func (s *Server) run(r *replica, batch []piece) (crashed bool) {
 	}
 	s.stats.batches.Add(1)
 	s.stats.rows.Add(int64(n))
+	if seq {
+		s.padSum += padRatio
+		s.padN++
+	}
 	// Fit the cost model on the replica's cycle when it was busy: the model
 	// call plus what surrounds it (batch forming, wakeups, copying).
 	cost := elapsed
@@ -693,7 +775,8 @@ func (s *Server) queuedNow() int {
 // Stats returns current counters.
 func (s *Server) Stats() Stats {
 	s.mu.Lock()
-	st := Stats{QueuedInstances: s.queued, QueuedHighWater: s.highQ, ReadyReplicas: s.ready, Restarting: s.reload, Cost: s.cost}
+	st := Stats{QueuedInstances: s.queued, QueuedHighWater: s.highQ, ReadyReplicas: s.ready, Restarting: s.reload, Cost: s.cost,
+		PaddingRatioSum: s.padSum, PaddedBatches: s.padN}
 	s.mu.Unlock()
 	st.Batches = s.stats.batches.Load()
 	st.Rows = s.stats.rows.Load()
