@@ -318,6 +318,7 @@ func (c *Controller) load(l *Loaded) {
 	srv := serving.New(serving.Config{
 		Name: v.ID(), MaxBatchSize: sv.MaxBatchSize, MaxBatchDelay: sv.MaxBatchDelay.Duration,
 		MaxQueueInstances: sv.MaxQueueInstances, Logger: log, Load: loader, Observer: obs,
+		LengthBuckets: sv.LengthBuckets,
 	}, models)
 	t2 := time.Now()
 	if err := warmup(c.ctx, spec, models[0], srv); err != nil {
@@ -387,6 +388,12 @@ func runtimeSpec(name string, spec *modelpkg.Spec) runtime.Spec {
 	if spec.Manifest.ONNX != nil {
 		rs.Session = *spec.Manifest.ONNX
 	}
+	if _, _, ok := spec.Schema.Sequence(); ok {
+		rs.Sequence = true
+		if pv := spec.Manifest.Serving.PadValue; pv != nil {
+			rs.PadValue = *pv
+		}
+	}
 	return rs
 }
 
@@ -400,7 +407,15 @@ func safeLoad(ctx context.Context, rt runtime.Runtime, s runtime.Spec, art []byt
 }
 
 func checkShape(spec *modelpkg.Spec, info runtime.Info) error {
-	if info.Inputs > 0 && info.Inputs != spec.Schema.Width() {
+	if name, _, ok := spec.Schema.Sequence(); ok || info.Sequence {
+		// Sequence models read token rows: no feature count to compare.
+		switch {
+		case ok && !info.Sequence:
+			return fmt.Errorf("input field %q is a sequence of token ids but the model does not read token ids (%s)", name, info.Detail)
+		case !ok && info.Sequence:
+			return fmt.Errorf("the model reads token ids but no input field has type sequence (%v)", spec.Schema.Features())
+		}
+	} else if info.Inputs > 0 && info.Inputs != spec.Schema.Width() {
 		return fmt.Errorf("the model reads %d features but the schema produces %d after preprocessing (%v)", info.Inputs, spec.Schema.Width(), spec.Schema.Features())
 	}
 	if info.Outputs != len(spec.OutputNames) {
@@ -516,6 +531,9 @@ func PredictGolden(ctx context.Context, spec *modelpkg.Spec, m runtime.Model) (r
 	b := runtime.Batch{Rows: len(spec.Golden), Cols: w, Data: make([]float32, 0, len(spec.Golden)*w)}
 	for _, g := range spec.Golden {
 		b.Data = append(b.Data, g.Row...)
+		if g.Tokens != nil {
+			b.Tokens = append(b.Tokens, g.Tokens)
+		}
 	}
 	out, err := safePredict(ctx, m, b)
 	if err != nil {
@@ -556,11 +574,24 @@ func warmup(ctx context.Context, spec *modelpkg.Spec, m runtime.Model, srv *serv
 	maxB := spec.Manifest.Serving.MaxBatchSize
 	sizes := []int{1, max(1, maxB/2), maxB}
 	var src []float32
+	var toks [][]int64 // sequence models: golden token rows, or one pad id
 	for _, g := range spec.Golden {
 		src = append(src, g.Row...)
+		if g.Tokens != nil {
+			toks = append(toks, g.Tokens)
+		}
 	}
 	if len(src) == 0 {
 		src = make([]float32, w)
+	}
+	_, _, seq := spec.Schema.Sequence()
+	if seq && len(toks) == 0 {
+		// The pad id is always a valid input: the runtime pads with it.
+		var pad int64
+		if pv := spec.Manifest.Serving.PadValue; pv != nil {
+			pad = *pv
+		}
+		toks = [][]int64{{pad}}
 	}
 	for i := 0; i < n; i++ {
 		if err := ctx.Err(); err != nil {
@@ -568,8 +599,14 @@ func warmup(ctx context.Context, spec *modelpkg.Spec, m runtime.Model, srv *serv
 		}
 		size := sizes[i%len(sizes)]
 		b := runtime.Batch{Rows: size, Cols: w, Data: make([]float32, size*w)}
-		for j := 0; j < size*w; j += len(src) {
-			copy(b.Data[j:], src)
+		if seq {
+			for j := 0; j < size; j++ {
+				b.Tokens = append(b.Tokens, toks[j%len(toks)])
+			}
+		} else {
+			for j := 0; j < size*w; j += len(src) {
+				copy(b.Data[j:], src)
+			}
 		}
 		t := time.Now()
 		if _, err := safePredict(ctx, m, b); err != nil {

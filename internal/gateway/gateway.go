@@ -130,27 +130,26 @@ func (g *Gateway) predict(ctx context.Context, tn *tenant.Tenant, tg *routing.Ta
 
 	t0 := time.Now()
 	sch := tg.Spec.Schema
-	w := sch.Width()
-	rows := runtime.Batch{Rows: n, Cols: w, Data: make([]float32, n*w)}
-	for i, inst := range req.Instances {
-		row := rows.Data[i*w : (i+1)*w]
-		if err := sch.Row(fmt.Sprintf("instances[%d]", i), inst, row); err != nil {
-			if g.Metrics != nil {
-				e := errs.As(err)
-				field, reason := sch.FieldName(e.Field), e.Reason
-				if reason == schema.ReasonUnknown || field == "" {
-					field = telemetry.UnknownField
-				}
-				if reason == "" {
-					reason = schema.ReasonOther
-				}
-				g.Metrics.SchemaViolation(tg.Model, strconv.Itoa(tg.N), field, reason)
-			}
-			return nil, err
-		}
-		if g.Metrics != nil {
+	var missing func(row []float32)
+	if g.Metrics != nil {
+		missing = func(row []float32) {
 			sch.Missing(row, func(f string) { g.Metrics.MissingFeature(tg.Model, strconv.Itoa(tg.N), f) })
 		}
+	}
+	rows, err := buildRows(sch, req.Instances, missing)
+	if err != nil {
+		if g.Metrics != nil {
+			e := errs.As(err)
+			field, reason := sch.FieldName(e.Field), e.Reason
+			if reason == schema.ReasonUnknown || field == "" {
+				field = telemetry.UnknownField
+			}
+			if reason == "" {
+				reason = schema.ReasonOther
+			}
+			g.Metrics.SchemaViolation(tg.Model, strconv.Itoa(tg.N), field, reason)
+		}
+		return nil, err
 	}
 	pre := time.Since(t0)
 	if err := tn.Take(n, time.Now()); err != nil {
@@ -166,7 +165,7 @@ func (g *Gateway) predict(ctx context.Context, tn *tenant.Tenant, tg *routing.Ta
 		}
 		return nil, err
 	}
-	if tg.Drift != nil {
+	if tg.Drift != nil && rows.Tokens == nil {
 		for i := 0; i < n; i++ {
 			tg.Drift.Observe(rows.Row(i), res.Out.Row(i))
 		}
@@ -176,6 +175,36 @@ func (g *Gateway) predict(ctx context.Context, tn *tenant.Tenant, tg *routing.Ta
 		return nil, errs.New(errs.DeadlineExceeded, "deadline %s passed as the result arrived", d)
 	}
 	return &Response{Target: tg, Out: res.Out, Timing: res.Timing, Preprocess: pre}, nil
+}
+
+// buildRows validates the instances with the schema and builds the batch:
+// float rows (calling missing, if set, on each), or for a sequence schema
+// one row of token ids per instance. Errors name the instance and field.
+func buildRows(sch *schema.Schema, insts []schema.Instance, missing func(row []float32)) (runtime.Batch, error) {
+	n := len(insts)
+	if _, _, ok := sch.Sequence(); ok {
+		rows := runtime.Batch{Rows: n, Tokens: make([][]int64, n)}
+		for i, inst := range insts {
+			toks, err := sch.Tokens(fmt.Sprintf("instances[%d]", i), inst)
+			if err != nil {
+				return runtime.Batch{}, err
+			}
+			rows.Tokens[i] = toks
+		}
+		return rows, nil
+	}
+	w := sch.Width()
+	rows := runtime.Batch{Rows: n, Cols: w, Data: make([]float32, n*w)}
+	for i, inst := range insts {
+		row := rows.Data[i*w : (i+1)*w]
+		if err := sch.Row(fmt.Sprintf("instances[%d]", i), inst, row); err != nil {
+			return runtime.Batch{}, err
+		}
+		if missing != nil {
+			missing(row)
+		}
+	}
+	return rows, nil
 }
 
 // observe records a predict call's metrics.

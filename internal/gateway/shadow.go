@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"math"
 	"strconv"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/sluiceml/sluice/internal/errs"
 	"github.com/sluiceml/sluice/internal/routing"
-	"github.com/sluiceml/sluice/internal/runtime"
 	"github.com/sluiceml/sluice/internal/schema"
 	"github.com/sluiceml/sluice/internal/serving"
 	"github.com/sluiceml/sluice/internal/telemetry"
@@ -73,14 +71,10 @@ func (s *Shadows) offer(j shadowJob) {
 
 func (s *Shadows) run(j shadowJob) {
 	v := s.stats.Get(j.target.ID)
-	sch := j.target.Spec.Schema
-	w := sch.Width()
-	rows := runtime.Batch{Rows: len(j.instances), Cols: w, Data: make([]float32, len(j.instances)*w)}
-	for i, inst := range j.instances {
-		if err := sch.Row(fmt.Sprintf("instances[%d]", i), inst, rows.Data[i*w:(i+1)*w]); err != nil {
-			v.Shadow.Errors.Add(1) // the shadow's schema refuses what the primary took
-			return
-		}
+	rows, err := buildRows(j.target.Spec.Schema, j.instances, nil)
+	if err != nil {
+		v.Shadow.Errors.Add(1) // the shadow's schema refuses what the primary took
+		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.deadline)
 	defer cancel()

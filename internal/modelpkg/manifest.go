@@ -80,6 +80,12 @@ type Serving struct {
 	MaxBatchDelay          Duration `yaml:"maxBatchDelay,omitempty"`
 	MaxQueueInstances      int      `yaml:"maxQueueInstances,omitempty"`
 	WarmupBatches          *int     `yaml:"warmupBatches,omitempty"` // nil: default; 0: no warmup
+	// LengthBuckets (sequence inputs only): increasing length boundaries; a
+	// batch holds rows of one bucket. The last must be >= the field's maxLength.
+	LengthBuckets []int `yaml:"lengthBuckets,omitempty"`
+	// PadValue (sequence inputs only): the token id rows are padded with
+	// (default 0).
+	PadValue *int64 `yaml:"padValue,omitempty"`
 }
 
 // Drift is model.yaml drift:.
@@ -126,6 +132,7 @@ type Error = strictyaml.Error
 // GoldenCase is a golden example compiled against the schema.
 type GoldenCase struct {
 	Row       []float32          // preprocessed features
+	Tokens    []int64            // sequence schemas: the token ids (Row is nil)
 	Expect    map[string]float64 // output field -> expected value
 	Tolerance float64
 }
@@ -310,6 +317,9 @@ func validate(m *Manifest) (*Spec, []Problem) {
 	for _, p := range sprobs {
 		add(p.Path, "%s", p.Message)
 	}
+	if sch != nil {
+		probs = append(probs, checkSequence(m, sch)...)
+	}
 	spec := &Spec{Manifest: *m, Schema: sch, OutputNames: outNames}
 	if sch == nil {
 		return nil, probs
@@ -342,8 +352,15 @@ func validate(m *Manifest) (*Spec, []Problem) {
 			add(p+".instance", "%v", err)
 			continue
 		}
-		row := make([]float32, sch.Width())
-		if err := sch.Row(p+".instance", inst, row); err != nil {
+		var row []float32
+		var toks []int64
+		if _, _, isSeq := sch.Sequence(); isSeq {
+			toks, err = sch.Tokens(p+".instance", inst)
+		} else {
+			row = make([]float32, sch.Width())
+			err = sch.Row(p+".instance", inst, row)
+		}
+		if err != nil {
 			probs = append(probs, Problem{Path: fieldOf(err, p+".instance"), Message: msgOf(err)})
 			continue
 		}
@@ -370,12 +387,55 @@ func validate(m *Manifest) (*Spec, []Problem) {
 				add(p+".tolerance", "must be a finite number >= 0, got %v", tol)
 			}
 		}
-		spec.Golden = append(spec.Golden, GoldenCase{Row: row, Expect: g.Expect, Tolerance: tol})
+		spec.Golden = append(spec.Golden, GoldenCase{Row: row, Tokens: toks, Expect: g.Expect, Tolerance: tol})
 	}
 	if len(probs) > 0 {
 		return nil, probs
 	}
 	return spec, nil
+}
+
+// checkSequence checks what depends on the schema being a sequence field:
+// serving.lengthBuckets and serving.padValue apply to sequence inputs only,
+// and drift monitoring (per-feature histograms) does not apply to them.
+func checkSequence(m *Manifest, sch *schema.Schema) []Problem {
+	var probs []Problem
+	add := func(path, format string, args ...any) {
+		probs = append(probs, Problem{Path: path, Message: fmt.Sprintf(format, args...)})
+	}
+	s := &m.Serving
+	name, maxLen, isSeq := sch.Sequence()
+	if !isSeq {
+		if len(s.LengthBuckets) > 0 {
+			add("serving.lengthBuckets", "applies to sequence inputs only (no input field has type sequence)")
+		}
+		if s.PadValue != nil {
+			add("serving.padValue", "applies to sequence inputs only (no input field has type sequence)")
+		}
+		return probs
+	}
+	for i, b := range s.LengthBuckets {
+		p := fmt.Sprintf("serving.lengthBuckets[%d]", i)
+		switch {
+		case b < 1:
+			add(p, "must be >= 1, got %d", b)
+		case i > 0 && b <= s.LengthBuckets[i-1]:
+			add(p, "buckets must be strictly increasing, got %d after %d", b, s.LengthBuckets[i-1])
+		}
+	}
+	if n := len(s.LengthBuckets); n > 0 && s.LengthBuckets[n-1] < maxLen {
+		add(fmt.Sprintf("serving.lengthBuckets[%d]", n-1), "the last bucket (%d) must be >= %s's maxLength (%d)", s.LengthBuckets[n-1], name, maxLen)
+	}
+	if len(s.LengthBuckets) > 64 {
+		add("serving.lengthBuckets", "has %d buckets, at most 64 are allowed", len(s.LengthBuckets))
+	}
+	if v := s.PadValue; v != nil && (*v < 0 || *v >= 1<<31) {
+		add("serving.padValue", "must be a token id in [0, 2^31), got %d", *v)
+	}
+	if m.Drift != nil {
+		add("drift", "drift monitoring compares feature histograms and does not apply to sequence inputs; remove drift:")
+	}
+	return probs
 }
 
 func fieldOf(err error, fallback string) string {

@@ -464,8 +464,12 @@ func (s *Schema) FieldName(path string) string {
 	if i < 0 {
 		return ""
 	}
-	if _, ok := s.index[path[i+1:]]; ok {
-		return path[i+1:]
+	name := path[i+1:]
+	if j := strings.IndexByte(name, '['); j >= 0 {
+		name = name[:j] // an array element: "instances[0].tokens[5]"
+	}
+	if _, ok := s.index[name]; ok {
+		return name
 	}
 	return ""
 }
