@@ -5,11 +5,16 @@ package onnx
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"log/slog"
 	"math"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/sluiceml/sluice/internal/runtime"
+	"github.com/sluiceml/sluice/internal/serving"
 )
 
 type seqRef struct {
@@ -102,5 +107,41 @@ func TestSequenceLoadMismatch(t *testing.T) {
 	_, err = Runtime{}.Load(context.Background(), runtime.Spec{Name: "x@1", Features: 30, Outputs: 1}, readFixture(t, "seq.onnx"))
 	if err == nil || !strings.Contains(err.Error(), "declare one input field of type sequence") {
 		t.Fatal(err)
+	}
+}
+
+// TestSequenceBucketsServing runs seq.onnx behind a serving.Server with
+// length buckets: rows of many lengths submitted at once batch only within
+// their bucket and every answer equals torch's unpadded output.
+func TestSequenceBucketsServing(t *testing.T) {
+	ref := readSeqRef(t)
+	m := loadSeq(t, 0)
+	srv := serving.New(serving.Config{Name: "seq@1", MaxBatchSize: 8, MaxBatchDelay: 5 * time.Millisecond, MaxQueueInstances: 1000,
+		LengthBuckets: []int{4, 16, 64, 128}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, []runtime.Model{m})
+	defer srv.Close(context.Background())
+	var wg sync.WaitGroup
+	for k := 0; k < 3; k++ {
+		for i, r := range ref.Rows {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				res, err := srv.Submit(context.Background(), serving.Work{Rows: runtime.Batch{Rows: 1, Tokens: [][]int64{r.Tokens}}})
+				if err != nil {
+					t.Errorf("row %d: %v", i, err)
+					return
+				}
+				if d := math.Abs(float64(res.Out.Data[0]) - r.Score); d > 1e-5 {
+					t.Errorf("row %d (length %d) batched: %v, torch %v", i, len(r.Tokens), res.Out.Data[0], r.Score)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	st := srv.Stats()
+	if st.Rows != int64(3*len(ref.Rows)) || st.PaddedBatches != st.Batches {
+		t.Fatalf("stats %+v", st)
+	}
+	if mean := st.PaddingRatioSum / float64(st.PaddedBatches); mean < 0 || mean >= 1 {
+		t.Fatalf("mean padding ratio %v", mean)
 	}
 }
