@@ -10,6 +10,12 @@
 // or [batch] when k is 1. Load checks all of that and names the tensor at
 // fault.
 //
+// A model whose one input is int64 [batch, seq] (both axes dynamic) is a
+// sequence model instead: its package's schema is one sequence field, its
+// batches carry rows of token ids (runtime.Batch.Tokens), and each batch is
+// padded to its longest row with the pad value (model.yaml
+// serving.padValue) into one [n, L] tensor.
+//
 // The shared library is found, in order, from SetLibraryPath (the serve
 // command's --onnxruntime-lib flag), the SLUICE_ONNXRUNTIME_LIB environment
 // variable, then standard locations: the cache folder that
