@@ -787,9 +787,10 @@ type observer struct {
 func (o *observer) Batch(rows int, _ time.Duration) {
 	o.m.ObserveBatch(o.model, o.version, rows, o.maxBatch)
 }
-func (o *observer) ExpiredInQueue() { o.m.ExpiredInQueue(o.model, o.version) }
-func (o *observer) ReplicaCrash()   { o.m.ReplicaCrash(o.model, o.version) }
-func (o *observer) ReplicaRestart() { o.m.ReplicaRestart(o.model, o.version) }
+func (o *observer) Padding(ratio float64) { o.m.ObservePadding(o.model, o.version, ratio) }
+func (o *observer) ExpiredInQueue()       { o.m.ExpiredInQueue(o.model, o.version) }
+func (o *observer) ReplicaCrash()         { o.m.ReplicaCrash(o.model, o.version) }
+func (o *observer) ReplicaRestart()       { o.m.ReplicaRestart(o.model, o.version) }
 
 // LiveState reports every ready version's queue and replicas (for the
 // metrics' scrape-time gauges).

@@ -196,3 +196,36 @@ func TestBucketOrder(t *testing.T) {
 		}
 	})
 }
+
+type padObserver struct {
+	nopObserver
+	mu     sync.Mutex
+	ratios []float64
+}
+
+func (o *padObserver) Padding(r float64) {
+	o.mu.Lock()
+	o.ratios = append(o.ratios, r)
+	o.mu.Unlock()
+}
+
+// TestPaddingObserver: a batch of rows of lengths 1 and 3 is 1/3 padding,
+// and an Observer that implements PaddingObserver is told so.
+func TestPaddingObserver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		o := &padObserver{}
+		s := newServer(t, Config{MaxBatchSize: 8, Observer: o}, &seqModel{})
+		_, err := s.Submit(context.Background(), Work{Rows: runtime.Batch{Rows: 2, Tokens: [][]int64{{1}, {1, 2, 3}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		if len(o.ratios) != 1 || math.Abs(o.ratios[0]-1.0/3) > 1e-12 {
+			t.Fatalf("ratios %v, want [1/3]", o.ratios)
+		}
+		if st := s.Stats(); st.PaddedBatches != 1 || math.Abs(st.PaddingRatioSum-1.0/3) > 1e-12 {
+			t.Fatalf("stats %+v", st)
+		}
+	})
+}

@@ -89,6 +89,12 @@ type Observer interface {
 	ReplicaRestart()
 }
 
+// PaddingObserver is an optional extension of Observer: it is told the
+// padding ratio of every batch of token rows (sequence models).
+type PaddingObserver interface {
+	Padding(ratio float64)
+}
+
 type nopObserver struct{}
 
 func (nopObserver) Batch(int, time.Duration) {}
@@ -567,6 +573,9 @@ func (s *Server) run(r *replica, batch []piece) (crashed bool) {
 		s.cfg.Observer.ReplicaCrash()
 	} else if err == nil {
 		s.cfg.Observer.Batch(n, elapsed)
+		if po, ok := s.cfg.Observer.(PaddingObserver); ok && seq {
+			po.Padding(padRatio)
+		}
 	}
 
 	s.mu.Lock()

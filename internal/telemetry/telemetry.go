@@ -127,6 +127,7 @@ type Metrics struct {
 	stage        *prometheus.HistogramVec
 	batchSize    *prometheus.HistogramVec
 	fillRatio    *prometheus.HistogramVec
+	padRatio     *prometheus.HistogramVec
 	refusals     *prometheus.CounterVec
 	expired      *prometheus.CounterVec
 	deadline     *prometheus.CounterVec
@@ -180,6 +181,7 @@ func New(reg prometheus.Registerer, build BuildInfo) *Metrics {
 		stage:        histogram("request_stage_seconds", "Time a prediction request spent in each stage (preprocess, queue, batch_wait, compute, total).", LatencyBuckets, with("stage")...),
 		batchSize:    histogram("batch_size", "Rows per batch run on a replica.", BatchSizeBuckets, mv...),
 		fillRatio:    histogram("batch_fill_ratio", "Rows per batch divided by the version's maximum batch size.", FillRatioBuckets, mv...),
+		padRatio:     histogram("batch_padding_ratio", "Sequence models: padded cells of a batch divided by rows times its longest row.", FillRatioBuckets, mv...),
 		refusals:     counter("refusals_total", "Requests refused before computing, by reason.", with("reason")...),
 		expired:      counter("expired_in_queue_total", "Requests whose deadline passed while they waited in the queue.", mv...),
 		deadline:     counter("deadline_exceeded_total", "Requests whose deadline passed after they were admitted.", mv...),
@@ -203,7 +205,7 @@ func New(reg prometheus.Registerer, build BuildInfo) *Metrics {
 	m.perVersion = []interface {
 		DeletePartialMatch(prometheus.Labels) int
 	}{
-		m.requests, m.instances, m.stage, m.batchSize, m.fillRatio, m.refusals, m.expired, m.deadline,
+		m.requests, m.instances, m.stage, m.batchSize, m.fillRatio, m.padRatio, m.refusals, m.expired, m.deadline,
 		m.crashes, m.restarts, m.loadSeconds, m.golden, m.artifact, m.versionState, m.shadowDis,
 		m.shadowDiff, m.shadowLat, m.canaryShare, m.driftPSI, m.violations, m.missing,
 	}
@@ -211,7 +213,7 @@ func New(reg prometheus.Registerer, build BuildInfo) *Metrics {
 	buildInfo := gauge("build_info", "Always 1; labels say which Sluice build is running.", "version", "goversion")
 	buildInfo.WithLabelValues(build.Version, build.GoVersion).Set(1)
 
-	reg.MustRegister(m.requests, m.instances, m.stage, m.batchSize, m.fillRatio, m.refusals, m.expired,
+	reg.MustRegister(m.requests, m.instances, m.stage, m.batchSize, m.fillRatio, m.padRatio, m.refusals, m.expired,
 		m.deadline, m.crashes, m.restarts, m.loadSeconds, m.golden, m.artifact, m.versionState,
 		m.shadowDis, m.shadowDiff, m.shadowLat, m.canaryShare, m.driftPSI, m.violations, m.missing,
 		m.tenantReqs, m.tenantQuota, buildInfo, m.live)
@@ -335,6 +337,12 @@ func (m *Metrics) ObserveBatch(model, version string, rows, maxBatch int) {
 	if maxBatch > 0 {
 		m.fillRatio.WithLabelValues(model, version).Observe(float64(rows) / float64(maxBatch))
 	}
+}
+
+// ObservePadding records a sequence model's batch padding ratio: padded
+// cells / (rows × the batch's longest row), 0 to 1.
+func (m *Metrics) ObservePadding(model, version string, ratio float64) {
+	m.padRatio.WithLabelValues(model, version).Observe(ratio)
 }
 
 // Refused counts a request refused before computing. reason is one of the

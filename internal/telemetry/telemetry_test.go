@@ -29,6 +29,7 @@ func observeAll(m *Metrics) {
 	m.ObserveRequest("fraud", "3", "2xx", 4, Stages{Preprocess: time.Millisecond, Queue: 2 * time.Millisecond, BatchWait: time.Millisecond, Compute: 3 * time.Millisecond, Total: 8 * time.Millisecond})
 	m.ObserveRequest("fraud", "3", CodeOf(errs.New(errs.QueueFull, "full")), 1, Stages{Preprocess: time.Millisecond, Total: time.Millisecond})
 	m.ObserveBatch("fraud", "3", 12, 32)
+	m.ObservePadding("fraud", "3", 0.25)
 	m.Refused("fraud", "3", RefusedQueueFull)
 	m.ExpiredInQueue("fraud", "3")
 	m.DeadlineExceeded("fraud", "3")
