@@ -229,3 +229,34 @@ func TestPaddingObserver(t *testing.T) {
 		}
 	})
 }
+
+// TestSplitTokenRequest: a request of 20 token rows with maxBatchSize 8 is
+// split over batches; every row's answer is its own.
+func TestSplitTokenRequest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := &seqModel{}
+		s := newServer(t, Config{MaxBatchSize: 8, LengthBuckets: []int{4, 32}}, m)
+		var toks [][]int64
+		for i := 0; i < 20; i++ {
+			row := make([]int64, 1+i)
+			for j := range row {
+				row[j] = int64(i*10 + j)
+			}
+			toks = append(toks, row)
+		}
+		res, err := s.Submit(context.Background(), Work{Rows: runtime.Batch{Rows: 20, Tokens: toks}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, row := range toks {
+			if got, want := res.Out.Data[i], seqScore(row); got != want {
+				t.Errorf("row %d: %v, want %v", i, got, want)
+			}
+		}
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if len(m.batches) != 3 {
+			t.Errorf("%d batches, want 3", len(m.batches))
+		}
+	})
+}
