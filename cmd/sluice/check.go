@@ -24,9 +24,13 @@ func newCheckCmd() *cobra.Command {
 			out := cmd.OutOrStdout()
 			m := p.Spec.Manifest
 			fmt.Fprintf(out, "package   %s (%s)\nruntime   %s\nartifact  %s sha256:%s (%d bytes)\n", m.Name, args[0], m.Runtime, m.Artifact, p.ArtifactSHA, len(p.Artifact))
-			fmt.Fprintf(out, "input     %s, %d fields -> %d features:\n", m.Input.Schema, len(m.Input.Fields), p.Spec.Schema.Width())
-			for i, f := range p.Spec.Schema.Features() {
-				fmt.Fprintf(out, "  [%d] %s\n", i, f)
+			if f := m.Input.Fields[0]; f.Type == "sequence" {
+				fmt.Fprintf(out, "input     %s: token ids %q, 1 to %d per instance\n", m.Input.Schema, f.Name, f.MaxLength)
+			} else {
+				fmt.Fprintf(out, "input     %s, %d fields -> %d features:\n", m.Input.Schema, len(m.Input.Fields), p.Spec.Schema.Width())
+				for i, f := range p.Spec.Schema.Features() {
+					fmt.Fprintf(out, "  [%d] %s\n", i, f)
+				}
 			}
 			fmt.Fprintf(out, "output    %s: %s\n", m.Output.Schema, strings.Join(p.Spec.OutputNames, ", "))
 			model, err := control.LoadPackage(context.Background(), p)

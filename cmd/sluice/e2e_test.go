@@ -351,5 +351,10 @@ func TestONNXExampleThroughTheBinary(t *testing.T) {
 	if got, want := p.Predictions[0]["probability"], golden[0].Expect["probability"]; math.Abs(got-want) > 1e-5 {
 		t.Fatalf("mlp probability %v, torch says %v", got, want)
 	}
+	// The sequence example: token rows of different lengths in one request.
+	out, stderr, err = sluice(t, "predict", "seq", `{"instances":[{"tokens":[5,17,3]},{"tokens":[9,9,9,9,9,9,9,9,9,9,9,9,9,9,9,9,9,9,9,9]}]}`, "--server", srv.url)
+	if err != nil || !strings.Contains(out, `"modelVersion":"seq@1"`) || strings.Count(out, `"score"`) != 2 {
+		t.Fatalf("predict seq: %v %q %s", err, out, stderr)
+	}
 	srv.stop(t)
 }

@@ -39,6 +39,8 @@ type Field struct {
 	Optional bool     `json:"optional,omitempty"`
 	Default  any      `json:"default,omitempty"`
 	Values   []string `json:"values,omitempty"`
+	// MaxLength bounds a sequence field (token ids).
+	MaxLength int `json:"maxLength,omitempty"`
 }
 
 // Input is a version's input contract.

@@ -670,7 +670,7 @@ func contract(spec *modelpkg.Spec) (*api.Input, *api.Output) {
 	m := spec.Manifest
 	in := &api.Input{Schema: m.Input.Schema, Features: spec.Schema.Features()}
 	for _, f := range m.Input.Fields {
-		in.Fields = append(in.Fields, api.Field{Name: f.Name, Type: f.Type, Min: f.Min, Max: f.Max, Optional: f.Optional, Default: f.Default, Values: f.Values})
+		in.Fields = append(in.Fields, api.Field{Name: f.Name, Type: f.Type, Min: f.Min, Max: f.Max, Optional: f.Optional, Default: f.Default, Values: f.Values, MaxLength: f.MaxLength})
 	}
 	return in, &api.Output{Schema: m.Output.Schema, Fields: spec.OutputNames}
 }
