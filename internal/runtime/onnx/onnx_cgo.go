@@ -148,28 +148,7 @@ func (m *Model) Predict(ctx context.Context, in runtime.Batch) (runtime.Output, 
 	if in.Rows == 0 {
 		return out, nil
 	}
-	if err := ctx.Err(); err != nil {
-		return runtime.Output{}, err
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		return runtime.Output{}, fmt.Errorf("onnx: %s: predict on a closed model", m.name)
-	}
-	inT, err := ort.NewTensor(ort.NewShape(int64(in.Rows), int64(d)), in.Data)
-	if err != nil {
-		return runtime.Output{}, fmt.Errorf("onnx: input tensor: %v", err)
-	}
-	defer inT.Destroy()
-	outT, err := ort.NewTensor(m.outShape(in.Rows), out.Data)
-	if err != nil {
-		return runtime.Output{}, fmt.Errorf("onnx: output tensor: %v", err)
-	}
-	defer outT.Destroy()
-	if err := m.sess.Run([]ort.Value{inT}, []ort.Value{outT}); err != nil {
-		return runtime.Output{}, fmt.Errorf("onnx: run: %v", err)
-	}
-	return out, nil
+	return run(ctx, m, in.Rows, d, in.Data, out)
 }
 
 // predictSequence pads the batch's token rows to its longest row with the
@@ -198,6 +177,11 @@ func (m *Model) predictSequence(ctx context.Context, in runtime.Batch) (runtime.
 			row[j] = m.pad
 		}
 	}
+	return run(ctx, m, in.Rows, L, data, out)
+}
+
+// run feeds a rows×width input tensor of data to the session and fills out.
+func run[T ort.TensorData](ctx context.Context, m *Model, rows, width int, data []T, out runtime.Output) (runtime.Output, error) {
 	if err := ctx.Err(); err != nil {
 		return runtime.Output{}, err
 	}
@@ -206,12 +190,12 @@ func (m *Model) predictSequence(ctx context.Context, in runtime.Batch) (runtime.
 	if m.closed {
 		return runtime.Output{}, fmt.Errorf("onnx: %s: predict on a closed model", m.name)
 	}
-	inT, err := ort.NewTensor(ort.NewShape(int64(in.Rows), int64(L)), data)
+	inT, err := ort.NewTensor(ort.NewShape(int64(rows), int64(width)), data)
 	if err != nil {
 		return runtime.Output{}, fmt.Errorf("onnx: input tensor: %v", err)
 	}
 	defer inT.Destroy()
-	outT, err := ort.NewTensor(m.outShape(in.Rows), out.Data)
+	outT, err := ort.NewTensor(m.outShape(rows), out.Data)
 	if err != nil {
 		return runtime.Output{}, fmt.Errorf("onnx: output tensor: %v", err)
 	}
