@@ -12,6 +12,7 @@
 package routing
 
 import (
+	"context"
 	"fmt"
 	"hash/fnv"
 	"sort"
@@ -28,13 +29,20 @@ import (
 // Buckets is the number of hash buckets weights are laid out on (0.01 %).
 const Buckets = 10000
 
+// Backend runs a version's work: a serving.Server in this process, or the
+// version's replicas on worker processes (internal/cluster). Submit admits
+// or refuses at once, then waits for the result or the context's end.
+type Backend interface {
+	Submit(ctx context.Context, w serving.Work) (serving.Result, error)
+}
+
 // Target is one ready version that can take requests.
 type Target struct {
 	Model   string
 	N       int
 	ID      string // "fraud@3"
 	Spec    *modelpkg.Spec
-	Server  *serving.Server
+	Server  Backend
 	Digest  string
 	Runtime string
 	Drift   *drift.Monitor // nil: no drift monitoring
