@@ -1,5 +1,5 @@
 // Package errs holds Sluice's one error type, its stable codes and the single
-// table that maps a code to an HTTP status (and, later, a gRPC code). Every
+// table that maps a code to an HTTP status and to a gRPC code. Every
 // layer returns *Error for failures a caller should see; transports render
 // them and never invent statuses of their own.
 package errs
@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"google.golang.org/grpc/codes"
 )
 
 // Code is a stable, machine-readable error code. Codes never change meaning
@@ -38,6 +40,39 @@ const (
 	IdempotencyConflict Code = "idempotency_conflict"
 	Internal            Code = "internal"
 )
+
+// grpcOf is the gRPC column of the table: the code a gRPC transport
+// (the gateway's OIP service, a worker) answers with.
+var grpcOf = map[Code]codes.Code{
+	InvalidArgument:     codes.InvalidArgument,
+	UnsupportedMedia:    codes.InvalidArgument,
+	PayloadTooLarge:     codes.ResourceExhausted,
+	TooManyInstances:    codes.InvalidArgument,
+	NotFound:            codes.NotFound,
+	AlreadyExists:       codes.AlreadyExists,
+	MethodNotAllowed:    codes.Unimplemented,
+	Unauthenticated:     codes.Unauthenticated,
+	PermissionDenied:    codes.PermissionDenied,
+	NotReady:            codes.Unavailable,
+	QuotaExceeded:       codes.ResourceExhausted,
+	QueueFull:           codes.ResourceExhausted,
+	DeadlineInfeasible:  codes.ResourceExhausted,
+	DeadlineExceeded:    codes.DeadlineExceeded,
+	ExpiredInQueue:      codes.DeadlineExceeded,
+	Unavailable:         codes.Unavailable,
+	ShuttingDown:        codes.Unavailable,
+	InvalidPackage:      codes.FailedPrecondition,
+	IdempotencyConflict: codes.AlreadyExists,
+	Internal:            codes.Internal,
+}
+
+// GRPCCode maps a code to its gRPC status code; unknown codes are Internal.
+func GRPCCode(c Code) codes.Code {
+	if g, ok := grpcOf[c]; ok {
+		return g
+	}
+	return codes.Internal
+}
 
 var statusOf = map[Code]int{
 	InvalidArgument:     http.StatusBadRequest,
