@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluiceml/sluice/internal/control"
+	"github.com/sluiceml/sluice/internal/hosting"
 	"github.com/sluiceml/sluice/internal/modelpkg"
 )
 
@@ -33,7 +34,7 @@ func newCheckCmd() *cobra.Command {
 				}
 			}
 			fmt.Fprintf(out, "output    %s: %s\n", m.Output.Schema, strings.Join(p.Spec.OutputNames, ", "))
-			model, err := control.LoadPackage(context.Background(), p)
+			model, err := hosting.LoadPackage(context.Background(), p)
 			if err != nil {
 				return fmt.Errorf("load %s: %w", args[0], err)
 			}
@@ -46,7 +47,7 @@ func newCheckCmd() *cobra.Command {
 				}
 				fmt.Fprintf(out, "drift     %s: %d reference rows, %d bins per feature\n", d.Reference, len(rows), d.Bins)
 			}
-			res, err := control.CompareGolden(context.Background(), p.Spec, model)
+			res, err := hosting.CompareGolden(context.Background(), p.Spec, model)
 			if err != nil {
 				return err
 			}

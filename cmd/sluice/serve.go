@@ -87,7 +87,7 @@ func newServeCmd() *cobra.Command {
 				}()
 				log.Info("tracing on", "otlp_endpoint", otlpEndpoint)
 			}
-			ctl := control.New(store, log)
+			ctl := control.New(store, nil, log)
 			reg := telemetry.NewRegistry()
 			metrics := telemetry.New(reg, telemetry.BuildInfo{Version: version, GoVersion: goruntime.Version()})
 			metrics.SetVersionSource(ctl.LiveState)

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"math"
 	"path"
 	"sort"
 	"strconv"
@@ -23,7 +22,6 @@ import (
 	"github.com/sluiceml/sluice/internal/modelpkg"
 	"github.com/sluiceml/sluice/internal/registry"
 	"github.com/sluiceml/sluice/internal/routing"
-	"github.com/sluiceml/sluice/internal/runtime"
 	"github.com/sluiceml/sluice/internal/serving"
 	"github.com/sluiceml/sluice/internal/telemetry"
 	"github.com/sluiceml/sluice/internal/vstats"
@@ -32,6 +30,7 @@ import (
 // Controller owns loaded versions and the routing snapshot.
 type Controller struct {
 	store  *registry.Store
+	host   Host
 	log    *slog.Logger
 	Table  *routing.Holder
 	ctx    context.Context // cancelled by Close: stops loads
@@ -72,14 +71,18 @@ type Loaded struct {
 	State   registry.State
 	Reason  string
 	Timings registry.Timings
-	Server  *serving.Server
+	Server  Hosted
 	Drift   *drift.Monitor // nil without drift: in model.yaml
 }
 
-// New returns a controller over store.
-func New(store *registry.Store, log *slog.Logger) *Controller {
+// New returns a controller over store whose versions run on host (nil:
+// replicas in this process, LocalHost).
+func New(store *registry.Store, host Host, log *slog.Logger) *Controller {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Controller{store: store, log: log, Table: &routing.Holder{}, ctx: ctx, cancel: cancel,
+	if host == nil {
+		host = &LocalHost{Artifact: func(_ context.Context, sha string) ([]byte, error) { return store.Artifact(sha) }}
+	}
+	return &Controller{store: store, host: host, log: log, Table: &routing.Holder{}, ctx: ctx, cancel: cancel,
 		sem: make(chan struct{}, 2), versions: map[string]*Loaded{}, Stats: &vstats.Set{},
 		policies: map[string]registry.Policy{}, dirty: map[string]*Loaded{},
 		rollouts: map[string]*Rollout{}, wake: make(chan struct{})}
@@ -264,44 +267,6 @@ func (c *Controller) load(l *Loaded) {
 	l.Spec = spec
 	c.mu.Unlock()
 	sv := spec.Manifest.Serving
-	t0 := time.Now()
-	loader := func(ctx context.Context) (runtime.Model, error) { return c.loadReplica(ctx, v, spec) }
-	var models []runtime.Model
-	closeAll := func() {
-		for _, m := range models {
-			_ = m.Close()
-		}
-	}
-	for i := 0; i < sv.Replicas; i++ {
-		m, err := c.loadModel(c.ctx, v, spec)
-		if err != nil {
-			closeAll()
-			fail(err)
-			return
-		}
-		models = append(models, m)
-	}
-	c.mu.Lock()
-	l.Timings.Load = time.Since(t0)
-	c.mu.Unlock()
-	c.setState(l, registry.Validating, "")
-	t1 := time.Now()
-	for _, m := range models {
-		if err := CheckGolden(c.ctx, v.ID(), spec, m); err != nil {
-			closeAll()
-			fail(err)
-			return
-		}
-	}
-	golden := time.Since(t1)
-	var mon *drift.Monitor
-	if spec.Manifest.Drift != nil && !c.NoDrift {
-		if mon, err = c.buildDrift(c.ctx, v, spec, models[0]); err != nil {
-			closeAll()
-			fail(err)
-			return
-		}
-	}
 	var obs serving.Observer
 	if c.Metrics != nil {
 		ver := strconv.Itoa(v.N)
@@ -313,181 +278,40 @@ func (c *Controller) load(l *Loaded) {
 		c.Metrics.DeclareFields(v.Model, ver, fields)
 		obs = &observer{m: c.Metrics, model: v.Model, version: ver, maxBatch: sv.MaxBatchSize}
 	}
-	srv := serving.New(serving.Config{
-		Name: v.ID(), MaxBatchSize: sv.MaxBatchSize, MaxBatchDelay: sv.MaxBatchDelay.Duration,
-		MaxQueueInstances: sv.MaxQueueInstances, Logger: log, Load: loader, Observer: obs,
-		LengthBuckets: sv.LengthBuckets,
-	}, models)
-	t2 := time.Now()
-	if err := warmup(c.ctx, spec, models[0], srv); err != nil {
-		_ = srv.Close(context.Background())
-		fail(fmt.Errorf("warmup %s: %w", v.ID(), err))
+	hosted, tm, err := c.host.Start(c.ctx, HostRequest{Version: v, Spec: spec, Observer: obs, Logger: log})
+	c.mu.Lock()
+	l.Timings = registry.Timings{Load: tm.Load, Golden: tm.Golden, Warmup: tm.Warmup}
+	c.mu.Unlock()
+	if err != nil {
+		fail(err)
 		return
+	}
+	var mon *drift.Monitor
+	if spec.Manifest.Drift != nil && !c.NoDrift {
+		if mon, err = c.buildDrift(c.ctx, v, spec, hosted); err != nil {
+			_ = hosted.Close(context.Background())
+			fail(err)
+			return
+		}
 	}
 	c.mu.Lock()
-	l.Timings.Golden = golden
-	l.Timings.Warmup = time.Since(t2)
 	if c.closing {
 		c.mu.Unlock()
-		_ = srv.Close(context.Background())
+		_ = hosted.Close(context.Background())
 		return
 	}
-	l.Server = srv
+	l.Server = hosted
 	l.Drift = mon
 	c.mu.Unlock()
 	c.setState(l, registry.Ready, "")
 	if c.Metrics != nil {
-		c.Metrics.LoadFinished(v.Model, strconv.Itoa(v.N), telemetry.LoadTimings{Load: l.Timings.Load, Golden: golden, Warmup: time.Since(t2)}, true, v.ArtifactBytes)
+		c.Metrics.LoadFinished(v.Model, strconv.Itoa(v.N), telemetry.LoadTimings{Load: tm.Load, Golden: tm.Golden, Warmup: tm.Warmup}, true, v.ArtifactBytes)
 	}
 	c.mu.Lock()
 	c.publishLocked()
 	c.mu.Unlock()
 	c.firstPolicy(v)
-	log.Info("version ready", "load", l.Timings.Load.String(), "golden", golden.String(), "warmup", l.Timings.Warmup.String(), "replicas", sv.Replicas)
-}
-
-// loadModel reads and verifies the artifact, then loads one model and checks
-// its shape against the schema.
-func (c *Controller) loadModel(ctx context.Context, v registry.Version, spec *modelpkg.Spec) (runtime.Model, error) {
-	art, err := c.store.Artifact(v.ArtifactSHA)
-	if err != nil {
-		return nil, fmt.Errorf("load %s: %w", v.ID(), err)
-	}
-	rt, err := runtime.Lookup(v.Runtime)
-	if err != nil {
-		return nil, fmt.Errorf("load %s: %w", v.ID(), err)
-	}
-	m, err := safeLoad(ctx, rt, runtimeSpec(v.ID(), spec), art)
-	if err != nil {
-		return nil, fmt.Errorf("load %s: %w", v.ID(), err)
-	}
-	if err := checkShape(spec, m.Info()); err != nil {
-		_ = m.Close()
-		return nil, fmt.Errorf("load %s: %w", v.ID(), err)
-	}
-	return m, nil
-}
-
-// loadReplica is the loader used to replace a crashed replica.
-func (c *Controller) loadReplica(ctx context.Context, v registry.Version, spec *modelpkg.Spec) (runtime.Model, error) {
-	m, err := c.loadModel(ctx, v, spec)
-	if err != nil {
-		return nil, err
-	}
-	if err := CheckGolden(ctx, v.ID(), spec, m); err != nil {
-		_ = m.Close()
-		return nil, err
-	}
-	return m, nil
-}
-
-func runtimeSpec(name string, spec *modelpkg.Spec) runtime.Spec {
-	rs := runtime.Spec{Name: name, Features: spec.Schema.Width(), Outputs: len(spec.OutputNames)}
-	if spec.Manifest.ONNX != nil {
-		rs.Session = *spec.Manifest.ONNX
-	}
-	if _, _, ok := spec.Schema.Sequence(); ok {
-		rs.Sequence = true
-		if pv := spec.Manifest.Serving.PadValue; pv != nil {
-			rs.PadValue = *pv
-		}
-	}
-	return rs
-}
-
-func safeLoad(ctx context.Context, rt runtime.Runtime, s runtime.Spec, art []byte) (m runtime.Model, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("runtime panicked while loading the artifact: %v", p)
-		}
-	}()
-	return rt.Load(ctx, s, art)
-}
-
-func checkShape(spec *modelpkg.Spec, info runtime.Info) error {
-	if name, _, ok := spec.Schema.Sequence(); ok || info.Sequence {
-		// Sequence models read token rows: no feature count to compare.
-		switch {
-		case ok && !info.Sequence:
-			return fmt.Errorf("input field %q is a sequence of token ids but the model does not read token ids (%s)", name, info.Detail)
-		case !ok && info.Sequence:
-			return fmt.Errorf("the model reads token ids but no input field has type sequence (%v)", spec.Schema.Features())
-		}
-	} else if info.Inputs > 0 && info.Inputs != spec.Schema.Width() {
-		return fmt.Errorf("the model reads %d features but the schema produces %d after preprocessing (%v)", info.Inputs, spec.Schema.Width(), spec.Schema.Features())
-	}
-	if info.Outputs != len(spec.OutputNames) {
-		return fmt.Errorf("the model produces %d output columns but output.fields names %d (%v)", info.Outputs, len(spec.OutputNames), spec.OutputNames)
-	}
-	return nil
-}
-
-// GoldenResult is one compared output of one golden example.
-type GoldenResult struct {
-	Example   int
-	Output    string
-	Got, Want float64
-	Tolerance float64
-	OK        bool
-}
-
-// CompareGolden runs the golden examples on m and compares every expected
-// output within its tolerance.
-func CompareGolden(ctx context.Context, spec *modelpkg.Spec, m runtime.Model) ([]GoldenResult, error) {
-	if len(spec.Golden) == 0 {
-		return nil, nil
-	}
-	out, err := PredictGolden(ctx, spec, m)
-	if err != nil {
-		return nil, err
-	}
-	var res []GoldenResult
-	for i, g := range spec.Golden {
-		row := out.Row(i)
-		names := make([]string, 0, len(g.Expect))
-		for k := range g.Expect {
-			names = append(names, k)
-		}
-		sort.Strings(names)
-		for _, k := range names {
-			got := float64(row[indexOf(spec.OutputNames, k)])
-			want := g.Expect[k]
-			res = append(res, GoldenResult{Example: i, Output: k, Got: got, Want: want, Tolerance: g.Tolerance, OK: math.Abs(got-want) <= g.Tolerance})
-		}
-	}
-	return res, nil
-}
-
-// CheckGolden fails with the first golden mismatch.
-func CheckGolden(ctx context.Context, id string, spec *modelpkg.Spec, m runtime.Model) error {
-	res, err := CompareGolden(ctx, spec, m)
-	if err != nil {
-		return fmt.Errorf("golden examples of %s: %w", id, err)
-	}
-	for _, r := range res {
-		if !r.OK {
-			return fmt.Errorf("golden example %d of %s: %s = %v, expected %v (tolerance %g)", r.Example, id, r.Output, r.Got, r.Want, r.Tolerance)
-		}
-	}
-	return nil
-}
-
-// LoadPackage loads a package's model straight from its bytes (for
-// `sluice check`) and checks its shape against the schema.
-func LoadPackage(ctx context.Context, p *modelpkg.Package) (runtime.Model, error) {
-	rt, err := runtime.Lookup(p.Spec.Manifest.Runtime)
-	if err != nil {
-		return nil, err
-	}
-	m, err := safeLoad(ctx, rt, runtimeSpec(p.Spec.Manifest.Name, p.Spec), p.Artifact)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkShape(p.Spec, m.Info()); err != nil {
-		_ = m.Close()
-		return nil, err
-	}
-	return m, nil
+	log.Info("version ready", "load", tm.Load.String(), "golden", tm.Golden.String(), "warmup", tm.Warmup.String(), "replicas", sv.Replicas, "host", c.host.Name())
 }
 
 // Published is one package published by PublishFS.
@@ -521,98 +345,6 @@ func (c *Controller) PublishFS(ctx context.Context, fsys fs.FS, root, display st
 		out = append(out, Published{Version: v, Created: created, HadPolicy: had, Release: p.Spec.Manifest.Release})
 	}
 	return out, nil
-}
-
-// PredictGolden predicts the golden rows in one batch.
-func PredictGolden(ctx context.Context, spec *modelpkg.Spec, m runtime.Model) (runtime.Output, error) {
-	w := spec.Schema.Width()
-	b := runtime.Batch{Rows: len(spec.Golden), Cols: w, Data: make([]float32, 0, len(spec.Golden)*w)}
-	for _, g := range spec.Golden {
-		b.Data = append(b.Data, g.Row...)
-		if g.Tokens != nil {
-			b.Tokens = append(b.Tokens, g.Tokens)
-		}
-	}
-	out, err := safePredict(ctx, m, b)
-	if err != nil {
-		return out, err
-	}
-	if out.Rows != b.Rows || out.Cols != len(spec.OutputNames) || len(out.Data) != out.Rows*out.Cols {
-		return out, fmt.Errorf("runtime returned %d×%d outputs for %d rows", out.Rows, out.Cols, b.Rows)
-	}
-	return out, nil
-}
-
-func safePredict(ctx context.Context, m runtime.Model, b runtime.Batch) (out runtime.Output, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("runtime panicked: %v", p)
-		}
-	}()
-	return m.Predict(ctx, b)
-}
-
-func indexOf(xs []string, s string) int {
-	for i, x := range xs {
-		if x == s {
-			return i
-		}
-	}
-	return -1
-}
-
-// warmup runs batches of several sizes to warm caches and seed the server's
-// service-time model.
-func warmup(ctx context.Context, spec *modelpkg.Spec, m runtime.Model, srv *serving.Server) error {
-	n := *spec.Manifest.Serving.WarmupBatches
-	if n == 0 {
-		return nil
-	}
-	w := spec.Schema.Width()
-	maxB := spec.Manifest.Serving.MaxBatchSize
-	sizes := []int{1, max(1, maxB/2), maxB}
-	var src []float32
-	var toks [][]int64 // sequence models: golden token rows, or one pad id
-	for _, g := range spec.Golden {
-		src = append(src, g.Row...)
-		if g.Tokens != nil {
-			toks = append(toks, g.Tokens)
-		}
-	}
-	if len(src) == 0 {
-		src = make([]float32, w)
-	}
-	_, _, seq := spec.Schema.Sequence()
-	if seq && len(toks) == 0 {
-		// The pad id is always a valid input: the runtime pads with it.
-		var pad int64
-		if pv := spec.Manifest.Serving.PadValue; pv != nil {
-			pad = *pv
-		}
-		toks = [][]int64{{pad}}
-	}
-	for i := 0; i < n; i++ {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		size := sizes[i%len(sizes)]
-		b := runtime.Batch{Rows: size, Cols: w, Data: make([]float32, size*w)}
-		if seq {
-			for j := 0; j < size; j++ {
-				b.Tokens = append(b.Tokens, toks[j%len(toks)])
-			}
-		} else {
-			for j := 0; j < size*w; j += len(src) {
-				copy(b.Data[j:], src)
-			}
-		}
-		t := time.Now()
-		if _, err := safePredict(ctx, m, b); err != nil {
-			return err
-		}
-		srv.Observe(size, time.Since(t))
-	}
-	return nil
 }
 
 // publishLocked rebuilds and swaps in the routing snapshot from the
@@ -688,7 +420,7 @@ type Status struct {
 func (c *Controller) Versions() []Status {
 	c.mu.Lock()
 	out := make([]Status, 0, len(c.versions))
-	servers := make([]*serving.Server, 0, len(c.versions))
+	servers := make([]Hosted, 0, len(c.versions))
 	for _, l := range c.versions {
 		out = append(out, Status{Version: l.Version, State: l.State, Reason: l.Reason, Timings: l.Timings, Spec: l.Spec})
 		servers = append(servers, l.Server)
@@ -748,7 +480,7 @@ func (c *Controller) Readiness() (ready bool, problems, warnings []string) {
 func (c *Controller) Close(ctx context.Context) error {
 	c.mu.Lock()
 	c.closing = true
-	var servers []*serving.Server
+	var servers []Hosted
 	for _, l := range c.versions {
 		if l.Server != nil {
 			servers = append(servers, l.Server)

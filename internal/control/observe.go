@@ -10,15 +10,17 @@ import (
 	"github.com/sluiceml/sluice/internal/drift"
 	"github.com/sluiceml/sluice/internal/modelpkg"
 	"github.com/sluiceml/sluice/internal/registry"
+	"github.com/sluiceml/sluice/internal/routing"
 	"github.com/sluiceml/sluice/internal/runtime"
 	"github.com/sluiceml/sluice/internal/schema"
+	"github.com/sluiceml/sluice/internal/serving"
 	"github.com/sluiceml/sluice/internal/telemetry"
 )
 
 // buildDrift reads the version's reference sample, preprocesses it with the
 // schema, predicts it with m, and builds the reference histograms the
 // online monitor compares with.
-func (c *Controller) buildDrift(ctx context.Context, v registry.Version, spec *modelpkg.Spec, m runtime.Model) (*drift.Monitor, error) {
+func (c *Controller) buildDrift(ctx context.Context, v registry.Version, spec *modelpkg.Spec, b routing.Backend) (*drift.Monitor, error) {
 	d := spec.Manifest.Drift
 	raw, err := c.store.File(ctx, v.Model, v.N, "drift.reference")
 	if err != nil {
@@ -33,13 +35,17 @@ func (c *Controller) buildDrift(ctx context.Context, v registry.Version, spec *m
 	}
 	w := spec.Schema.Width()
 	var outs [][]float32
-	for lo := 0; lo < len(rows); lo += 1024 {
-		hi := min(lo+1024, len(rows))
-		b := runtime.Batch{Rows: hi - lo, Cols: w, Data: make([]float32, 0, (hi-lo)*w)}
+	// Through the version's own server, at low priority, in chunks its
+	// admission takes: the same path wherever the replicas run.
+	chunk := max(1, min(spec.Manifest.Serving.MaxBatchSize, spec.Manifest.Serving.MaxQueueInstances))
+	for lo := 0; lo < len(rows); lo += chunk {
+		hi := min(lo+chunk, len(rows))
+		batch := runtime.Batch{Rows: hi - lo, Cols: w, Data: make([]float32, 0, (hi-lo)*w)}
 		for _, r := range rows[lo:hi] {
-			b.Data = append(b.Data, r...)
+			batch.Data = append(batch.Data, r...)
 		}
-		out, err := safePredict(ctx, m, b)
+		res, err := b.Submit(ctx, serving.Work{Rows: batch, Priority: serving.Low})
+		out := res.Out
 		if err != nil {
 			return nil, fmt.Errorf("drift reference of %s: predict the sample: %w", v.ID(), err)
 		}

@@ -38,7 +38,7 @@ func newTestServerFS(t *testing.T, cfg Config, fsys fs.FS) (*httptest.Server, *c
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	ctl := control.New(store, log)
+	ctl := control.New(store, nil, log)
 	ctx := context.Background()
 	if err := ctl.Start(ctx); err != nil {
 		t.Fatal(err)

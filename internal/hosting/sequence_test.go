@@ -1,4 +1,4 @@
-package control
+package hosting
 
 import (
 	"strings"
@@ -37,12 +37,12 @@ func TestCheckShapeSequence(t *testing.T) {
 		{tab, runtime.Info{Inputs: 2, Outputs: 1}, "the model reads 2 features but the schema produces 1"},
 	}
 	for i, c := range cases {
-		err := checkShape(c.spec, c.info)
+		err := CheckShape(c.spec, c.info)
 		if (c.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.want)) {
 			t.Errorf("case %d: got %v, want %q", i, err, c.want)
 		}
 	}
-	rs := runtimeSpec("m@1", seq)
+	rs := RuntimeSpec("m@1", seq)
 	if !rs.Sequence || rs.PadValue != 0 || rs.Features != 0 {
 		t.Errorf("runtime spec %+v", rs)
 	}

@@ -1,0 +1,327 @@
+// Package hosting turns one published version into a running
+// serving.Server: load the artifact into the runtime (as many replicas as
+// asked), check each model's shape against the schema, run the golden
+// examples, warm up (seeding the service-time model), and only then hand
+// the server over. The gateway's process (replicas in process) and every
+// worker process (`sluice worker`) host versions with this one code, so a
+// version is checked the same way wherever it runs. It knows nothing of
+// the registry, tenants, deployments or transports: it is given the
+// manifest's Spec and the artifact's bytes, already verified.
+package hosting
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/sluiceml/sluice/internal/modelpkg"
+	"github.com/sluiceml/sluice/internal/runtime"
+	"github.com/sluiceml/sluice/internal/serving"
+)
+
+// Config is one version to host.
+type Config struct {
+	ID       string // "fraud@3", for messages and logs
+	Spec     *modelpkg.Spec
+	Runtime  string
+	Artifact []byte // verified bytes
+	Replicas int    // 0: the manifest's serving.replicas
+	Logger   *slog.Logger
+	Observer serving.Observer // nil: none
+}
+
+// Timings are how long each step of a start took.
+type Timings struct {
+	Load, Golden, Warmup time.Duration
+}
+
+// Start loads cfg.Replicas models, checks them and starts their server.
+// The returned server has passed the golden examples and is warm. A
+// crashed replica is later replaced by loading the same bytes again and
+// checking the golden examples again.
+func Start(ctx context.Context, cfg Config) (*serving.Server, Timings, error) {
+	var tm Timings
+	spec := cfg.Spec
+	sv := spec.Manifest.Serving
+	n := cfg.Replicas
+	if n <= 0 {
+		n = sv.Replicas
+	}
+	n = max(n, 1)
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	t0 := time.Now()
+	var models []runtime.Model
+	closeAll := func() {
+		for _, m := range models {
+			_ = m.Close()
+		}
+	}
+	for i := 0; i < n; i++ {
+		m, err := LoadModel(ctx, cfg.ID, cfg.Runtime, spec, cfg.Artifact)
+		if err != nil {
+			closeAll()
+			return nil, tm, err
+		}
+		models = append(models, m)
+	}
+	tm.Load = time.Since(t0)
+	t1 := time.Now()
+	for _, m := range models {
+		if err := CheckGolden(ctx, cfg.ID, spec, m); err != nil {
+			closeAll()
+			return nil, tm, err
+		}
+	}
+	tm.Golden = time.Since(t1)
+	loader := func(ctx context.Context) (runtime.Model, error) {
+		m, err := LoadModel(ctx, cfg.ID, cfg.Runtime, spec, cfg.Artifact)
+		if err != nil {
+			return nil, err
+		}
+		if err := CheckGolden(ctx, cfg.ID, spec, m); err != nil {
+			_ = m.Close()
+			return nil, err
+		}
+		return m, nil
+	}
+	srv := serving.New(serving.Config{
+		Name: cfg.ID, MaxBatchSize: sv.MaxBatchSize, MaxBatchDelay: sv.MaxBatchDelay.Duration,
+		MaxQueueInstances: sv.MaxQueueInstances, Logger: log, Load: loader, Observer: cfg.Observer,
+		LengthBuckets: sv.LengthBuckets,
+	}, models)
+	t2 := time.Now()
+	if err := warmup(ctx, spec, models[0], srv); err != nil {
+		_ = srv.Close(context.Background())
+		return nil, tm, fmt.Errorf("warmup %s: %w", cfg.ID, err)
+	}
+	tm.Warmup = time.Since(t2)
+	return srv, tm, nil
+}
+
+// LoadModel loads one model from verified artifact bytes and checks its
+// shape against the schema.
+func LoadModel(ctx context.Context, id, runtimeName string, spec *modelpkg.Spec, art []byte) (runtime.Model, error) {
+	rt, err := runtime.Lookup(runtimeName)
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", id, err)
+	}
+	m, err := safeLoad(ctx, rt, RuntimeSpec(id, spec), art)
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", id, err)
+	}
+	if err := CheckShape(spec, m.Info()); err != nil {
+		_ = m.Close()
+		return nil, fmt.Errorf("load %s: %w", id, err)
+	}
+	return m, nil
+}
+
+// RuntimeSpec is what the runtime is told of the version it loads.
+func RuntimeSpec(name string, spec *modelpkg.Spec) runtime.Spec {
+	rs := runtime.Spec{Name: name, Features: spec.Schema.Width(), Outputs: len(spec.OutputNames)}
+	if spec.Manifest.ONNX != nil {
+		rs.Session = *spec.Manifest.ONNX
+	}
+	if _, _, ok := spec.Schema.Sequence(); ok {
+		rs.Sequence = true
+		if pv := spec.Manifest.Serving.PadValue; pv != nil {
+			rs.PadValue = *pv
+		}
+	}
+	return rs
+}
+
+func safeLoad(ctx context.Context, rt runtime.Runtime, s runtime.Spec, art []byte) (m runtime.Model, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("runtime panicked while loading the artifact: %v", p)
+		}
+	}()
+	return rt.Load(ctx, s, art)
+}
+
+// CheckShape compares what a loaded model reads and produces with the schema.
+func CheckShape(spec *modelpkg.Spec, info runtime.Info) error {
+	if name, _, ok := spec.Schema.Sequence(); ok || info.Sequence {
+		// Sequence models read token rows: no feature count to compare.
+		switch {
+		case ok && !info.Sequence:
+			return fmt.Errorf("input field %q is a sequence of token ids but the model does not read token ids (%s)", name, info.Detail)
+		case !ok && info.Sequence:
+			return fmt.Errorf("the model reads token ids but no input field has type sequence (%v)", spec.Schema.Features())
+		}
+	} else if info.Inputs > 0 && info.Inputs != spec.Schema.Width() {
+		return fmt.Errorf("the model reads %d features but the schema produces %d after preprocessing (%v)", info.Inputs, spec.Schema.Width(), spec.Schema.Features())
+	}
+	if info.Outputs != len(spec.OutputNames) {
+		return fmt.Errorf("the model produces %d output columns but output.fields names %d (%v)", info.Outputs, len(spec.OutputNames), spec.OutputNames)
+	}
+	return nil
+}
+
+// GoldenResult is one compared output of one golden example.
+type GoldenResult struct {
+	Example   int
+	Output    string
+	Got, Want float64
+	Tolerance float64
+	OK        bool
+}
+
+// CompareGolden runs the golden examples on m and compares every expected
+// output within its tolerance.
+func CompareGolden(ctx context.Context, spec *modelpkg.Spec, m runtime.Model) ([]GoldenResult, error) {
+	if len(spec.Golden) == 0 {
+		return nil, nil
+	}
+	out, err := PredictGolden(ctx, spec, m)
+	if err != nil {
+		return nil, err
+	}
+	var res []GoldenResult
+	for i, g := range spec.Golden {
+		row := out.Row(i)
+		names := make([]string, 0, len(g.Expect))
+		for k := range g.Expect {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			got := float64(row[indexOf(spec.OutputNames, k)])
+			want := g.Expect[k]
+			res = append(res, GoldenResult{Example: i, Output: k, Got: got, Want: want, Tolerance: g.Tolerance, OK: math.Abs(got-want) <= g.Tolerance})
+		}
+	}
+	return res, nil
+}
+
+// CheckGolden fails with the first golden mismatch.
+func CheckGolden(ctx context.Context, id string, spec *modelpkg.Spec, m runtime.Model) error {
+	res, err := CompareGolden(ctx, spec, m)
+	if err != nil {
+		return fmt.Errorf("golden examples of %s: %w", id, err)
+	}
+	for _, r := range res {
+		if !r.OK {
+			return fmt.Errorf("golden example %d of %s: %s = %v, expected %v (tolerance %g)", r.Example, id, r.Output, r.Got, r.Want, r.Tolerance)
+		}
+	}
+	return nil
+}
+
+// LoadPackage loads a package's model straight from its bytes (for
+// `sluice check`) and checks its shape against the schema.
+func LoadPackage(ctx context.Context, p *modelpkg.Package) (runtime.Model, error) {
+	rt, err := runtime.Lookup(p.Spec.Manifest.Runtime)
+	if err != nil {
+		return nil, err
+	}
+	m, err := safeLoad(ctx, rt, RuntimeSpec(p.Spec.Manifest.Name, p.Spec), p.Artifact)
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckShape(p.Spec, m.Info()); err != nil {
+		_ = m.Close()
+		return nil, err
+	}
+	return m, nil
+}
+
+// PredictGolden predicts the golden rows in one batch.
+func PredictGolden(ctx context.Context, spec *modelpkg.Spec, m runtime.Model) (runtime.Output, error) {
+	w := spec.Schema.Width()
+	b := runtime.Batch{Rows: len(spec.Golden), Cols: w, Data: make([]float32, 0, len(spec.Golden)*w)}
+	for _, g := range spec.Golden {
+		b.Data = append(b.Data, g.Row...)
+		if g.Tokens != nil {
+			b.Tokens = append(b.Tokens, g.Tokens)
+		}
+	}
+	out, err := SafePredict(ctx, m, b)
+	if err != nil {
+		return out, err
+	}
+	if out.Rows != b.Rows || out.Cols != len(spec.OutputNames) || len(out.Data) != out.Rows*out.Cols {
+		return out, fmt.Errorf("runtime returned %d×%d outputs for %d rows", out.Rows, out.Cols, b.Rows)
+	}
+	return out, nil
+}
+
+// SafePredict calls m.Predict, turning a panic into an error.
+func SafePredict(ctx context.Context, m runtime.Model, b runtime.Batch) (out runtime.Output, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("runtime panicked: %v", p)
+		}
+	}()
+	return m.Predict(ctx, b)
+}
+
+func indexOf(xs []string, s string) int {
+	for i, x := range xs {
+		if x == s {
+			return i
+		}
+	}
+	return -1
+}
+
+// warmup runs batches of several sizes to warm caches and seed the server's
+// service-time model.
+func warmup(ctx context.Context, spec *modelpkg.Spec, m runtime.Model, srv *serving.Server) error {
+	n := *spec.Manifest.Serving.WarmupBatches
+	if n == 0 {
+		return nil
+	}
+	w := spec.Schema.Width()
+	maxB := spec.Manifest.Serving.MaxBatchSize
+	sizes := []int{1, max(1, maxB/2), maxB}
+	var src []float32
+	var toks [][]int64 // sequence models: golden token rows, or one pad id
+	for _, g := range spec.Golden {
+		src = append(src, g.Row...)
+		if g.Tokens != nil {
+			toks = append(toks, g.Tokens)
+		}
+	}
+	if len(src) == 0 {
+		src = make([]float32, w)
+	}
+	_, _, seq := spec.Schema.Sequence()
+	if seq && len(toks) == 0 {
+		// The pad id is always a valid input: the runtime pads with it.
+		var pad int64
+		if pv := spec.Manifest.Serving.PadValue; pv != nil {
+			pad = *pv
+		}
+		toks = [][]int64{{pad}}
+	}
+	for i := 0; i < n; i++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		size := sizes[i%len(sizes)]
+		b := runtime.Batch{Rows: size, Cols: w, Data: make([]float32, size*w)}
+		if seq {
+			for j := 0; j < size; j++ {
+				b.Tokens = append(b.Tokens, toks[j%len(toks)])
+			}
+		} else {
+			for j := 0; j < size*w; j += len(src) {
+				copy(b.Data[j:], src)
+			}
+		}
+		t := time.Now()
+		if _, err := SafePredict(ctx, m, b); err != nil {
+			return err
+		}
+		srv.Observe(size, time.Since(t))
+	}
+	return nil
+}
