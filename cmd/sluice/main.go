@@ -28,7 +28,7 @@ func main() {
 		Version:       version,
 	}
 	root.AddCommand(newServeCmd(), newCheckCmd(), newPushCmd(), newModelsCmd(), newPredictCmd(), newBenchCmd(), newTenantCmd(),
-		newDeployCmd(), newTrafficCmd(), newShadowCmd(), newRolloutCmd(), newRollbackCmd(), newHistoryCmd(), newRecordsCmd(), newTopCmd())
+		newDeployCmd(), newTrafficCmd(), newShadowCmd(), newRolloutCmd(), newRollbackCmd(), newHistoryCmd(), newRecordsCmd(), newTopCmd(), newWorkerCmd(), newWorkersCmd())
 	if err := root.Execute(); err != nil {
 		var ce *client.Error
 		if errors.As(err, &ce) {

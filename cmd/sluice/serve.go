@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluiceml/sluice/examples"
+	"github.com/sluiceml/sluice/internal/cluster"
 	"github.com/sluiceml/sluice/internal/control"
 	"github.com/sluiceml/sluice/internal/records"
 	"github.com/sluiceml/sluice/internal/registry"
@@ -36,6 +37,8 @@ func newServeCmd() *cobra.Command {
 		otlpEndpoint        string
 		cfg                 server.Config
 		grace               time.Duration
+		workers             int
+		controlAddr         string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -87,7 +90,38 @@ func newServeCmd() *cobra.Command {
 				}()
 				log.Info("tracing on", "otlp_endpoint", otlpEndpoint)
 			}
-			ctl := control.New(store, nil, log)
+			var host control.Host // nil: replicas in this process
+			var pool *cluster.Pool
+			var sup *cluster.Supervisor
+			if workers < 0 {
+				return fmt.Errorf("--workers %d: must be >= 0", workers)
+			}
+			if workers > 0 || controlAddr != "" {
+				if controlAddr == "" {
+					controlAddr = "127.0.0.1:0"
+				}
+				pool = cluster.New(cluster.Config{Artifacts: storeArtifacts{store}, Expect: workers, Logger: log})
+				defer pool.Close()
+				cp, err := startControlPlane(controlAddr, pool)
+				if err != nil {
+					return err
+				}
+				defer cp.stop()
+				log.Info("control plane listening for workers", "control_addr", cp.ln.Addr().String(), "local_workers", workers)
+				if workers > 0 {
+					if sup, err = localWorkers(workers, cp.ln.Addr().String(), data, logFormat, logLevel, onnxLib, log, pool); err != nil {
+						return err
+					}
+					sctx, stopWorkers := context.WithCancel(context.Background())
+					supDone := make(chan struct{})
+					go func() { defer close(supDone); sup.Run(sctx, grace) }()
+					// Workers stop after the server drained (deferred calls run last in, first out).
+					defer func() { stopWorkers(); <-supDone }()
+				}
+				host = workersHost{pool}
+				cfg.Workers = pool
+			}
+			ctl := control.New(store, host, log)
 			reg := telemetry.NewRegistry()
 			metrics := telemetry.New(reg, telemetry.BuildInfo{Version: version, GoVersion: goruntime.Version()})
 			metrics.SetVersionSource(ctl.LiveState)
@@ -151,5 +185,7 @@ func newServeCmd() *cobra.Command {
 	f.BoolVar(&noDrift, "no-drift", false, "do not run drift monitors, even for models that declare drift:")
 	f.DurationVar(&cfg.IdempotencyWindow, "idempotency-window", 10*time.Minute, "a retry with the same X-Request-Id within this window replays the first answer (negative: off)")
 	f.DurationVar(&grace, "grace", 30*time.Second, "how long shutdown waits for in-flight and queued requests")
+	f.IntVar(&workers, "workers", 0, "start and supervise N local worker processes that host the replicas (0: replicas in this process, no hop)")
+	f.StringVar(&controlAddr, "control-addr", "", "where workers register (sluice worker --join ADDR); set it to attach workers started elsewhere (default with --workers: 127.0.0.1:0)")
 	return cmd
 }

@@ -45,6 +45,9 @@ type Config struct {
 	// IdempotencyWindow is how long a request id's answer is replayed
 	// (0: 10 minutes; negative: idempotency off).
 	IdempotencyWindow time.Duration
+	// Workers lists worker processes for GET /v1/workers (nil: replicas
+	// run in this process).
+	Workers WorkerLister
 }
 
 // Server serves the public API.
@@ -90,6 +93,7 @@ func New(cfg Config, ctl *control.Controller) *Server {
 	s.mux.HandleFunc("/healthz", s.wrap(onlyGet(s.healthz)))
 	s.mux.HandleFunc("/readyz", s.wrap(onlyGet(s.readyz)))
 	s.mux.HandleFunc("/v1/models", s.wrap(onlyGet(s.listModels)))
+	s.mux.HandleFunc("/v1/workers", s.wrap(onlyGet(s.listWorkers)))
 	s.mux.HandleFunc("/v1/models/", s.wrap(s.models))
 	s.mux.HandleFunc("/v1/deployments/", s.wrap(s.deployments))
 	s.mux.HandleFunc("/", s.wrap(func(w http.ResponseWriter, r *http.Request) error {

@@ -44,6 +44,9 @@ type Timing struct {
 type Result struct {
 	Out    runtime.Output
 	Timing Timing
+	// Attempts is how many workers were tried for it (set by backends that
+	// retry elsewhere; 0 from a Server in this process: one attempt).
+	Attempts int
 }
 
 // Loader loads (and checks) one replica's model.

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"google.golang.org/grpc"
+
+	"github.com/sluiceml/sluice/internal/cluster"
+	"github.com/sluiceml/sluice/internal/control"
+	"github.com/sluiceml/sluice/internal/hosting"
+	"github.com/sluiceml/sluice/internal/registry"
+	"github.com/sluiceml/sluice/internal/workerpb"
+)
+
+// workersHost adapts a cluster.Pool to the controller's Host seam.
+type workersHost struct{ pool *cluster.Pool }
+
+func (h workersHost) Name() string { return "workers" }
+
+func (h workersHost) Start(ctx context.Context, req control.HostRequest) (control.Hosted, hosting.Timings, error) {
+	v := req.Version
+	rv, tm, err := h.pool.Start(ctx, cluster.VersionSpec{Model: v.Model, N: v.N, Manifest: v.Manifest, ArtifactSHA: v.ArtifactSHA,
+		ArtifactBytes: v.ArtifactBytes, Spec: req.Spec})
+	if err != nil {
+		return nil, tm, err
+	}
+	return rv, tm, nil
+}
+
+// storeArtifacts serves the registry's artifacts to workers.
+type storeArtifacts struct{ store *registry.Store }
+
+func (a storeArtifacts) OpenArtifact(_ context.Context, sha string) (io.ReadCloser, int64, error) {
+	b, err := a.store.Artifact(sha)
+	if err != nil {
+		return nil, 0, err
+	}
+	return io.NopCloser(bytes.NewReader(b)), int64(len(b)), nil
+}
+
+// controlPlane is the gRPC listener workers register with.
+type controlPlane struct {
+	ln  net.Listener
+	gs  *grpc.Server
+	err chan error
+}
+
+func startControlPlane(addr string, pool *cluster.Pool) (*controlPlane, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--control-addr %s: %w", addr, err)
+	}
+	gs := grpc.NewServer(grpc.MaxRecvMsgSize(4 << 20))
+	workerpb.RegisterControlPlaneServer(gs, pool)
+	cp := &controlPlane{ln: ln, gs: gs, err: make(chan error, 1)}
+	go func() { cp.err <- gs.Serve(ln) }()
+	return cp, nil
+}
+
+func (cp *controlPlane) stop() {
+	cp.gs.Stop()
+	<-cp.err
+}
+
+// localWorkers is the supervisor of `--workers N` processes.
+func localWorkers(n int, join, data, logFormat, logLevel, onnxLib string, log *slog.Logger, pool *cluster.Pool) (*cluster.Supervisor, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("--workers: find the sluice binary: %w", err)
+	}
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = "worker-" + strconv.Itoa(i+1)
+	}
+	cache, err := filepath.Abs(filepath.Join(data, "worker-cache"))
+	if err != nil {
+		return nil, err
+	}
+	return &cluster.Supervisor{
+		Exe: exe, IDs: ids, Logger: log,
+		Args: func(id string) []string {
+			args := []string{"worker", "--join", join, "--id", id, "--cache-dir", filepath.Join(cache, id),
+				"--log-format", logFormat, "--log-level", logLevel}
+			if onnxLib != "" {
+				args = append(args, "--onnxruntime-lib", onnxLib)
+			}
+			return args
+		},
+		OnExit: func(id, why string) { pool.MarkDead(id, why) },
+	}, nil
+}

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sluiceml/sluice/internal/runtime/onnx"
+	"github.com/sluiceml/sluice/internal/worker"
+)
+
+func newWorkerCmd() *cobra.Command {
+	var (
+		cfg                 worker.Config
+		logFormat, logLevel string
+		onnxLib             string
+		grace               time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "worker --join ADDR",
+		Short: "Run a worker process that hosts model replicas for a control plane (sluice serve --control-addr)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := newLogger(logFormat, logLevel)
+			if err != nil {
+				return err
+			}
+			if onnxLib != "" {
+				onnx.SetLibraryPath(onnxLib)
+			}
+			allowWorkerOnlyRuntimes()
+			if cfg.ID == "" {
+				host, _ := os.Hostname()
+				cfg.ID = fmt.Sprintf("%s-%d", host, os.Getpid())
+			}
+			cfg.Logger, cfg.Build = log, version
+			w, err := worker.New(cfg)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return w.Run(ctx, grace)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.Join, "join", "", "address of the control plane to register with (sluice serve --control-addr), e.g. 127.0.0.1:7070")
+	f.StringVar(&cfg.ID, "id", "", "worker id, stable across restarts (default: hostname-pid)")
+	f.StringVar(&cfg.Listen, "listen", "127.0.0.1:0", "address of the worker's gRPC server (OIP inference + control)")
+	f.StringVar(&cfg.Advertise, "advertise", "", "address the gateway should dial (default: the listener's address)")
+	f.StringVar(&cfg.CacheDir, "cache-dir", "", "artifact cache folder (default: the user cache folder, sluice/artifacts-ID)")
+	f.Int64Var(&cfg.CacheBytes, "cache-bytes", 2<<30, "bound of the artifact cache; least recently used artifacts are deleted beyond it")
+	f.IntVar(&cfg.MaxLoads, "max-loads", 2, "versions loaded at once")
+	f.StringVar(&onnxLib, "onnxruntime-lib", "", "path of ONNX Runtime's shared library (as for sluice serve)")
+	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
+	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	f.DurationVar(&grace, "grace", 30*time.Second, "how long shutdown waits for queued work")
+	return cmd
+}
+
+// newLogger builds the process logger from --log-format and --log-level.
+func newLogger(format, level string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", level)
+	}
+	switch format {
+	case "json":
+		return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: lv})), nil
+	case "text":
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lv})), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: use json or text", format)
+}
+
+// allowWorkerOnlyRuntimes turns on what only a worker process may do (the
+// synthetic runtime's exitEvery kills the process that runs the model).
+func allowWorkerOnlyRuntimes() {}

@@ -1,0 +1,129 @@
+package cluster
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/sluiceml/sluice/internal/errs"
+	"github.com/sluiceml/sluice/internal/hosting"
+	"github.com/sluiceml/sluice/internal/oip"
+	"github.com/sluiceml/sluice/internal/oip/inferencepb"
+	"github.com/sluiceml/sluice/internal/serving"
+)
+
+// Version is the data plane's backend for a version whose replicas run on
+// workers.
+type Version struct {
+	pool *Pool
+	key  string
+	spec VersionSpec
+	ver  string // spec.N as the protocol's model_version
+
+	timing hosting.Timings // guarded by Pool.mu
+}
+
+func newVersion(p *Pool, vs VersionSpec) *Version {
+	return &Version{pool: p, key: key(vs.Model, int64(vs.N)), spec: vs, ver: strconv.Itoa(vs.N)}
+}
+
+// retryable reports whether a refusal or failure from one worker is worth
+// one try on another: refused before computing (queue full, infeasible
+// deadline, not ready there, shutting down), or the worker itself failed.
+func retryable(code errs.Code) bool {
+	switch code {
+	case errs.QueueFull, errs.DeadlineInfeasible, errs.NotReady, errs.ShuttingDown, errs.Unavailable:
+		return true
+	}
+	return false
+}
+
+// Submit sends w to the less loaded of two random workers holding the
+// version; when that worker refuses or dies, it tries one other inside the
+// request's deadline (predictions are pure, so a batch lost with a dead
+// worker is safe to compute again). Result.Attempts counts the workers tried.
+func (v *Version) Submit(ctx context.Context, w serving.Work) (serving.Result, error) {
+	var skip *worker
+	var last error
+	for attempt := 1; attempt <= 2; attempt++ {
+		c, ok := v.pool.pick(v.key, skip)
+		if !ok {
+			if last != nil {
+				return serving.Result{Attempts: attempt - 1}, last
+			}
+			return serving.Result{}, &errs.Error{Code: errs.NotReady, Message: v.key + " is not ready on any worker", RetryAfter: time.Second}
+		}
+		res, err, fromPeer := v.call(ctx, c, w)
+		if err == nil {
+			res.Attempts = attempt
+			return res, nil
+		}
+		if !fromPeer {
+			v.pool.suspect(c.w, c.session, err)
+		}
+		last = err
+		if !retryable(errs.CodeOf(err)) || ctx.Err() != nil {
+			return serving.Result{Attempts: attempt}, err
+		}
+		skip = c.w
+	}
+	return serving.Result{Attempts: 2}, last
+}
+
+func (v *Version) call(ctx context.Context, c candidate, w serving.Work) (serving.Result, error, bool) {
+	req := &inferencepb.ModelInferRequest{ModelName: v.spec.Model, ModelVersion: v.ver}
+	if w.Priority == serving.Low {
+		req.Parameters = map[string]*inferencepb.InferParameter{oip.ParamPriority: {ParameterChoice: &inferencepb.InferParameter_StringParam{StringParam: "low"}}}
+	}
+	oip.EncodeBatch(req, w.Rows)
+	n := int64(w.Rows.Rows)
+	c.w.outstanding.Add(n)
+	resp, err := c.w.infer.ModelInfer(ctx, req)
+	c.w.outstanding.Add(-n)
+	if err != nil {
+		e, fromPeer := oip.FromStatus(err)
+		return serving.Result{}, e, fromPeer
+	}
+	out, err := oip.DecodeOutput(resp, w.Rows.Rows)
+	if err != nil {
+		return serving.Result{}, errs.Wrap(errs.Internal, err, "%s on worker %s: %v", v.key, c.w.id, err), true
+	}
+	p := resp.Parameters
+	ns := func(k string) time.Duration {
+		if x := p[k]; x != nil {
+			return time.Duration(x.GetInt64Param())
+		}
+		return 0
+	}
+	return serving.Result{Out: out, Timing: serving.Timing{Queue: ns(oip.ParamQueueNs), BatchWait: ns(oip.ParamBatchNs), Compute: ns(oip.ParamComputeNs)}}, nil, true
+}
+
+// Stats sums the version's figures over the live workers' last reports.
+func (v *Version) Stats() serving.Stats {
+	p := v.pool
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var st serving.Stats
+	for _, w := range p.workers {
+		if !w.live || w.status == nil {
+			continue
+		}
+		for _, vs := range w.status.Versions {
+			if key(vs.Model, vs.Version) != v.key {
+				continue
+			}
+			st.ReadyReplicas += int(vs.ReadyReplicas)
+			st.Restarting += int(vs.RestartingReplicas)
+			st.QueuedInstances += int(vs.QueuedInstances)
+			st.InflightBatches += int(vs.InflightBatches)
+			st.Batches += vs.Batches
+			st.Rows += vs.Rows
+			st.Crashes += vs.Crashes
+			st.ExpiredInQueue += vs.ExpiredInQueue
+		}
+	}
+	return st
+}
+
+// Close unloads the version from every worker, draining within ctx.
+func (v *Version) Close(ctx context.Context) error { return v.pool.unload(ctx, v) }

@@ -1,0 +1,33 @@
+package server
+
+import (
+	"net/http"
+
+	"github.com/sluiceml/sluice/internal/api"
+	"github.com/sluiceml/sluice/internal/cluster"
+)
+
+// WorkerLister lists worker processes (a cluster.Pool).
+type WorkerLister interface {
+	Workers() []cluster.WorkerInfo
+}
+
+// listWorkers serves GET /v1/workers.
+func (s *Server) listWorkers(w http.ResponseWriter, r *http.Request) error {
+	out := api.WorkerList{Mode: "in-process", Workers: []api.Worker{}}
+	if s.cfg.Workers != nil {
+		out.Mode = "workers"
+		for _, wi := range s.cfg.Workers.Workers() {
+			aw := api.Worker{ID: wi.ID, Address: wi.Address, PID: wi.PID, State: wi.State, Reason: wi.Reason, RSSBytes: wi.RSS,
+				CacheBytes: wi.CacheSize, Started: wi.Started.UTC(), LastHeartbeat: wi.LastBeat.UTC(), Versions: []api.WorkerVersion{}}
+			for _, v := range wi.Versions {
+				aw.Versions = append(aw.Versions, api.WorkerVersion{Version: v.ID, State: v.State, Reason: v.Reason, ReadyReplicas: v.ReadyReplicas,
+					RestartingReplicas: v.RestartingReplicas, QueuedInstances: v.QueuedInstances, InflightBatches: v.InflightBatches,
+					Batches: v.Batches, Rows: v.Rows, Crashes: v.Crashes})
+			}
+			out.Workers = append(out.Workers, aw)
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}

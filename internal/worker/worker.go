@@ -1,0 +1,475 @@
+// Package worker is the process that hosts replicas for a control plane
+// (`sluice worker`). It fetches artifacts by SHA-256 into a bounded local
+// disk cache (verifying every byte), hosts versions with internal/hosting
+// (load, golden examples, warmup, and only then ready), runs each version's
+// admission, work queue and batcher next to its replicas, and serves two
+// gRPC services: the Open Inference Protocol's GRPCInferenceService for
+// batches of preprocessed rows (see internal/oip for the tensor layout) and
+// the worker control service (load, unload, status). It registers with the
+// control plane and heartbeats its status (versions, replicas, queue work,
+// RSS). It knows nothing of tenants, deployments or HTTP.
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+
+	"github.com/sluiceml/sluice/internal/errs"
+	"github.com/sluiceml/sluice/internal/hosting"
+	"github.com/sluiceml/sluice/internal/modelpkg"
+	"github.com/sluiceml/sluice/internal/oip"
+	"github.com/sluiceml/sluice/internal/oip/inferencepb"
+	"github.com/sluiceml/sluice/internal/serving"
+	"github.com/sluiceml/sluice/internal/workerpb"
+)
+
+// Config configures a worker.
+type Config struct {
+	ID         string // stable across restarts ("worker-1")
+	Join       string // the control plane's address (host:port)
+	Listen     string // where to serve gRPC (default 127.0.0.1:0)
+	Advertise  string // the address to register (default: the listener's)
+	CacheDir   string
+	CacheBytes int64 // artifact cache bound (default 2 GiB)
+	MaxLoads   int   // concurrent loads (default 2)
+	// MaxMessageBytes bounds a gRPC message either way (default 64 MiB).
+	MaxMessageBytes int
+	Logger          *slog.Logger
+	Build           string
+}
+
+// Worker is one worker process's state.
+type Worker struct {
+	cfg     Config
+	log     *slog.Logger
+	cache   *Cache
+	started time.Time
+	loads   chan struct{} // bounds concurrent loads
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	addr    string
+
+	cpConn *grpc.ClientConn
+	cp     workerpb.ControlPlaneClient
+
+	mu       sync.Mutex // guards versions
+	versions map[string]*version
+
+	workerpb.UnimplementedWorkerServer
+	inferencepb.UnimplementedGRPCInferenceServiceServer
+}
+
+// version is one version hosted here.
+type version struct {
+	model string
+	n     int64
+	done  chan struct{} // closed when the load ends
+
+	// set before done is closed, then read-only
+	spec   *modelpkg.Spec
+	srv    *serving.Server
+	timing hosting.Timings
+	source string
+	err    error
+
+	unloading bool // guarded by Worker.mu
+}
+
+func (v *version) id() string { return fmt.Sprintf("%s@%d", v.model, v.n) }
+
+// New prepares a worker: its cache and its connection to the control plane.
+func New(cfg Config) (*Worker, error) {
+	if cfg.ID == "" {
+		return nil, errors.New("worker: --id is required")
+	}
+	if cfg.Join == "" {
+		return nil, errors.New("worker: --join is required (the control plane's address, e.g. 127.0.0.1:7070)")
+	}
+	if cfg.Listen == "" {
+		cfg.Listen = "127.0.0.1:0"
+	}
+	if cfg.CacheBytes <= 0 {
+		cfg.CacheBytes = 2 << 30
+	}
+	if cfg.MaxLoads <= 0 {
+		cfg.MaxLoads = 2
+	}
+	if cfg.MaxMessageBytes <= 0 {
+		cfg.MaxMessageBytes = 64 << 20
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.CacheDir == "" {
+		dir, err := os.UserCacheDir()
+		if err != nil {
+			dir = os.TempDir()
+		}
+		cfg.CacheDir = dir + "/sluice/artifacts-" + cfg.ID
+	}
+	cache, err := OpenCache(cfg.CacheDir, cfg.CacheBytes)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := grpc.NewClient(cfg.Join, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(cfg.MaxMessageBytes)))
+	if err != nil {
+		return nil, fmt.Errorf("worker: --join %s: %w", cfg.Join, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Worker{cfg: cfg, log: cfg.Logger.With("worker", cfg.ID), cache: cache, started: time.Now(),
+		loads: make(chan struct{}, cfg.MaxLoads), ctx: ctx, cancel: cancel,
+		cpConn: conn, cp: workerpb.NewControlPlaneClient(conn), versions: map[string]*version{}}, nil
+}
+
+// Run serves until ctx ends, then stops admitting, drains every version
+// (bounded by grace) and returns.
+func (w *Worker) Run(ctx context.Context, grace time.Duration) error {
+	ln, err := net.Listen("tcp", w.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("worker: listen on %s: %w", w.cfg.Listen, err)
+	}
+	w.addr = ln.Addr().String()
+	if w.cfg.Advertise != "" {
+		w.addr = w.cfg.Advertise
+	}
+	gs := grpc.NewServer(grpc.MaxRecvMsgSize(w.cfg.MaxMessageBytes), grpc.MaxSendMsgSize(w.cfg.MaxMessageBytes))
+	inferencepb.RegisterGRPCInferenceServiceServer(gs, w)
+	workerpb.RegisterWorkerServer(gs, w)
+	hs := health.NewServer()
+	healthpb.RegisterHealthServer(gs, hs)
+	reflection.Register(gs)
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- gs.Serve(ln) }()
+	w.log.Info("worker serving", "addr", w.addr, "join", w.cfg.Join, "pid", os.Getpid(), "cache", w.cfg.CacheDir)
+
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		w.heartbeat(ctx)
+	}()
+	select {
+	case <-ctx.Done():
+	case err := <-serveErr:
+		w.cancel()
+		return fmt.Errorf("worker: serve: %w", err)
+	}
+	hs.Shutdown()
+	// Drain: refuse new work, finish what is queued within grace.
+	dctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	w.closeAll(dctx)
+	stopped := make(chan struct{})
+	go func() { gs.GracefulStop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-dctx.Done():
+		gs.Stop()
+	}
+	w.cancel()
+	w.wg.Wait()
+	_ = w.cpConn.Close()
+	return nil
+}
+
+func (w *Worker) closeAll(ctx context.Context) {
+	w.mu.Lock()
+	var vs []*version
+	for _, v := range w.versions {
+		vs = append(vs, v)
+	}
+	w.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, v := range vs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case <-v.done:
+			case <-ctx.Done():
+				return
+			}
+			if v.srv != nil {
+				_ = v.srv.Close(ctx)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// heartbeat registers with the control plane and reports the status every
+// interval; it registers again whenever the control plane forgot it.
+func (w *Worker) heartbeat(ctx context.Context) {
+	interval := 250 * time.Millisecond
+	registered := false
+	backoff := 100 * time.Millisecond
+	for {
+		if !registered {
+			cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			resp, err := w.cp.Register(cctx, &workerpb.RegisterRequest{Status: w.status()})
+			cancel()
+			if err == nil {
+				registered = true
+				backoff = 100 * time.Millisecond
+				if ms := resp.HeartbeatIntervalMs; ms > 0 {
+					interval = time.Duration(ms) * time.Millisecond
+				}
+				w.log.Info("registered", "control_plane", w.cfg.Join, "heartbeat", interval.String())
+			} else if ctx.Err() == nil {
+				w.log.Warn("register failed; retrying", "control_plane", w.cfg.Join, "err", err, "retry_in", backoff.String())
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(backoff):
+				}
+				backoff = min(2*backoff, 5*time.Second)
+				continue
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(interval):
+		}
+		cctx, cancel := context.WithTimeout(ctx, 2*interval+time.Second)
+		resp, err := w.cp.Heartbeat(cctx, w.status())
+		cancel()
+		if err == nil && !resp.Known {
+			registered = false
+		}
+		// A failed heartbeat is tried again at the next tick; the worker
+		// keeps serving: the data plane never waits on the control plane.
+	}
+}
+
+// status reports what the worker holds now.
+func (w *Worker) status() *workerpb.WorkerStatus {
+	st := &workerpb.WorkerStatus{Id: w.cfg.ID, Address: w.addr, Pid: int64(os.Getpid()), RssBytes: RSS(), Healthy: true,
+		StartedUnixMs: w.started.UnixMilli(), Build: w.cfg.Build, CacheBytes: w.cache.Bytes()}
+	w.mu.Lock()
+	vs := make([]*version, 0, len(w.versions))
+	for _, v := range w.versions {
+		vs = append(vs, v)
+	}
+	unloading := map[*version]bool{}
+	for _, v := range vs {
+		unloading[v] = v.unloading
+	}
+	w.mu.Unlock()
+	sort.Slice(vs, func(i, j int) bool { return vs[i].id() < vs[j].id() })
+	for _, v := range vs {
+		vst := &workerpb.VersionStatus{Model: v.model, Version: v.n, State: "loading"}
+		select {
+		case <-v.done:
+			if v.err != nil {
+				vst.State, vst.Reason = "failed", v.err.Error()
+			} else {
+				vst.State = "ready"
+				s := v.srv.Stats()
+				vst.ReadyReplicas, vst.RestartingReplicas = int32(s.ReadyReplicas), int32(s.Restarting)
+				vst.QueuedInstances, vst.InflightBatches = int64(s.QueuedInstances), int32(s.InflightBatches)
+				vst.Batches, vst.Rows, vst.Crashes, vst.ExpiredInQueue = s.Batches, s.Rows, s.Crashes, s.ExpiredInQueue
+			}
+		default:
+		}
+		if unloading[v] {
+			vst.State = "unloading"
+		}
+		st.Versions = append(st.Versions, vst)
+	}
+	return st
+}
+
+// Status implements the worker control service.
+func (w *Worker) Status(context.Context, *workerpb.StatusRequest) (*workerpb.WorkerStatus, error) {
+	return w.status(), nil
+}
+
+func key(model string, n int64) string { return model + "@" + strconv.FormatInt(n, 10) }
+
+// Load implements the worker control service: it answers when the version
+// is ready here, or why it failed. Concurrent loads of one version share
+// one load; a failed version is loaded again by the next Load.
+func (w *Worker) Load(ctx context.Context, req *workerpb.LoadRequest) (*workerpb.LoadResponse, error) {
+	if req.Model == "" || req.Version < 1 || req.Replicas < 0 || req.Replicas > 64 {
+		return nil, oip.Status(errs.New(errs.InvalidArgument, "load: model, version >= 1 and 0..64 replicas are required"))
+	}
+	k := key(req.Model, req.Version)
+	w.mu.Lock()
+	v := w.versions[k]
+	if v != nil {
+		select {
+		case <-v.done:
+			if v.err != nil && !v.unloading {
+				v = nil // failed: try again
+			}
+		default:
+		}
+	}
+	if v != nil && v.unloading {
+		w.mu.Unlock()
+		return nil, oip.Status(errs.New(errs.Unavailable, "%s is being unloaded; load it again when that is done", k))
+	}
+	if v == nil {
+		v = &version{model: req.Model, n: req.Version, done: make(chan struct{})}
+		w.versions[k] = v
+		w.wg.Add(1)
+		go func() {
+			defer w.wg.Done()
+			w.load(v, req)
+		}()
+	}
+	w.mu.Unlock()
+	select {
+	case <-v.done:
+	case <-ctx.Done():
+		return nil, oip.Status(errs.New(errs.DeadlineExceeded, "%s is still loading", k))
+	}
+	if v.err != nil {
+		return nil, oip.Status(errs.New(errs.Unavailable, "%s", v.err.Error()))
+	}
+	return &workerpb.LoadResponse{LoadNs: int64(v.timing.Load), GoldenNs: int64(v.timing.Golden), WarmupNs: int64(v.timing.Warmup),
+		RssBytes: RSS(), ArtifactSource: v.source}, nil
+}
+
+func (w *Worker) load(v *version, req *workerpb.LoadRequest) {
+	defer close(v.done)
+	ctx, cancel := context.WithTimeout(w.ctx, 10*time.Minute)
+	defer cancel()
+	select {
+	case w.loads <- struct{}{}:
+		defer func() { <-w.loads }()
+	case <-ctx.Done():
+		v.err = errors.New("worker stopping")
+		return
+	}
+	log := w.log.With("model", v.model, "version", v.n)
+	id := v.id()
+	spec, err := modelpkg.Parse(id+"/model.yaml", req.Manifest)
+	if err != nil {
+		v.err = fmt.Errorf("load %s: %w", id, err)
+		log.Error("load failed", "err", v.err)
+		return
+	}
+	art, source, err := w.cache.Get(ctx, req.ArtifactSha256, max(req.ArtifactBytes, 0)+1, func(ctx context.Context) (io.ReadCloser, int64, error) {
+		return w.fetch(ctx, req.ArtifactSha256)
+	})
+	if err != nil {
+		v.err = fmt.Errorf("load %s: %w", id, err)
+		log.Error("load failed", "err", v.err)
+		return
+	}
+	srv, tm, err := hosting.Start(ctx, hosting.Config{ID: id, Spec: spec, Runtime: spec.Manifest.Runtime, Artifact: art,
+		Replicas: int(req.Replicas), Logger: log})
+	v.spec, v.srv, v.timing, v.source, v.err = spec, srv, tm, source, err
+	if err != nil {
+		log.Error("load failed", "err", err)
+		return
+	}
+	log.Info("version ready", "replicas", max(int(req.Replicas), 1), "artifact", source, "load", tm.Load.String(), "golden", tm.Golden.String(), "warmup", tm.Warmup.String())
+}
+
+// fetch streams an artifact from the control plane.
+func (w *Worker) fetch(ctx context.Context, sha string) (io.ReadCloser, int64, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	stream, err := w.cp.FetchArtifact(ctx, &workerpb.FetchArtifactRequest{Sha256: sha})
+	if err != nil {
+		cancel()
+		return nil, 0, err
+	}
+	first, err := stream.Recv()
+	if err != nil {
+		cancel()
+		e, _ := oip.FromStatus(err)
+		return nil, 0, e
+	}
+	return &chunkReader{stream: stream, buf: first.Data, cancel: cancel}, first.TotalBytes, nil
+}
+
+type chunkReader struct {
+	stream grpc.ServerStreamingClient[workerpb.ArtifactChunk]
+	buf    []byte
+	cancel context.CancelFunc
+}
+
+func (r *chunkReader) Read(p []byte) (int, error) {
+	for len(r.buf) == 0 {
+		c, err := r.stream.Recv()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return 0, io.EOF
+			}
+			e, _ := oip.FromStatus(err)
+			return 0, e
+		}
+		r.buf = c.Data
+	}
+	n := copy(p, r.buf)
+	r.buf = r.buf[n:]
+	return n, nil
+}
+
+func (r *chunkReader) Close() error { r.cancel(); return nil }
+
+// Unload implements the worker control service.
+func (w *Worker) Unload(ctx context.Context, req *workerpb.UnloadRequest) (*workerpb.UnloadResponse, error) {
+	k := key(req.Model, req.Version)
+	w.mu.Lock()
+	v := w.versions[k]
+	if v == nil {
+		w.mu.Unlock()
+		return &workerpb.UnloadResponse{}, nil
+	}
+	v.unloading = true
+	w.mu.Unlock()
+	select {
+	case <-v.done:
+	case <-ctx.Done():
+		return nil, oip.Status(errs.New(errs.DeadlineExceeded, "%s is still loading", k))
+	}
+	if v.srv != nil {
+		drain := time.Duration(req.DrainMs) * time.Millisecond
+		if drain <= 0 {
+			drain = 10 * time.Second
+		}
+		dctx, cancel := context.WithTimeout(context.Background(), drain)
+		_ = v.srv.Close(dctx)
+		cancel()
+	}
+	w.mu.Lock()
+	if w.versions[k] == v {
+		delete(w.versions, k)
+	}
+	w.mu.Unlock()
+	w.log.Info("version unloaded", "model", req.Model, "version", req.Version)
+	return &workerpb.UnloadResponse{}, nil
+}
+
+// RSS is the resident set size of this process in bytes (0 if unknown).
+func RSS() int64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	var size, rss int64
+	if _, err := fmt.Sscan(string(b), &size, &rss); err != nil {
+		return 0
+	}
+	return rss * int64(os.Getpagesize())
+}
