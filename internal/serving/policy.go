@@ -152,3 +152,41 @@ func UpdateSlack(slack, err time.Duration) time.Duration {
 	}
 	return slack
 }
+
+// RemoveInput is what removing a replica looks at.
+type RemoveInput struct {
+	Live    int  // replicas taking batches (not crashed, not already draining)
+	Queued  int  // instances queued and not yet taken, retried pieces included
+	Closing bool // the server is shutting down
+}
+
+// CheckRemove decides whether one live replica may be removed. The rule:
+// while another live replica stays, always. The last one only when nothing
+// is queued — queued work would have no replica to run it — or when the
+// server is closing, in which case the queued work is answered with
+// shutting_down. A replica being reloaded after a crash does not count: it
+// may never come back. Refusals are unavailable with a Retry-After: the
+// queue drains, or a replica is added, and the call can be made again.
+func CheckRemove(in RemoveInput) error {
+	switch {
+	case in.Live <= 0:
+		return errs.New(errs.NotFound, "no live replica to remove")
+	case in.Live == 1 && in.Queued > 0 && !in.Closing:
+		return &errs.Error{Code: errs.Unavailable,
+			Message:    "refusing to remove the last live replica while " + strconv.Itoa(in.Queued) + " instances are queued: nothing would run them (add a replica first, or wait for the queue to drain)",
+			RetryAfter: time.Second}
+	}
+	return nil
+}
+
+// PickRemoval chooses which replica to remove, given which ones hold work
+// (forming or computing a batch), oldest first: the newest idle one, so the
+// removal is immediate; if all are busy, the newest.
+func PickRemoval(working []bool) int {
+	for i := len(working) - 1; i >= 0; i-- {
+		if !working[i] {
+			return i
+		}
+	}
+	return len(working) - 1
+}

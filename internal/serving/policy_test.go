@@ -155,3 +155,48 @@ func TestUpdateSlack(t *testing.T) {
 		t.Fatalf("slack %v must not go below 0", s)
 	}
 }
+
+func TestCheckRemove(t *testing.T) {
+	cases := []struct {
+		name string
+		in   RemoveInput
+		code errs.Code
+	}{
+		{"another replica stays", RemoveInput{Live: 2, Queued: 50}, ""},
+		{"last replica, nothing queued", RemoveInput{Live: 1}, ""},
+		{"last replica, work queued", RemoveInput{Live: 1, Queued: 1}, errs.Unavailable},
+		{"last replica, work queued, closing", RemoveInput{Live: 1, Queued: 7, Closing: true}, ""},
+		{"no replica", RemoveInput{}, errs.NotFound},
+		{"no replica, closing", RemoveInput{Closing: true}, errs.NotFound},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := CheckRemove(c.in)
+			if errs.CodeOf(err) != c.code {
+				t.Fatalf("CheckRemove(%+v) = %v, want code %q", c.in, err, c.code)
+			}
+			if c.code == errs.Unavailable && errs.As(err).RetryAfter < time.Second {
+				t.Errorf("refusal without Retry-After: %v", err)
+			}
+		})
+	}
+}
+
+func TestPickRemoval(t *testing.T) {
+	cases := []struct {
+		working []bool
+		want    int
+	}{
+		{[]bool{false}, 0},
+		{[]bool{true}, 0},
+		{[]bool{false, false, false}, 2}, // newest idle
+		{[]bool{false, true, true}, 0},   // the only idle one, though oldest
+		{[]bool{true, false, true}, 1},
+		{[]bool{true, true}, 1}, // all busy: newest
+	}
+	for _, c := range cases {
+		if got := PickRemoval(c.working); got != c.want {
+			t.Errorf("PickRemoval(%v) = %d, want %d", c.working, got, c.want)
+		}
+	}
+}

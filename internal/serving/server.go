@@ -115,7 +115,8 @@ type Stats struct {
 	QueuedHighWater int // most instances ever queued at once
 	InflightBatches int
 	Restarting      int // crashed replicas being replaced
-	ReadyReplicas   int
+	ReadyReplicas   int // live replicas taking batches: what admission counts
+	Draining        int // replicas being removed, finishing their last batch
 	Cost            CostModel
 	// Sequence models: PaddingRatioSum sums, over PaddedBatches batches of
 	// token rows, each batch's padded cells / (rows × longest row); the mean
@@ -161,7 +162,7 @@ type Server struct {
 	cfg Config
 	log *slog.Logger
 
-	mu       sync.Mutex // guards everything below
+	mu       sync.Mutex // guards everything below, and the replicas' fields marked so
 	online   []*item
 	low      []*item
 	retry    []piece // pieces of a crashed batch, run first
@@ -169,8 +170,9 @@ type Server struct {
 	highQ    int     // high-water mark of queued
 	changed  chan struct{}
 	closing  bool
-	ready    int // live replicas
-	reload   int // crashed replicas being replaced
+	live     []*replica // replicas taking batches, oldest first: len(live) is what admission counts
+	reload   int        // crashed replicas being replaced
+	draining int        // replicas removed from live, finishing their last batch
 	cost     CostModel
 	slack    time.Duration // see AdmitInput.Slack
 	fitted   bool
@@ -182,9 +184,9 @@ type Server struct {
 	stats struct {
 		batches, rows, expired, crashes, restarts, inflight atomic.Int64
 	}
-	stop    chan struct{} // closed by Close: stops replacement loads
-	wg      sync.WaitGroup
-	models  sync.Map // *replica -> struct{}
+	stop    chan struct{}  // closed by Close: stops replacement loads
+	wg      sync.WaitGroup // replica loops (and the replacement loads they run); Add only under mu
+	models  sync.Map       // *replica -> struct{}: models not yet closed
 	nextRep atomic.Int64
 }
 
@@ -201,9 +203,16 @@ type replica struct {
 	// end to end, is what one batch really costs the replica).
 	lastEnd time.Time
 	busy    bool
+
+	// Guarded by Server.mu:
+	working  bool // holds taken rows: forming or computing a batch
+	retiring bool // removed: finish the batch it holds, take no new one, close the model
+	// gone is closed when a retiring replica has left and its model is closed.
+	gone chan struct{}
 }
 
-// New starts a Server with the given loaded replicas (at least one).
+// New starts a Server with the given loaded replicas. With none it refuses
+// work with not_ready until AddReplica gives it one.
 func New(cfg Config, models []runtime.Model) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -216,24 +225,131 @@ func New(cfg Config, models []runtime.Model) *Server {
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger.With("version", cfg.Name), changed: make(chan struct{}),
 		cost: cfg.Cost, fitted: cfg.Cost != (CostModel{}), stop: make(chan struct{})}
+	s.mu.Lock()
 	for _, m := range models {
-		s.startReplica(m)
+		s.startReplicaLocked(m)
 	}
+	s.mu.Unlock()
 	return s
 }
 
-func (s *Server) startReplica(m runtime.Model) {
-	r := &replica{id: s.nextRep.Add(1), model: m}
+// startReplicaLocked starts a replica loop for m. The WaitGroup is added to
+// under the lock, so Close (which sets closing under it) cannot already be
+// waiting with a zero count.
+func (s *Server) startReplicaLocked(m runtime.Model) *replica {
+	r := &replica{id: s.nextRep.Add(1), model: m, gone: make(chan struct{})}
 	s.models.Store(r, struct{}{})
-	s.mu.Lock()
-	s.ready++
+	s.live = append(s.live, r)
 	s.broadcastLocked()
-	s.mu.Unlock()
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		s.replicaLoop(r)
 	}()
+	return r
+}
+
+// AddReplica makes m, a loaded and checked model, a replica that takes
+// batches at once. The Server owns m from this call on: it closes it when
+// the replica is removed, crashes or the Server closes. A closing Server
+// refuses it (shutting_down) and closes m at once.
+func (s *Server) AddReplica(m runtime.Model) error {
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		_ = m.Close()
+		return &errs.Error{Code: errs.ShuttingDown, Message: "add a replica to " + s.cfg.Name + ": the server is shutting down", RetryAfter: time.Second}
+	}
+	r := s.startReplicaLocked(m)
+	s.mu.Unlock()
+	s.log.Info("replica added", "replica", r.id)
+	return nil
+}
+
+// RemoveReplica drains one replica and removes it: it takes no new batch,
+// finishes the batch it holds (a batch is never cut), then its model is
+// closed. An idle replica is chosen before a busy one (see PickRemoval).
+// Admission stops counting it at once.
+//
+// The last live replica is refused (failed precondition, see CheckRemove)
+// while work is queued, since nothing would run it, unless the server is
+// closing: the queued work is then answered with shutting_down. A Server
+// left without replicas refuses new work with not_ready.
+//
+// RemoveReplica returns when the replica has left. If ctx ends first it
+// returns ctx's error, and the replica still leaves when its batch is done.
+func (s *Server) RemoveReplica(ctx context.Context) error {
+	s.mu.Lock()
+	if err := CheckRemove(RemoveInput{Live: len(s.live), Queued: s.queued, Closing: s.closing}); err != nil {
+		s.mu.Unlock()
+		return fmt.Errorf("remove a replica of %s: %w", s.cfg.Name, err)
+	}
+	working := make([]bool, len(s.live))
+	for i, r := range s.live {
+		working[i] = r.working
+	}
+	i := PickRemoval(working)
+	r := s.live[i]
+	s.live = removeAt(s.live, i)
+	r.retiring = true
+	s.draining++
+	s.strandedLocked()
+	s.broadcastLocked()
+	s.mu.Unlock()
+	s.log.Info("replica removing", "replica", r.id, "busy", working[i])
+	select {
+	case <-r.gone:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("remove replica %d of %s: %w (it leaves when its batch is done)", r.id, s.cfg.Name, ctx.Err())
+	}
+}
+
+// ReplicaCounts is how many replicas a Server has, by state.
+type ReplicaCounts struct {
+	Ready      int // live, taking batches: admission admits only while > 0
+	Restarting int // crashed, their replacement loading
+	Draining   int // being removed, finishing their last batch
+}
+
+// Replicas returns the replica counts now.
+func (s *Server) Replicas() ReplicaCounts {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return ReplicaCounts{Ready: len(s.live), Restarting: s.reload, Draining: s.draining}
+}
+
+// dropLiveLocked takes r out of the live replicas.
+func (s *Server) dropLiveLocked(r *replica) {
+	for i, x := range s.live {
+		if x == r {
+			s.live = removeAt(s.live, i)
+			return
+		}
+	}
+}
+
+// strandedLocked answers the queued work when no replica, live or being
+// reloaded, is left to run it: waiting could only end at its deadline, or
+// never.
+func (s *Server) strandedLocked() {
+	if len(s.live) > 0 || s.reload > 0 || s.queued == 0 && len(s.retry) == 0 {
+		return
+	}
+	err := &errs.Error{Code: errs.Unavailable, Message: "no replica of " + s.cfg.Name + " is left to run this request", RetryAfter: time.Second}
+	if s.closing {
+		err = &errs.Error{Code: errs.ShuttingDown, Message: "the server shut down before this request ran", RetryAfter: time.Second}
+	}
+	for _, q := range [][]*item{s.online, s.low} {
+		for _, it := range q {
+			it.next = it.rows.Rows
+			s.finishLocked(it, err)
+		}
+	}
+	for _, p := range s.retry {
+		s.finishLocked(p.it, err)
+	}
+	s.online, s.low, s.retry, s.queued = nil, nil, nil, 0
 }
 
 func (s *Server) broadcastLocked() {
@@ -265,9 +381,12 @@ func (s *Server) Submit(ctx context.Context, w Work) (Result, error) {
 
 	s.mu.Lock()
 	in := AdmitInput{
-		Ready: s.ready+s.reload > 0, Closing: s.closing, Instances: n, QueuedInstances: s.queued,
+		// Only live replicas count: a crashed one being reloaded may take
+		// long or never come back. Queued work and retried pieces still
+		// wait for it, each within its own deadline.
+		Ready: len(s.live) > 0, Closing: s.closing, Instances: n, QueuedInstances: s.queued,
 		MaxQueue: s.cfg.MaxQueueInstances, MaxBatch: s.cfg.MaxBatchSize, MaxBatchDelay: s.cfg.MaxBatchDelay,
-		Replicas: max(s.ready, 1), Cost: s.cost, Slack: s.slack, Headroom: Headroom, CheckFeasibility: s.fitted,
+		Replicas: len(s.live), Cost: s.cost, Slack: s.slack, Headroom: Headroom, CheckFeasibility: s.fitted,
 	}
 	if !due.IsZero() {
 		in.Remaining = due.Sub(now)
@@ -436,9 +555,10 @@ func removeAt[T any](xs []T, i int) []T {
 	return append(xs[:i], xs[i+1:]...)
 }
 
-// nextBatch blocks until a batch is ready to run, or returns false when the
-// server is closing and the queue is empty.
-func (s *Server) nextBatch() ([]piece, bool) {
+// nextBatch blocks until a batch is ready to run on r, or returns false
+// when the server is closing and the queue is empty, or r is retiring and
+// holds no rows. A retiring replica runs the rows it already took at once.
+func (s *Server) nextBatch(r *replica) ([]piece, bool) {
 	var batch []piece
 	rows := 0
 	var first time.Time
@@ -451,6 +571,9 @@ func (s *Server) nextBatch() ([]piece, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for {
+		if r.retiring {
+			return batch, rows > 0
+		}
 		now := time.Now()
 		var took int
 		batch, took = s.takeLocked(batch, s.cfg.MaxBatchSize-rows, now)
@@ -458,6 +581,7 @@ func (s *Server) nextBatch() ([]piece, bool) {
 			first = batch[0].it.enq
 		}
 		rows += took
+		r.working = rows > 0
 		if rows == 0 && s.closing && s.queued == 0 {
 			return nil, false
 		}
@@ -496,9 +620,9 @@ func (s *Server) nextBatch() ([]piece, bool) {
 
 func (s *Server) replicaLoop(r *replica) {
 	for {
-		batch, ok := s.nextBatch()
+		batch, ok := s.nextBatch(r)
 		if !ok {
-			return
+			break
 		}
 		if crashed := s.run(r, batch); crashed {
 			s.replace(r)
@@ -508,6 +632,29 @@ func (s *Server) replicaLoop(r *replica) {
 		// batch and starve the goroutines that admit (or refuse) requests.
 		goruntime.Gosched()
 	}
+	s.mu.Lock()
+	retiring := r.retiring
+	if !retiring {
+		// The server is closing and the queue is drained: the replica
+		// leaves live (RemoveReplica can no longer pick it) and Close
+		// closes its model.
+		s.dropLiveLocked(r)
+	}
+	s.mu.Unlock()
+	if retiring {
+		s.retire(r)
+	}
+}
+
+// retire closes a removed replica's model and tells RemoveReplica.
+func (s *Server) retire(r *replica) {
+	s.models.Delete(r)
+	_ = r.model.Close()
+	s.mu.Lock()
+	s.draining--
+	s.mu.Unlock()
+	s.log.Info("replica removed", "replica", r.id)
+	close(r.gone)
 }
 
 // run computes one batch. It reports whether the replica crashed.
@@ -521,6 +668,9 @@ func (s *Server) run(r *replica, batch []piece) (crashed bool) {
 			continue
 		}
 		live = append(live, p)
+	}
+	if len(live) == 0 {
+		r.working = false
 	}
 	s.mu.Unlock()
 	if len(live) == 0 {
@@ -583,11 +733,14 @@ func (s *Server) run(r *replica, batch []piece) (crashed bool) {
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	r.working = false
 	if panicked {
 		s.stats.crashes.Add(1)
-		s.ready--
-		if s.cfg.Load != nil {
-			s.reload++ // queued work waits for the replacement
+		if !r.retiring { // a retiring replica already left live and is not replaced
+			s.dropLiveLocked(r)
+			if s.cfg.Load != nil {
+				s.reload++ // queued work waits for the replacement
+			}
 		}
 		s.log.Error("replica crashed", "replica", r.id, "err", err)
 		now := time.Now()
@@ -605,6 +758,7 @@ func (s *Server) run(r *replica, batch []piece) (crashed bool) {
 			}
 			s.finishLocked(p.it, &errs.Error{Code: errs.Unavailable, Message: "replica crashed while computing this request; it was not retried in time", RetryAfter: time.Second})
 		}
+		s.strandedLocked()
 		s.broadcastLocked()
 		return true
 	}
@@ -733,10 +887,22 @@ func (s *Server) Observe(n int, d time.Duration) {
 }
 
 // replace loads a new model for a crashed replica, retrying with backoff
-// until it succeeds or the server closes.
+// until it succeeds or the server closes. A retiring replica that crashed
+// is not replaced.
 func (s *Server) replace(old *replica) {
 	s.models.Delete(old)
 	_ = old.model.Close() // a crashed model may still hold resources
+	s.mu.Lock()
+	retiring := old.retiring
+	if retiring {
+		s.draining--
+	}
+	s.mu.Unlock()
+	if retiring {
+		s.log.Info("replica removed (it crashed on its last batch)", "replica", old.id)
+		close(old.gone)
+		return
+	}
 	if s.cfg.Load == nil {
 		return
 	}
@@ -753,6 +919,7 @@ func (s *Server) replace(old *replica) {
 				_ = m.Close()
 				s.mu.Lock()
 				s.reload--
+				s.strandedLocked()
 				s.mu.Unlock()
 				return
 			}
@@ -761,8 +928,10 @@ func (s *Server) replace(old *replica) {
 			s.log.Info("replica replaced", "replica", old.id)
 			s.mu.Lock()
 			s.reload--
+			// Even if Close began meanwhile: this goroutine is counted in
+			// wg, so Close is still waiting, and the replacement drains.
+			s.startReplicaLocked(m)
 			s.mu.Unlock()
-			s.startReplica(m)
 			return
 		}
 		s.log.Error("replica reload failed", "err", err, "retry_in", backoff)
@@ -770,6 +939,8 @@ func (s *Server) replace(old *replica) {
 		case <-s.stop:
 			s.mu.Lock()
 			s.reload--
+			s.strandedLocked()
+			s.broadcastLocked()
 			s.mu.Unlock()
 			return
 		case <-time.After(backoff):
@@ -787,7 +958,7 @@ func (s *Server) queuedNow() int {
 // Stats returns current counters.
 func (s *Server) Stats() Stats {
 	s.mu.Lock()
-	st := Stats{QueuedInstances: s.queued, QueuedHighWater: s.highQ, ReadyReplicas: s.ready, Restarting: s.reload, Cost: s.cost,
+	st := Stats{QueuedInstances: s.queued, QueuedHighWater: s.highQ, ReadyReplicas: len(s.live), Restarting: s.reload, Draining: s.draining, Cost: s.cost,
 		PaddingRatioSum: s.padSum, PaddedBatches: s.padN}
 	s.mu.Unlock()
 	st.Batches = s.stats.batches.Load()

@@ -24,10 +24,22 @@ type fakeModel struct {
 	mu      sync.Mutex
 	calls   int
 	batches [][]float32 // first column of each row, per batch
+	closed  int         // Close calls
 }
 
 func (m *fakeModel) Info() runtime.Info { return runtime.Info{Inputs: 1, Outputs: 1} }
-func (m *fakeModel) Close() error       { return nil }
+func (m *fakeModel) Close() error {
+	m.mu.Lock()
+	m.closed++
+	m.mu.Unlock()
+	return nil
+}
+
+func (m *fakeModel) closes() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.closed
+}
 func (m *fakeModel) Predict(ctx context.Context, in runtime.Batch) (runtime.Output, error) {
 	m.mu.Lock()
 	m.calls++

@@ -23,6 +23,13 @@
 // durations that are not strings ("2ms"), negative or absurd values are
 // errors naming the key.
 //
+// "exitEvery": N (N ≥ 1) kills the process with SIGKILL, as a crash would,
+// on every Nth Predict call of the version in this process: the count is
+// shared by all loaded models with the same Spec.Name (the version's
+// replicas). It lets tests kill a worker process on purpose, so Load refuses
+// it unless the process called AllowExit: in the single-process mode the
+// process running the model is the gateway itself.
+//
 // Inputs may have any width (Info().Inputs is 0) unless the package's schema
 // says how many features it produces (Spec.Features), in which case batches
 // must have that width. There are Spec.Outputs output columns (at least one);
@@ -43,6 +50,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -73,6 +81,7 @@ type Cost struct {
 	Mode        string // ModeSpin or ModeSleep
 	PanicEvery  int    // 0: never
 	FailEvery   int    // 0: never
+	ExitEvery   int    // 0: never; else kill the process on every Nth call of the version
 }
 
 // For returns what a batch of n rows costs: Base + n·PerInstance.
@@ -85,7 +94,7 @@ func (c Cost) For(n int) time.Duration {
 
 // knownKeys are cost.json's keys. Matching is exact (encoding/json alone
 // would accept "perinstance" for "perInstance").
-var knownKeys = []string{"base", "perInstance", "mode", "panicEvery", "failEvery"}
+var knownKeys = []string{"base", "perInstance", "mode", "panicEvery", "failEvery", "exitEvery"}
 
 // Decode parses and checks a cost.json artifact.
 func Decode(data []byte) (Cost, error) {
@@ -105,8 +114,8 @@ func Decode(data []byte) (Cost, error) {
 			return Cost{}, fmt.Errorf("synthetic: unknown key %q in cost.json (known keys: %s)", k, strings.Join(knownKeys, ", "))
 		}
 	}
-	a := struct{ Base, PerInstance, Mode, PanicEvery, FailEvery json.RawMessage }{
-		raw["base"], raw["perInstance"], raw["mode"], raw["panicEvery"], raw["failEvery"],
+	a := struct{ Base, PerInstance, Mode, PanicEvery, FailEvery, ExitEvery json.RawMessage }{
+		raw["base"], raw["perInstance"], raw["mode"], raw["panicEvery"], raw["failEvery"], raw["exitEvery"],
 	}
 	var c Cost
 	var err error
@@ -129,10 +138,14 @@ func Decode(data []byte) (Cost, error) {
 			return Cost{}, fmt.Errorf("synthetic: mode %q is not known (use \"spin\" or \"sleep\")", m)
 		}
 	}
-	if c.PanicEvery, err = every("panicEvery", a.PanicEvery); err != nil {
+	if c.PanicEvery, err = every("panicEvery", a.PanicEvery, 0); err != nil {
 		return Cost{}, err
 	}
-	if c.FailEvery, err = every("failEvery", a.FailEvery); err != nil {
+	if c.FailEvery, err = every("failEvery", a.FailEvery, 0); err != nil {
+		return Cost{}, err
+	}
+	// exitEvery has no "off" value: leave it out.
+	if c.ExitEvery, err = every("exitEvery", a.ExitEvery, 1); err != nil {
 		return Cost{}, err
 	}
 	return c, nil
@@ -163,7 +176,9 @@ func duration(key string, raw json.RawMessage, max time.Duration) (time.Duration
 	return d, nil
 }
 
-func every(key string, raw json.RawMessage) (int, error) {
+// every decodes a whole number of calls from least (0: the key may turn it
+// off) to MaxEvery.
+func every(key string, raw json.RawMessage, least int) (int, error) {
 	if isNull(raw) {
 		return 0, nil
 	}
@@ -174,13 +189,42 @@ func every(key string, raw json.RawMessage) (int, error) {
 	if f != math.Trunc(f) {
 		return 0, fmt.Errorf("synthetic: %s must be a whole number of calls, got %s", key, raw)
 	}
-	if f < 0 {
+	if least == 0 && f < 0 {
 		return 0, fmt.Errorf("synthetic: %s must not be negative (0 turns it off), got %s", key, raw)
+	}
+	if f < float64(least) {
+		return 0, fmt.Errorf("synthetic: %s must be at least %d (leave it out to turn it off), got %s", key, least, raw)
 	}
 	if f > MaxEvery {
 		return 0, fmt.Errorf("synthetic: %s must be at most %d, got %s", key, MaxEvery, raw)
 	}
 	return int(f), nil
+}
+
+// exitAllowed is set by AllowExit.
+var exitAllowed atomic.Bool
+
+// AllowExit lets models with exitEvery load in this process. Only a worker
+// process (`sluice worker`, started by `sluice serve --workers N`) calls it,
+// at start: killing it is a crash its supervisor recovers from, while in
+// the single-process mode it would kill the gateway.
+func AllowExit() { exitAllowed.Store(true) }
+
+var (
+	exitMu    sync.Mutex                   // guards exitCalls
+	exitCalls = map[string]*atomic.Int64{} // Predict calls per version name, for exitEvery
+)
+
+// exitCounter returns the process-wide call counter of the version name.
+func exitCounter(name string) *atomic.Int64 {
+	exitMu.Lock()
+	defer exitMu.Unlock()
+	c, ok := exitCalls[name]
+	if !ok {
+		c = new(atomic.Int64)
+		exitCalls[name] = c
+	}
+	return c
 }
 
 // Runtime loads synthetic artifacts.
@@ -206,19 +250,27 @@ func New(c Cost, spec runtime.Spec) (*Model, error) {
 	if spec.Outputs < 0 || spec.Outputs > MaxOutputs {
 		return nil, fmt.Errorf("synthetic: %s: outputs must be between 0 and %d, got %d", spec.Name, MaxOutputs, spec.Outputs)
 	}
+	if c.ExitEvery > 0 && !exitAllowed.Load() {
+		return nil, fmt.Errorf("synthetic: %s: exitEvery kills the process that runs the model; it is only allowed in a worker process (sluice serve --workers N)", spec.Name)
+	}
 	outs := spec.Outputs
 	if outs < 1 {
 		outs = 1
 	}
-	return &Model{cost: c, inputs: spec.Features, outputs: outs}, nil
+	m := &Model{cost: c, inputs: spec.Features, outputs: outs}
+	if c.ExitEvery > 0 {
+		m.exitCalls = exitCounter(spec.Name)
+	}
+	return m, nil
 }
 
 // Model is a loaded synthetic model.
 type Model struct {
-	cost    Cost
-	inputs  int // 0: any width
-	outputs int
-	calls   atomic.Int64
+	cost      Cost
+	inputs    int // 0: any width
+	outputs   int
+	calls     atomic.Int64
+	exitCalls *atomic.Int64 // shared by the version's models in this process; nil without exitEvery
 }
 
 // Cost returns the model's cost curve.
@@ -236,6 +288,11 @@ func (m *Model) Info() runtime.Info {
 
 // Predict pays the batch's cost and returns the deterministic outputs.
 func (m *Model) Predict(ctx context.Context, in runtime.Batch) (runtime.Output, error) {
+	if m.exitCalls != nil {
+		if k := m.exitCalls.Add(1); k%int64(m.cost.ExitEvery) == 0 {
+			kill()
+		}
+	}
 	n := m.calls.Add(1)
 	if e := int64(m.cost.PanicEvery); e > 0 && n%e == 0 {
 		panic(fmt.Sprintf("synthetic: planted panic on call %d (panicEvery %d)", n, e))
