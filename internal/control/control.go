@@ -31,7 +31,7 @@ import (
 
 // Controller owns loaded versions and the routing snapshot.
 type Controller struct {
-	store  *registry.Store
+	store  registry.Store
 	log    *slog.Logger
 	Table  *routing.Holder
 	ctx    context.Context // cancelled by Close: stops loads
@@ -77,7 +77,7 @@ type Loaded struct {
 }
 
 // New returns a controller over store.
-func New(store *registry.Store, log *slog.Logger) *Controller {
+func New(store registry.Store, log *slog.Logger) *Controller {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Controller{store: store, log: log, Table: &routing.Holder{}, ctx: ctx, cancel: cancel,
 		sem: make(chan struct{}, 2), versions: map[string]*Loaded{}, Stats: &vstats.Set{},
@@ -349,7 +349,7 @@ func (c *Controller) load(l *Loaded) {
 // loadModel reads and verifies the artifact, then loads one model and checks
 // its shape against the schema.
 func (c *Controller) loadModel(ctx context.Context, v registry.Version, spec *modelpkg.Spec) (runtime.Model, error) {
-	art, err := c.store.Artifact(v.ArtifactSHA)
+	art, err := registry.ReadArtifact(ctx, c.store, v.ArtifactSHA)
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", v.ID(), err)
 	}
