@@ -42,7 +42,7 @@ func ReadArtifact(ctx context.Context, a Artifacts, sha string) ([]byte, error) 
 	}
 	var buf bytes.Buffer
 	if size > 0 {
-		buf.Grow(int(size))
+		buf.Grow(int(size) + bytes.MinRead) // room to see EOF without growing again
 	}
 	if _, err := buf.ReadFrom(io.LimitReader(rc, MaxArtifactBytes+1)); err != nil {
 		return nil, err
