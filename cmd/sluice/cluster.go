@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -35,15 +34,12 @@ func (h workersHost) Start(ctx context.Context, req control.HostRequest) (contro
 	return rv, tm, nil
 }
 
-// storeArtifacts serves the registry's artifacts to workers.
-type storeArtifacts struct{ store *registry.Store }
+// storeArtifacts serves the registry's artifacts to workers (verified as
+// they stream: a damaged artifact ends the stream with an error).
+type storeArtifacts struct{ store registry.Artifacts }
 
-func (a storeArtifacts) OpenArtifact(_ context.Context, sha string) (io.ReadCloser, int64, error) {
-	b, err := a.store.Artifact(sha)
-	if err != nil {
-		return nil, 0, err
-	}
-	return io.NopCloser(bytes.NewReader(b)), int64(len(b)), nil
+func (a storeArtifacts) OpenArtifact(ctx context.Context, sha string) (io.ReadCloser, int64, error) {
+	return a.store.Open(ctx, sha)
 }
 
 // controlPlane is the gRPC listener workers register with.

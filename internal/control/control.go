@@ -29,7 +29,7 @@ import (
 
 // Controller owns loaded versions and the routing snapshot.
 type Controller struct {
-	store  *registry.Store
+	store  registry.Store
 	host   Host
 	log    *slog.Logger
 	Table  *routing.Holder
@@ -77,10 +77,10 @@ type Loaded struct {
 
 // New returns a controller over store whose versions run on host (nil:
 // replicas in this process, LocalHost).
-func New(store *registry.Store, host Host, log *slog.Logger) *Controller {
+func New(store registry.Store, host Host, log *slog.Logger) *Controller {
 	ctx, cancel := context.WithCancel(context.Background())
 	if host == nil {
-		host = &LocalHost{Artifact: func(_ context.Context, sha string) ([]byte, error) { return store.Artifact(sha) }}
+		host = &LocalHost{Artifact: func(ctx context.Context, sha string) ([]byte, error) { return registry.ReadArtifact(ctx, store, sha) }}
 	}
 	return &Controller{store: store, host: host, log: log, Table: &routing.Holder{}, ctx: ctx, cancel: cancel,
 		sem: make(chan struct{}, 2), versions: map[string]*Loaded{}, Stats: &vstats.Set{},

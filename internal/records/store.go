@@ -1,6 +1,9 @@
 // Package records keeps prediction records (who asked which model version
-// what, and how it went) and the idempotency cache that replays answers to
-// retried request ids. It knows nothing of HTTP beyond status codes.
+// what, and how it went) behind the Store interface, writes them off the
+// request path (Writer), and owns the idempotency cache that replays
+// answers to retried request ids. The embedded Store is SQLite; every
+// implementation must pass the suite in recordstest. It knows nothing of
+// HTTP beyond status codes.
 package records
 
 import (
@@ -31,7 +34,6 @@ type Record struct {
 	// retry may bump its attempts: the writer remembers its row for that.
 	// Not stored.
 	Retryable bool
-	id        int64 // row id assigned by the Writer (0: the database picks)
 }
 
 // Filter selects records for List. Zero fields match everything.
@@ -51,11 +53,42 @@ const (
 	MaxLimit     = 10000
 )
 
-// Store is the records database, a SQLite file of its own (records.db),
+// Store keeps prediction records. The Writer writes through it; GET
+// /v1/records lists through it.
+type Store interface {
+	// Write applies ops in order, atomically: all or none. Inserting a
+	// row id in use is an error; bumping a record that is not there is
+	// not (it may have been dropped or deleted).
+	Write(ctx context.Context, ops []Op) error
+	// List returns the records f selects, newest first (by CreatedAt,
+	// then by row), at most f.Limit of them (DefaultLimit when 0, never
+	// more than MaxLimit).
+	List(ctx context.Context, f Filter) ([]Record, error)
+	// DeleteBefore deletes records created before t and says how many.
+	DeleteBefore(ctx context.Context, t time.Time) (int64, error)
+	// MaxRow returns the largest row id in use (0 when empty), so a Writer
+	// assigns row ids after it.
+	MaxRow(ctx context.Context) (int64, error)
+}
+
+// Op is one write of a batch: the insert of Record, or (Bump) adding one
+// to the attempts of a stored record.
+type Op struct {
+	Bump bool
+	// Row is, for an insert, the row id to store Record under (0: the store
+	// picks one); for a bump, the row to bump (0: the row of Record.Tenant
+	// and Record.RequestID).
+	Row    int64
+	Record Record
+}
+
+// SQLite is the records database, a SQLite file of its own (records.db),
 // apart from the registry's so that record writes never contend with it.
-type Store struct {
+type SQLite struct {
 	db *sql.DB
 }
+
+var _ Store = (*SQLite)(nil)
 
 const schemaSQL = `
 CREATE TABLE IF NOT EXISTS records (
@@ -82,7 +115,7 @@ DROP INDEX IF EXISTS records_model;
 `
 
 // Open opens (creating if needed) dir/records.db.
-func Open(dir string) (*Store, error) {
+func Open(dir string) (*SQLite, error) {
 	dsn := "file:" + filepath.Join(dir, "records.db") + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=cache_size(-65536)"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
@@ -93,32 +126,24 @@ func Open(dir string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("records: create schema in %s: %w", dir, err)
 	}
-	return &Store{db: db}, nil
+	return &SQLite{db: db}, nil
 }
 
 // Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *SQLite) Close() error { return s.db.Close() }
 
 // Insert adds records in one transaction.
-func (s *Store) Insert(ctx context.Context, recs []Record) error {
-	ops := make([]op, len(recs))
+func (s *SQLite) Insert(ctx context.Context, recs []Record) error {
+	ops := make([]Op, len(recs))
 	for i := range recs {
-		ops[i] = op{rec: recs[i]}
+		ops[i] = Op{Record: recs[i]}
 	}
-	return s.apply(ctx, ops)
+	return s.Write(ctx, ops)
 }
 
 // BumpAttempts adds one to the attempts of tenant's record of requestID.
-func (s *Store) BumpAttempts(ctx context.Context, tenant, requestID string) error {
-	return s.apply(ctx, []op{{bump: true, rec: Record{Tenant: tenant, RequestID: requestID}}})
-}
-
-// op is an insert, or (bump) an attempts bump of row rowid, or of rec's
-// tenant and request id when the row is not known.
-type op struct {
-	bump  bool
-	rowid int64
-	rec   Record
+func (s *SQLite) BumpAttempts(ctx context.Context, tenant, requestID string) error {
+	return s.Write(ctx, []Op{{Bump: true, Record: Record{Tenant: tenant, RequestID: requestID}}})
 }
 
 // chunk is the number of rows of a multi-row insert.
@@ -137,8 +162,8 @@ func insertSQL(n int) string {
 	return b.String()
 }
 
-// apply runs ops in order in one transaction.
-func (s *Store) apply(ctx context.Context, ops []op) error {
+// Write runs ops in order in one transaction.
+func (s *SQLite) Write(ctx context.Context, ops []Op) error {
 	if len(ops) == 0 {
 		return nil
 	}
@@ -167,21 +192,21 @@ func (s *Store) apply(ctx context.Context, ops []op) error {
 	var chunkStmt *sql.Stmt
 	for i := 0; i < len(ops); {
 		o := ops[i]
-		if o.bump {
+		if o.Bump {
 			var err error
-			if o.rowid > 0 {
-				_, err = bumpRow.ExecContext(ctx, o.rowid)
+			if o.Row > 0 {
+				_, err = bumpRow.ExecContext(ctx, o.Row)
 			} else {
-				_, err = bump.ExecContext(ctx, o.rec.Tenant, o.rec.RequestID)
+				_, err = bump.ExecContext(ctx, o.Record.Tenant, o.Record.RequestID)
 			}
 			if err != nil {
-				return fmt.Errorf("records: bump attempts of %s: %w", o.rec.RequestID, err)
+				return fmt.Errorf("records: bump attempts of %s: %w", o.Record.RequestID, err)
 			}
 			i++
 			continue
 		}
 		j := i
-		for j < len(ops) && !ops[j].bump && j-i < chunk {
+		for j < len(ops) && !ops[j].Bump && j-i < chunk {
 			j++
 		}
 		run := ops[i:j]
@@ -199,7 +224,7 @@ func (s *Store) apply(ctx context.Context, ops []op) error {
 		}
 		args := make([]any, 0, len(run)*11)
 		for _, o := range run {
-			r := o.rec
+			r := o.Record
 			attempts := r.Attempts
 			if attempts < 1 {
 				attempts = 1
@@ -209,13 +234,13 @@ func (s *Store) apply(ctx context.Context, ops []op) error {
 				created = time.Now()
 			}
 			var id any // nil: the database picks the row id
-			if r.id > 0 {
-				id = r.id
+			if o.Row > 0 {
+				id = o.Row
 			}
 			args = append(args, id, r.RequestID, r.Tenant, r.Model, r.Version, r.LatencyMs, r.Outcome, r.InputHash, created.UnixMicro(), attempts, r.Input)
 		}
 		if _, err := stmt.ExecContext(ctx, args...); err != nil {
-			return fmt.Errorf("records: insert %s: %w", run[0].rec.RequestID, err)
+			return fmt.Errorf("records: insert %s: %w", run[0].Record.RequestID, err)
 		}
 		i += len(run)
 	}
@@ -226,7 +251,7 @@ func (s *Store) apply(ctx context.Context, ops []op) error {
 }
 
 // List returns the records f selects, newest first.
-func (s *Store) List(ctx context.Context, f Filter) ([]Record, error) {
+func (s *SQLite) List(ctx context.Context, f Filter) ([]Record, error) {
 	var where []string
 	var args []any
 	add := func(cond string, v any) { where = append(where, cond); args = append(args, v) }
@@ -283,7 +308,7 @@ func (s *Store) List(ctx context.Context, f Filter) ([]Record, error) {
 }
 
 // DeleteBefore deletes records created before t and says how many.
-func (s *Store) DeleteBefore(ctx context.Context, t time.Time) (int64, error) {
+func (s *SQLite) DeleteBefore(ctx context.Context, t time.Time) (int64, error) {
 	res, err := s.db.ExecContext(ctx, `DELETE FROM records WHERE created_at < ?`, t.UnixMicro())
 	if err != nil {
 		return 0, fmt.Errorf("records: delete before %s: %w", t.Format(time.RFC3339), err)
@@ -291,8 +316,8 @@ func (s *Store) DeleteBefore(ctx context.Context, t time.Time) (int64, error) {
 	return res.RowsAffected()
 }
 
-// maxID returns the largest row id in use.
-func (s *Store) maxID(ctx context.Context) (int64, error) {
+// MaxRow returns the largest row id in use.
+func (s *SQLite) MaxRow(ctx context.Context) (int64, error) {
 	var id int64
 	err := s.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(id), 0) FROM records`).Scan(&id)
 	return id, err

@@ -32,7 +32,7 @@ const (
 // batches, from a bounded buffer: the request path never waits on the disk.
 // Run owns its goroutine.
 type Writer struct {
-	store *Store
+	store Store
 	cfg   Config
 
 	nextID atomic.Int64 // row ids assigned by Add
@@ -46,7 +46,7 @@ type Writer struct {
 	wake   chan struct{} // 1-slot: a batch is full
 
 	mu     sync.Mutex // guards buf and closed
-	buf    []op
+	buf    []Op
 	closed bool // Run has returned: Add refuses
 
 	overflows atomic.Int64
@@ -55,7 +55,7 @@ type Writer struct {
 }
 
 // NewWriter returns a writer to store; start it with Run.
-func NewWriter(store *Store, cfg Config) *Writer {
+func NewWriter(store Store, cfg Config) *Writer {
 	if cfg.Buffer <= 0 {
 		cfg.Buffer = DefaultBuffer
 	}
@@ -79,7 +79,7 @@ func NewWriter(store *Store, cfg Config) *Writer {
 	}
 	w := &Writer{store: store, cfg: cfg, wake: make(chan struct{}, 1), rows: map[[2]string]int64{}, order: make([][2]string, 0, rememberRows)}
 	if store != nil {
-		if id, err := store.maxID(context.Background()); err == nil {
+		if id, err := store.MaxRow(context.Background()); err == nil {
 			w.nextID.Store(id)
 		}
 	}
@@ -110,12 +110,12 @@ func (w *Writer) Add(r Record) bool {
 	if r.CreatedAt.IsZero() {
 		r.CreatedAt = w.cfg.Now()
 	}
-	r.id = w.nextID.Add(1)
-	if !w.push(op{rec: r}) {
+	id := w.nextID.Add(1)
+	if !w.push(Op{Row: id, Record: r}) {
 		return false
 	}
 	if r.Retryable {
-		w.remember(r.Tenant, r.RequestID, r.id)
+		w.remember(r.Tenant, r.RequestID, id)
 	}
 	return true
 }
@@ -128,10 +128,10 @@ func (w *Writer) Bump(tenant, requestID string) bool {
 	w.rowsMu.Lock()
 	id := w.rows[[2]string{tenant, requestID}]
 	w.rowsMu.Unlock()
-	return w.push(op{bump: true, rowid: id, rec: Record{Tenant: tenant, RequestID: requestID}})
+	return w.push(Op{Bump: true, Row: id, Record: Record{Tenant: tenant, RequestID: requestID}})
 }
 
-func (w *Writer) push(o op) bool {
+func (w *Writer) push(o Op) bool {
 	w.mu.Lock()
 	if w.closed || len(w.buf) >= w.cfg.Buffer {
 		w.mu.Unlock()
@@ -202,11 +202,11 @@ func (w *Writer) writeBatches(ctx context.Context, fullOnly bool) error {
 			w.mu.Unlock()
 			return last
 		}
-		batch := make([]op, n)
+		batch := make([]Op, n)
 		copy(batch, w.buf)
 		w.buf = append(w.buf[:0], w.buf[n:]...)
 		w.mu.Unlock()
-		if err := w.store.apply(ctx, batch); err != nil {
+		if err := w.store.Write(ctx, batch); err != nil {
 			w.failed.Add(int64(n))
 			w.cfg.Logger.Error("records: write batch", "records", n, "err", err)
 			last = err

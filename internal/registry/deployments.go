@@ -70,7 +70,7 @@ type Event struct {
 // assigned) and its audit event in one transaction. If expect >= 0 and the
 // current policy version differs, nothing is written and AlreadyExists (409)
 // is returned, so concurrent changes cannot overwrite each other.
-func (s *Store) SetPolicy(ctx context.Context, p Policy, expect int) (Policy, error) {
+func (s *SQLite) SetPolicy(ctx context.Context, p Policy, expect int) (Policy, error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return Policy{}, storeErr(err)
@@ -103,7 +103,7 @@ func (s *Store) SetPolicy(ctx context.Context, p Policy, expect int) (Policy, er
 }
 
 // Audit records an event that is not a policy change (rollout actions).
-func (s *Store) Audit(ctx context.Context, e Event) error {
+func (s *SQLite) Audit(ctx context.Context, e Event) error {
 	if e.At.IsZero() {
 		e.At = time.Now().UTC()
 	}
@@ -130,7 +130,7 @@ const policyCols = `model, version, targets, created_at, actor, reason, diff`
 
 // Policies returns the policy history of model, oldest first (all models
 // when model is "").
-func (s *Store) Policies(ctx context.Context, model string) ([]Policy, error) {
+func (s *SQLite) Policies(ctx context.Context, model string) ([]Policy, error) {
 	q := `SELECT ` + policyCols + ` FROM policies WHERE model=? ORDER BY version`
 	args := []any{model}
 	if model == "" {
@@ -154,7 +154,7 @@ func (s *Store) Policies(ctx context.Context, model string) ([]Policy, error) {
 }
 
 // PolicyAt returns the policy of model in force at t.
-func (s *Store) PolicyAt(ctx context.Context, model string, t time.Time) (Policy, error) {
+func (s *SQLite) PolicyAt(ctx context.Context, model string, t time.Time) (Policy, error) {
 	p, err := scanPolicy(s.db.QueryRowContext(ctx, `SELECT `+policyCols+` FROM policies WHERE model=? AND created_at<=? ORDER BY version DESC LIMIT 1`, model, t.UnixMicro()))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Policy{}, errs.New(errs.NotFound, "model %s had no deployment at %s", model, t.Format(time.RFC3339Nano))
@@ -166,7 +166,7 @@ func (s *Store) PolicyAt(ctx context.Context, model string, t time.Time) (Policy
 }
 
 // Events returns the audit events of model, oldest first.
-func (s *Store) Events(ctx context.Context, model string) ([]Event, error) {
+func (s *SQLite) Events(ctx context.Context, model string) ([]Event, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT model, at, actor, action, what, reason FROM audit WHERE model=? ORDER BY id`, model)
 	if err != nil {
 		return nil, storeErr(err)
@@ -187,14 +187,14 @@ func (s *Store) Events(ctx context.Context, model string) ([]Event, error) {
 
 // SaveRollout stores the latest rollout state of model (an opaque JSON
 // document owned by the control plane).
-func (s *Store) SaveRollout(ctx context.Context, model string, state []byte) error {
+func (s *SQLite) SaveRollout(ctx context.Context, model string, state []byte) error {
 	_, err := s.db.ExecContext(ctx, `INSERT INTO rollouts (model, state, updated_at) VALUES (?,?,?)
 		ON CONFLICT(model) DO UPDATE SET state=excluded.state, updated_at=excluded.updated_at`, model, string(state), time.Now().UTC().UnixMicro())
 	return storeErr(err)
 }
 
 // Rollouts returns the stored rollout state of every model.
-func (s *Store) Rollouts(ctx context.Context) (map[string][]byte, error) {
+func (s *SQLite) Rollouts(ctx context.Context) (map[string][]byte, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT model, state FROM rollouts`)
 	if err != nil {
 		return nil, storeErr(err)

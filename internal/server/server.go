@@ -41,7 +41,7 @@ type Config struct {
 	Logger         *slog.Logger
 	Metrics        *telemetry.Metrics // nil: no /metrics, no request metrics
 	Records        *records.Writer    // nil: prediction records off
-	RecordStore    *records.Store     // for GET /v1/records (nil: 404)
+	RecordStore    records.Store      // for GET /v1/records (nil: 404)
 	// IdempotencyWindow is how long a request id's answer is replayed
 	// (0: 10 minutes; negative: idempotency off).
 	IdempotencyWindow time.Duration

@@ -1,0 +1,221 @@
+// Package recordstest is the conformance suite of records.Store: every
+// implementation must pass Run, from its own tests.
+package recordstest
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/sluiceml/sluice/internal/records"
+)
+
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func inserts(rs ...records.Record) []records.Op {
+	ops := make([]records.Op, len(rs))
+	for i, r := range rs {
+		ops[i] = records.Op{Record: r}
+	}
+	return ops
+}
+
+func ids(rs []records.Record) string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, r.RequestID)
+	}
+	return fmt.Sprint(out)
+}
+
+// Run runs the conformance suite of records.Store. open returns a new,
+// empty store for each subtest; it closes the store in t.Cleanup.
+func Run(t *testing.T, open func(t *testing.T) records.Store) {
+	ctx := context.Background()
+	list := func(t *testing.T, s records.Store, f records.Filter) []records.Record {
+		t.Helper()
+		rs, err := s.List(ctx, f)
+		if err != nil {
+			t.Fatalf("List(%+v): %v", f, err)
+		}
+		return rs
+	}
+	write := func(t *testing.T, s records.Store, ops []records.Op) {
+		t.Helper()
+		if err := s.Write(ctx, ops); err != nil {
+			t.Fatalf("Write: %v", err)
+		}
+	}
+
+	t.Run("ListFilters", func(t *testing.T) {
+		s := open(t)
+		write(t, s, inserts(
+			records.Record{RequestID: "a1", Tenant: "acme", Model: "fraud", Version: 3, Outcome: "ok", InputHash: "h1", CreatedAt: t0, LatencyMs: 1.5},
+			records.Record{RequestID: "a2", Tenant: "acme", Model: "fraud", Version: 4, Outcome: "invalid_argument", CreatedAt: t0.Add(time.Minute)},
+			records.Record{RequestID: "b1", Tenant: "beta", Model: "fraud", Version: 3, Outcome: "ok", CreatedAt: t0.Add(2 * time.Minute), Input: []byte(`{"x":1}`)},
+			records.Record{RequestID: "b2", Tenant: "beta", Model: "churn", Version: 1, Outcome: "ok", CreatedAt: t0.Add(3 * time.Minute)},
+		))
+		tests := []struct {
+			name string
+			f    records.Filter
+			want string
+		}{
+			{"all, newest first", records.Filter{}, "[b2 b1 a2 a1]"},
+			{"tenant acme sees only its own", records.Filter{Tenant: "acme"}, "[a2 a1]"},
+			{"tenant beta sees only its own", records.Filter{Tenant: "beta"}, "[b2 b1]"},
+			{"tenant asking for another's id", records.Filter{Tenant: "acme", RequestID: "b1"}, "[]"},
+			{"request id", records.Filter{RequestID: "a2"}, "[a2]"},
+			{"model", records.Filter{Model: "fraud"}, "[b1 a2 a1]"},
+			{"model and version", records.Filter{Model: "fraud", Version: 3}, "[b1 a1]"},
+			{"outcome", records.Filter{Outcome: "invalid_argument"}, "[a2]"},
+			{"since is inclusive", records.Filter{Since: t0.Add(2 * time.Minute)}, "[b2 b1]"},
+			{"limit", records.Filter{Limit: 1}, "[b2]"},
+			{"everything at once", records.Filter{Tenant: "beta", Model: "fraud", Version: 3, Outcome: "ok", Since: t0}, "[b1]"},
+			{"unknown tenant", records.Filter{Tenant: "nobody"}, "[]"},
+		}
+		for _, tc := range tests {
+			t.Run(tc.name, func(t *testing.T) {
+				if got := ids(list(t, s, tc.f)); got != tc.want {
+					t.Errorf("got %s, want %s", got, tc.want)
+				}
+			})
+		}
+		got := list(t, s, records.Filter{RequestID: "b1"})
+		if len(got) != 1 {
+			t.Fatalf("list b1: %+v", got)
+		}
+		r := got[0]
+		if string(r.Input) != `{"x":1}` || r.Attempts != 1 || !r.CreatedAt.Equal(t0.Add(2*time.Minute)) || r.Model != "fraud" || r.Version != 3 || r.Tenant != "beta" || r.Outcome != "ok" {
+			t.Errorf("round trip: %+v", r)
+		}
+		if got := list(t, s, records.Filter{RequestID: "a1"}); got[0].LatencyMs != 1.5 || got[0].InputHash != "h1" || got[0].Input != nil {
+			t.Errorf("round trip a1: %+v", got[0])
+		}
+	})
+
+	t.Run("Defaults", func(t *testing.T) {
+		s := open(t)
+		before := time.Now().Add(-time.Second)
+		write(t, s, inserts(records.Record{RequestID: "r", Tenant: "acme"}, records.Record{RequestID: "q", Tenant: "acme", Attempts: 3, CreatedAt: t0}))
+		r := list(t, s, records.Filter{RequestID: "r"})
+		if len(r) != 1 || r[0].Attempts != 1 || r[0].CreatedAt.Before(before) || r[0].CreatedAt.After(time.Now().Add(time.Second)) {
+			t.Errorf("a record without attempts or time = %+v, want attempts 1, created about now", r)
+		}
+		if q := list(t, s, records.Filter{RequestID: "q"}); len(q) != 1 || q[0].Attempts != 3 {
+			t.Errorf("attempts given are kept: %+v", q)
+		}
+	})
+
+	t.Run("Limits", func(t *testing.T) {
+		s := open(t)
+		var rs []records.Record
+		for i := range records.DefaultLimit + 5 {
+			rs = append(rs, records.Record{RequestID: fmt.Sprint("r", i), CreatedAt: t0.Add(time.Duration(i) * time.Second)})
+		}
+		write(t, s, inserts(rs...))
+		if got := list(t, s, records.Filter{}); len(got) != records.DefaultLimit || got[0].RequestID != fmt.Sprint("r", records.DefaultLimit+4) {
+			t.Errorf("no limit: %d records, first %s; want the newest %d", len(got), got[0].RequestID, records.DefaultLimit)
+		}
+		if got := list(t, s, records.Filter{Limit: records.MaxLimit + 1}); len(got) != records.DefaultLimit+5 {
+			t.Errorf("limit above the maximum: %d records, want all %d", len(got), records.DefaultLimit+5)
+		}
+	})
+
+	t.Run("SameTimeNewestRowFirst", func(t *testing.T) {
+		s := open(t)
+		write(t, s, []records.Op{
+			{Row: 1, Record: records.Record{RequestID: "first", CreatedAt: t0}},
+			{Row: 2, Record: records.Record{RequestID: "second", CreatedAt: t0}},
+		})
+		if got := ids(list(t, s, records.Filter{})); got != "[second first]" {
+			t.Errorf("got %s, want [second first]", got)
+		}
+	})
+
+	t.Run("Bumps", func(t *testing.T) {
+		s := open(t)
+		write(t, s, []records.Op{
+			{Row: 10, Record: records.Record{RequestID: "x", Tenant: "acme", CreatedAt: t0}},
+			{Row: 11, Record: records.Record{RequestID: "x", Tenant: "beta", CreatedAt: t0.Add(time.Hour)}},
+			{Row: 12, Record: records.Record{RequestID: "y", Tenant: "acme", CreatedAt: t0}},
+			// A bump after its insert, in the same Write, finds it.
+			{Bump: true, Row: 12, Record: records.Record{RequestID: "y", Tenant: "acme"}},
+		})
+		write(t, s, []records.Op{
+			// By tenant and request id: per tenant.
+			{Bump: true, Record: records.Record{Tenant: "acme", RequestID: "x"}},
+			// By row.
+			{Bump: true, Row: 11},
+			{Bump: true, Row: 11},
+			// Unknown records: nothing to bump, not an error.
+			{Bump: true, Record: records.Record{Tenant: "acme", RequestID: "nobody"}},
+			{Bump: true, Row: 999},
+		})
+		want := map[string]int{"acme x": 2, "beta x": 3, "acme y": 2}
+		for _, r := range list(t, s, records.Filter{}) {
+			if k := r.Tenant + " " + r.RequestID; r.Attempts != want[k] {
+				t.Errorf("%s: attempts %d, want %d", k, r.Attempts, want[k])
+			}
+		}
+	})
+
+	t.Run("Rows", func(t *testing.T) {
+		s := open(t)
+		if n, err := s.MaxRow(ctx); err != nil || n != 0 {
+			t.Errorf("MaxRow of an empty store = %d, %v; want 0", n, err)
+		}
+		write(t, s, []records.Op{{Row: 7, Record: records.Record{RequestID: "a"}}, {Row: 3, Record: records.Record{RequestID: "b"}}})
+		if n, err := s.MaxRow(ctx); err != nil || n != 7 {
+			t.Errorf("MaxRow = %d, %v; want 7", n, err)
+		}
+		write(t, s, inserts(records.Record{RequestID: "c"})) // the store picks a free row
+		n, err := s.MaxRow(ctx)
+		if err != nil || n <= 7 {
+			t.Errorf("MaxRow after a store-picked row = %d, %v; want > 7", n, err)
+		}
+		if got := list(t, s, records.Filter{}); len(got) != 3 {
+			t.Errorf("%d records, want 3", len(got))
+		}
+	})
+
+	t.Run("WriteIsAtomic", func(t *testing.T) {
+		s := open(t)
+		write(t, s, []records.Op{{Row: 1, Record: records.Record{RequestID: "kept", Tenant: "acme"}}})
+		err := s.Write(ctx, []records.Op{
+			{Row: 2, Record: records.Record{RequestID: "a"}},
+			{Bump: true, Record: records.Record{Tenant: "acme", RequestID: "kept"}},
+			{Row: 1, Record: records.Record{RequestID: "row in use"}},
+		})
+		if err == nil {
+			t.Fatal("a Write inserting a row in use succeeded")
+		}
+		got := list(t, s, records.Filter{})
+		if ids(got) != "[kept]" || got[0].Attempts != 1 {
+			t.Errorf("after a failed Write: %+v, want only kept, attempts 1 (all or nothing)", got)
+		}
+		if err := s.Write(ctx, nil); err != nil {
+			t.Errorf("an empty Write: %v", err)
+		}
+	})
+
+	t.Run("DeleteBefore", func(t *testing.T) {
+		s := open(t)
+		write(t, s, inserts(
+			records.Record{RequestID: "old", CreatedAt: t0.Add(-time.Hour)},
+			records.Record{RequestID: "older", CreatedAt: t0.Add(-2 * time.Hour)},
+			records.Record{RequestID: "edge", CreatedAt: t0},
+			records.Record{RequestID: "new", CreatedAt: t0.Add(time.Hour)},
+		))
+		n, err := s.DeleteBefore(ctx, t0)
+		if err != nil || n != 2 {
+			t.Fatalf("DeleteBefore = %d, %v; want 2", n, err)
+		}
+		if got := ids(list(t, s, records.Filter{})); got != "[new edge]" {
+			t.Errorf("after delete: %s, want [new edge] (a record at the cut stays)", got)
+		}
+		if n, err := s.DeleteBefore(ctx, t0); err != nil || n != 0 {
+			t.Errorf("DeleteBefore again = %d, %v; want 0", n, err)
+		}
+	})
+}

@@ -1,0 +1,144 @@
+package registry_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sluiceml/sluice/internal/registry"
+	"github.com/sluiceml/sluice/internal/registry/registrytest"
+)
+
+func openSQLite(t *testing.T, dir string) *registry.SQLite {
+	t.Helper()
+	s, err := registry.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestSQLiteConformance(t *testing.T) {
+	registrytest.Run(t, func(t *testing.T) registry.Store { return openSQLite(t, t.TempDir()) })
+}
+
+// corruptFile overwrites the file of sha in a Dir rooted at root.
+func corruptFile(root string) registrytest.Corrupt {
+	return func(t *testing.T, sha string, data []byte) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(root, "sha256", sha[:2], sha), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestDirConformance(t *testing.T) {
+	registrytest.RunArtifacts(t, func(t *testing.T) (registry.Artifacts, registrytest.Corrupt) {
+		root := t.TempDir()
+		d, err := registry.NewDir(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d, corruptFile(root)
+	})
+}
+
+// Open keeps the data directory layout sluice has always used:
+// sluice.db and artifacts/sha256/<sha[:2]>/<sha>.
+func TestOpenLayout(t *testing.T) {
+	dir := t.TempDir()
+	s := openSQLite(t, dir)
+	p := registrytest.Package("fraud", []byte("weights"), nil)
+	if _, _, err := s.Publish(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"sluice.db", filepath.Join("artifacts", "sha256", p.ArtifactSHA[:2], p.ArtifactSHA)} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
+
+// Publishing identical content again rewrites a lost or corrupted artifact.
+func TestPublishAgainRepairsArtifacts(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openSQLite(t, dir)
+	p := registrytest.Package("churn", []byte("weights"), []byte("{\"x\":1}\n"))
+	v, _, err := s.Publish(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	corrupt := corruptFile(filepath.Join(dir, "artifacts"))
+	corrupt(t, p.ArtifactSHA, []byte("weightz"))
+	if err := os.Remove(filepath.Join(dir, "artifacts", "sha256", p.ReferenceSHA[:2], p.ReferenceSHA)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := registry.ReadArtifact(ctx, s, p.ArtifactSHA); err == nil || !strings.Contains(err.Error(), "artifact sha256 mismatch") {
+		t.Fatalf("corrupted artifact read: %v", err)
+	}
+	if _, err := s.File(ctx, "churn", v.N, "drift.reference"); err == nil {
+		t.Fatal("lost reference read without error")
+	}
+	w, created, err := s.Publish(ctx, p)
+	if err != nil || created || w.N != v.N {
+		t.Fatalf("publish again = %s created=%v, %v; want %s, not created", w.ID(), created, err, v.ID())
+	}
+	if b, err := registry.ReadArtifact(ctx, s, p.ArtifactSHA); err != nil || !bytes.Equal(b, p.Artifact) {
+		t.Errorf("artifact after publishing again: %q, %v", b, err)
+	}
+	if b, err := s.File(ctx, "churn", v.N, "drift.reference"); err != nil || !bytes.Equal(b, p.Reference) {
+		t.Errorf("reference after publishing again: %q, %v", b, err)
+	}
+}
+
+// Everything survives closing and opening the data directory again.
+func TestReopen(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := registry.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := registrytest.Package("fraud", []byte("weights"), nil)
+	v, _, err := s.Publish(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetState(ctx, "fraud", v.N, registry.Ready, "", registry.Timings{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SetPolicy(ctx, registry.Policy{Model: "fraud", Targets: []registry.Target{{Version: 1, Weight: 100}}}, -1); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SaveRollout(ctx, "fraud", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openSQLite(t, dir)
+	got, err := s.Get(ctx, "fraud", v.N)
+	if err != nil || got.State != registry.Ready || got.Digest != p.Digest {
+		t.Errorf("after reopening: %+v, %v", got, err)
+	}
+	if ps, err := s.Policies(ctx, "fraud"); err != nil || len(ps) != 1 {
+		t.Errorf("policies after reopening: %+v, %v", ps, err)
+	}
+	if rs, err := s.Rollouts(ctx); err != nil || len(rs) != 1 {
+		t.Errorf("rollouts after reopening: %q, %v", rs, err)
+	}
+	if b, err := registry.ReadArtifact(ctx, s, p.ArtifactSHA); err != nil || !bytes.Equal(b, p.Artifact) {
+		t.Errorf("artifact after reopening: %q, %v", b, err)
+	}
+	if _, _, err := s.Publish(ctx, registrytest.Package("fraud", []byte("weights 2"), nil)); err != nil {
+		t.Fatal(err)
+	}
+	if vs, _ := s.List(ctx); len(vs) != 2 || vs[1].N != 2 {
+		t.Errorf("numbering after reopening: %+v", vs)
+	}
+}

@@ -1,0 +1,229 @@
+package registry
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	_ "modernc.org/sqlite" // database/sql driver "sqlite"
+
+	"github.com/sluiceml/sluice/internal/errs"
+	"github.com/sluiceml/sluice/internal/modelpkg"
+)
+
+// SQLite is the embedded Store: metadata in one SQLite database, artifacts
+// in an Artifacts (a Dir under the data directory, from Open).
+type SQLite struct {
+	Artifacts // where Publish stores and File reads artifact bytes
+	db        *sql.DB
+}
+
+var (
+	_ Store     = (*SQLite)(nil)
+	_ Artifacts = (*Dir)(nil)
+)
+
+const schemaSQL = `
+CREATE TABLE IF NOT EXISTS versions (
+  model          TEXT    NOT NULL,
+  version        INTEGER NOT NULL,
+  digest         TEXT    NOT NULL,
+  artifact_sha   TEXT    NOT NULL,
+  artifact_bytes INTEGER NOT NULL,
+  runtime        TEXT    NOT NULL,
+  input_schema   TEXT    NOT NULL,
+  output_schema  TEXT    NOT NULL,
+  manifest       BLOB    NOT NULL,
+  created_at     INTEGER NOT NULL,
+  state          TEXT    NOT NULL,
+  reason         TEXT    NOT NULL DEFAULT '',
+  load_us        INTEGER NOT NULL DEFAULT 0,
+  golden_us      INTEGER NOT NULL DEFAULT 0,
+  warmup_us      INTEGER NOT NULL DEFAULT 0,
+  stated_at      INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (model, version),
+  UNIQUE (model, digest)
+);
+CREATE TABLE IF NOT EXISTS files (
+  model   TEXT    NOT NULL,
+  version INTEGER NOT NULL,
+  name    TEXT    NOT NULL,
+  sha     TEXT    NOT NULL,
+  PRIMARY KEY (model, version, name)
+);`
+
+// Open opens (creating if needed) the registry in dataDir: the database
+// sluice.db and the artifact folder artifacts/.
+func Open(dataDir string) (*SQLite, error) {
+	if err := os.MkdirAll(filepath.Join(dataDir, "artifacts", "sha256"), 0o755); err != nil {
+		return nil, fmt.Errorf("registry: create data directory: %w", err)
+	}
+	art, err := NewDir(filepath.Join(dataDir, "artifacts"))
+	if err != nil {
+		return nil, err
+	}
+	return OpenSQLite(filepath.Join(dataDir, "sluice.db"), art)
+}
+
+// OpenSQLite opens (creating if needed) the database file at path, with
+// artifacts in art.
+func OpenSQLite(path string, art Artifacts) (*SQLite, error) {
+	dsn := "file:" + path + "?_pragma=busy_timeout(1000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("registry: open database: %w", err)
+	}
+	db.SetMaxOpenConns(1)
+	if _, err := db.Exec(schemaSQL + deploymentsSQL); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("registry: open %s: %w", path, err)
+	}
+	return &SQLite{Artifacts: art, db: db}, nil
+}
+
+// Close closes the database.
+func (s *SQLite) Close() error { return s.db.Close() }
+
+// Publish stores the package as the next version of its model. Publishing
+// content identical to an existing version returns that version and
+// created=false.
+func (s *SQLite) Publish(ctx context.Context, p *modelpkg.Package) (v Version, created bool, err error) {
+	name := p.Spec.Manifest.Name
+	if v, err := s.byDigest(ctx, name, p.Digest); err == nil {
+		// Identical content: same version. Rewrite the stored artifact if it
+		// was lost or corrupted, so publishing again repairs it.
+		if err := s.Put(ctx, p.ArtifactSHA, bytes.NewReader(p.Artifact)); err != nil {
+			return Version{}, false, err
+		}
+		if p.Reference != nil {
+			if err := s.Put(ctx, p.ReferenceSHA, bytes.NewReader(p.Reference)); err != nil {
+				return Version{}, false, err
+			}
+		}
+		return v, false, nil
+	} else if !errors.Is(err, sql.ErrNoRows) {
+		return Version{}, false, err
+	}
+	if err := s.Put(ctx, p.ArtifactSHA, bytes.NewReader(p.Artifact)); err != nil {
+		return Version{}, false, err
+	}
+	if p.Reference != nil {
+		if err := s.Put(ctx, p.ReferenceSHA, bytes.NewReader(p.Reference)); err != nil {
+			return Version{}, false, err
+		}
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return Version{}, false, storeErr(err)
+	}
+	defer tx.Rollback()
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version),0)+1 FROM versions WHERE model=?`, name).Scan(&n); err != nil {
+		return Version{}, false, storeErr(err)
+	}
+	now := time.Now().UTC()
+	m := p.Spec.Manifest
+	_, err = tx.ExecContext(ctx, `INSERT INTO versions (model, version, digest, artifact_sha, artifact_bytes, runtime, input_schema, output_schema, manifest, created_at, state, stated_at)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`,
+		name, n, p.Digest, p.ArtifactSHA, len(p.Artifact), m.Runtime, m.Input.Schema, m.Output.Schema, p.ManifestYAML, now.UnixMicro(), string(Published), now.UnixMicro())
+	if err != nil {
+		return Version{}, false, storeErr(err)
+	}
+	if p.Reference != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO files (model, version, name, sha) VALUES (?,?,?,?)`, name, n, "drift.reference", p.ReferenceSHA); err != nil {
+			return Version{}, false, storeErr(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return Version{}, false, storeErr(err)
+	}
+	v, err = s.Get(ctx, name, n)
+	return v, err == nil, err
+}
+
+const cols = `model, version, digest, artifact_sha, artifact_bytes, runtime, input_schema, output_schema, manifest, created_at, state, reason, load_us, golden_us, warmup_us, stated_at`
+
+func scan(r interface{ Scan(...any) error }) (Version, error) {
+	var v Version
+	var created, stated, lu, gu, wu int64
+	var st string
+	err := r.Scan(&v.Model, &v.N, &v.Digest, &v.ArtifactSHA, &v.ArtifactBytes, &v.Runtime, &v.InputSchema, &v.OutputSchema, &v.Manifest, &created, &st, &v.Reason, &lu, &gu, &wu, &stated)
+	v.CreatedAt = time.UnixMicro(created).UTC()
+	v.StatedAt = time.UnixMicro(stated).UTC()
+	v.State = State(st)
+	v.Timings = Timings{Load: time.Duration(lu) * time.Microsecond, Golden: time.Duration(gu) * time.Microsecond, Warmup: time.Duration(wu) * time.Microsecond}
+	return v, err
+}
+
+func (s *SQLite) byDigest(ctx context.Context, model, digest string) (Version, error) {
+	return scan(s.db.QueryRowContext(ctx, `SELECT `+cols+` FROM versions WHERE model=? AND digest=?`, model, digest))
+}
+
+// Get returns model@n.
+func (s *SQLite) Get(ctx context.Context, model string, n int) (Version, error) {
+	v, err := scan(s.db.QueryRowContext(ctx, `SELECT `+cols+` FROM versions WHERE model=? AND version=?`, model, n))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Version{}, errs.New(errs.NotFound, "model version %s@%d not found", model, n)
+	}
+	if err != nil {
+		return Version{}, storeErr(err)
+	}
+	return v, nil
+}
+
+// List returns every version of every model, by model then version.
+func (s *SQLite) List(ctx context.Context) ([]Version, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+cols+` FROM versions ORDER BY model, version`)
+	if err != nil {
+		return nil, storeErr(err)
+	}
+	defer rows.Close()
+	var out []Version
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, storeErr(err)
+		}
+		out = append(out, v)
+	}
+	return out, storeErr(rows.Err())
+}
+
+// SetState records a version's load state.
+func (s *SQLite) SetState(ctx context.Context, model string, n int, st State, reason string, t Timings) error {
+	_, err := s.db.ExecContext(ctx, `UPDATE versions SET state=?, reason=?, load_us=?, golden_us=?, warmup_us=?, stated_at=? WHERE model=? AND version=?`,
+		string(st), reason, t.Load.Microseconds(), t.Golden.Microseconds(), t.Warmup.Microseconds(), time.Now().UTC().UnixMicro(), model, n)
+	return storeErr(err)
+}
+
+func storeErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	var e *errs.Error
+	if errors.As(err, &e) {
+		return err
+	}
+	out := errs.Wrap(errs.Unavailable, err, "metadata store unavailable")
+	out.RetryAfter = time.Second
+	return out
+}
+
+// File returns a version's extra file (e.g. "drift.reference"), verified
+// against its hash; nil, nil when the version has none.
+func (s *SQLite) File(ctx context.Context, model string, n int, name string) ([]byte, error) {
+	var sha string
+	err := s.db.QueryRowContext(ctx, `SELECT sha FROM files WHERE model=? AND version=? AND name=?`, model, n, name).Scan(&sha)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, storeErr(err)
+	}
+	return ReadArtifact(ctx, s, sha)
+}
