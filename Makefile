@@ -29,7 +29,9 @@ unit:
 		lib="$$(printf '%s\n' "$$lib" | tail -1)"; \
 	fi; \
 	echo "ONNX Runtime: $$lib"; \
-	SLUICE_ONNXRUNTIME_LIB="$$lib" $(GO) test -race -count=1 -p 1 -timeout 15m $(PKGS)
+	SLUICE_ONNXRUNTIME_LIB="$$lib" $(GO) test -race -count=1 -p 1 -timeout 15m $(PKGS) && \
+	echo "the serving e2e suite again, replicas on 2 worker processes:" && \
+	SLUICE_E2E_WORKERS=2 SLUICE_ONNXRUNTIME_LIB="$$lib" $(GO) test -race -count=1 -timeout 15m ./cmd/sluice/
 
 # A short run of every fuzz target (not part of `make test`; run before releases).
 fuzz-smoke:

@@ -20,12 +20,26 @@ import (
 )
 
 // workersHost adapts a cluster.Pool to the controller's Host seam.
-type workersHost struct{ pool *cluster.Pool }
+type workersHost struct {
+	pool  *cluster.Pool
+	store registry.Artifacts
+}
 
 func (h workersHost) Name() string { return "workers" }
 
 func (h workersHost) Start(ctx context.Context, req control.HostRequest) (control.Hosted, hosting.Timings, error) {
 	v := req.Version
+	// The store's copy is verified at every load, as in process: a damaged
+	// artifact fails the version even when workers hold a good cached copy.
+	r, _, err := h.store.Open(ctx, v.ArtifactSHA)
+	if err != nil {
+		return nil, hosting.Timings{}, fmt.Errorf("load %s: %w", v.ID(), err)
+	}
+	_, err = io.Copy(io.Discard, r)
+	r.Close()
+	if err != nil {
+		return nil, hosting.Timings{}, fmt.Errorf("load %s: %w", v.ID(), err)
+	}
 	rv, tm, err := h.pool.Start(ctx, cluster.VersionSpec{Model: v.Model, N: v.N, Manifest: v.Manifest, ArtifactSHA: v.ArtifactSHA,
 		ArtifactBytes: v.ArtifactBytes, Spec: req.Spec})
 	if err != nil {

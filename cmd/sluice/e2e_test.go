@@ -48,10 +48,18 @@ type proc struct {
 
 var addrRE = regexp.MustCompile(`msg=serving addr=(127\.0\.0\.1:\d+)`)
 
+// e2eWorkers is SLUICE_E2E_WORKERS: when set, every server the e2e tests
+// start runs its replicas on that many worker processes (`make test` runs
+// the suite both ways).
+var e2eWorkers = os.Getenv("SLUICE_E2E_WORKERS")
+
 // startServer runs the real binary and waits until /readyz answers 200 (or
 // wantReady is false and it answers at all).
 func startServer(t *testing.T, args ...string) *proc {
 	t.Helper()
+	if e2eWorkers != "" && !hasFlag(args, "--workers") {
+		args = append(args, "--workers", e2eWorkers)
+	}
 	cmd := exec.Command(binary, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -96,6 +104,15 @@ func startServer(t *testing.T, args ...string) *proc {
 		return resp.StatusCode == 200
 	})
 	return p
+}
+
+func hasFlag(args []string, flag string) bool {
+	for _, a := range args {
+		if a == flag || strings.HasPrefix(a, flag+"=") {
+			return true
+		}
+	}
+	return false
 }
 
 func (p *proc) stop(t *testing.T) {

@@ -118,7 +118,7 @@ func newServeCmd() *cobra.Command {
 					// Workers stop after the server drained (deferred calls run last in, first out).
 					defer func() { stopWorkers(); <-supDone }()
 				}
-				host = workersHost{pool}
+				host = workersHost{pool, store}
 				cfg.Workers = pool
 			}
 			ctl := control.New(store, host, log)

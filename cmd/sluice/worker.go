@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluiceml/sluice/internal/runtime/onnx"
+	"github.com/sluiceml/sluice/internal/runtime/synthetic"
 	"github.com/sluiceml/sluice/internal/worker"
 )
 
@@ -81,4 +82,4 @@ func newLogger(format, level string) (*slog.Logger, error) {
 
 // allowWorkerOnlyRuntimes turns on what only a worker process may do (the
 // synthetic runtime's exitEvery kills the process that runs the model).
-func allowWorkerOnlyRuntimes() {}
+func allowWorkerOnlyRuntimes() { synthetic.AllowExit() }

@@ -101,7 +101,7 @@ func exitReason(err error) string {
 	}
 	if ee, ok := err.(*exec.ExitError); ok {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return "killed by " + ws.Signal().String()
+			return fmt.Sprintf("signal %d: %s", int(ws.Signal()), ws.Signal())
 		}
 	}
 	return err.Error()
