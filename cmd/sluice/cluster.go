@@ -80,15 +80,20 @@ func (cp *controlPlane) stop() {
 	<-cp.err
 }
 
-// localWorkers is the supervisor of `--workers N` processes.
-func localWorkers(n int, join, data, logFormat, logLevel, onnxLib string, log *slog.Logger, pool *cluster.Pool) (*cluster.Supervisor, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("--workers: find the sluice binary: %w", err)
-	}
+// localWorkerIDs names the `--workers N` processes.
+func localWorkerIDs(n int) []string {
 	ids := make([]string, n)
 	for i := range ids {
 		ids[i] = "worker-" + strconv.Itoa(i+1)
+	}
+	return ids
+}
+
+// localWorkers is the supervisor of `--workers N` processes.
+func localWorkers(ids []string, join, data, logFormat, logLevel, onnxLib string, log *slog.Logger, pool *cluster.Pool) (*cluster.Supervisor, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("--workers: find the sluice binary: %w", err)
 	}
 	cache, err := filepath.Abs(filepath.Join(data, "worker-cache"))
 	if err != nil {

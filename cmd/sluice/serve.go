@@ -39,6 +39,7 @@ func newServeCmd() *cobra.Command {
 		grace               time.Duration
 		workers             int
 		controlAddr         string
+		shardSize           int
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -100,7 +101,8 @@ func newServeCmd() *cobra.Command {
 				if controlAddr == "" {
 					controlAddr = "127.0.0.1:0"
 				}
-				pool = cluster.New(cluster.Config{Artifacts: storeArtifacts{store}, Expect: workers, Logger: log})
+				ids := localWorkerIDs(workers)
+				pool = cluster.New(cluster.Config{Artifacts: storeArtifacts{store}, Known: ids, ShardSize: shardSize, Logger: log})
 				defer pool.Close()
 				cp, err := startControlPlane(controlAddr, pool)
 				if err != nil {
@@ -109,7 +111,7 @@ func newServeCmd() *cobra.Command {
 				defer cp.stop()
 				log.Info("control plane listening for workers", "control_addr", cp.ln.Addr().String(), "local_workers", workers)
 				if workers > 0 {
-					if sup, err = localWorkers(workers, cp.ln.Addr().String(), data, logFormat, logLevel, onnxLib, log, pool); err != nil {
+					if sup, err = localWorkers(ids, cp.ln.Addr().String(), data, logFormat, logLevel, onnxLib, log, pool); err != nil {
 						return err
 					}
 					sctx, stopWorkers := context.WithCancel(context.Background())
@@ -186,6 +188,7 @@ func newServeCmd() *cobra.Command {
 	f.DurationVar(&cfg.IdempotencyWindow, "idempotency-window", 10*time.Minute, "a retry with the same X-Request-Id within this window replays the first answer (negative: off)")
 	f.DurationVar(&grace, "grace", 30*time.Second, "how long shutdown waits for in-flight and queued requests")
 	f.IntVar(&workers, "workers", 0, "start and supervise N local worker processes that host the replicas (0: replicas in this process, no hop)")
+	f.IntVar(&shardSize, "shard-size", 2, "how many workers hold each model (its shard, chosen by rendezvous hashing of the model name)")
 	f.StringVar(&controlAddr, "control-addr", "", "where workers register (sluice worker --join ADDR); set it to attach workers started elsewhere (default with --workers: 127.0.0.1:0)")
 	return cmd
 }

@@ -50,9 +50,14 @@ type Config struct {
 	// routing until it reports again.
 	HeartbeatInterval time.Duration
 	MissedHeartbeats  int
-	// Expect is how many workers the pool expects (local workers it
-	// supervises); replicas are spread over max(Expect, live workers).
-	Expect int
+	// Known are the ids of workers expected to register (the local
+	// workers a supervisor starts): they count in every model's shard
+	// from the start, so shards do not move while workers boot.
+	Known []string
+	// ShardSize is how many workers hold each model (default 2): each
+	// model's versions go to the ShardSize workers chosen by rendezvous
+	// hashing of the model name (Shard); its replicas are spread over them.
+	ShardSize int
 	// WaitForWorker bounds how long a version waits for a first worker to
 	// register before it fails (default 2 minutes).
 	WaitForWorker time.Duration
@@ -113,6 +118,9 @@ func New(cfg Config) *Pool {
 	}
 	if cfg.MaxMessageBytes <= 0 {
 		cfg.MaxMessageBytes = 64 << 20
+	}
+	if cfg.ShardSize <= 0 {
+		cfg.ShardSize = 2
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -230,7 +238,7 @@ func (p *Pool) Register(_ context.Context, req *workerpb.RegisterRequest) (*work
 	p.applyStatusLocked(w, st)
 	var todo []*Version
 	for _, v := range p.versions {
-		if !w.ready[v.key] {
+		if !w.ready[v.key] && p.inShardLocked(v, w.id) {
 			todo = append(todo, v)
 		}
 	}
@@ -343,7 +351,7 @@ func (p *Pool) Start(ctx context.Context, vs VersionSpec) (*Version, hosting.Tim
 	}
 	var jobs []job
 	for _, w := range p.workers {
-		if w.live {
+		if w.live && p.inShardLocked(v, w.id) {
 			jobs = append(jobs, job{w, w.session})
 		}
 	}
@@ -358,7 +366,7 @@ func (p *Pool) Start(ctx context.Context, vs VersionSpec) (*Version, hosting.Tim
 		live, failed := 0, 0
 		var reasons []string
 		for _, w := range p.workers {
-			if !w.live {
+			if !w.live || !p.inShardLocked(v, w.id) {
 				continue
 			}
 			live++
@@ -402,17 +410,39 @@ func (p *Pool) forget(v *Version) {
 	p.mu.Unlock()
 }
 
-// replicasPerWorker spreads a version's replicas over the workers.
-func (p *Pool) replicasPerWorkerLocked(v *Version) int32 {
-	r := max(v.spec.Spec.Manifest.Serving.Replicas, 1)
-	n := p.cfg.Expect
-	live := 0
-	for _, w := range p.workers {
-		if w.live {
-			live++
+// shardLocked is the workers that hold v's model: the shard among the
+// known and registered workers.
+func (p *Pool) shardLocked(v *Version) []string {
+	seen := map[string]bool{}
+	var ids []string
+	for _, id := range p.cfg.Known {
+		if !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
 		}
 	}
-	n = max(n, live, 1)
+	for id := range p.workers {
+		if !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	return Shard(v.spec.Model, ids, p.cfg.ShardSize)
+}
+
+func (p *Pool) inShardLocked(v *Version, id string) bool {
+	for _, s := range p.shardLocked(v) {
+		if s == id {
+			return true
+		}
+	}
+	return false
+}
+
+// replicasPerWorkerLocked spreads a version's replicas over its shard.
+func (p *Pool) replicasPerWorkerLocked(v *Version) int32 {
+	r := max(v.spec.Spec.Manifest.Serving.Replicas, 1)
+	n := max(len(p.shardLocked(v)), 1)
 	return int32(max(1, (r+n-1)/n))
 }
 

@@ -1,0 +1,316 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/sluiceml/sluice/internal/api"
+	"github.com/sluiceml/sluice/internal/cluster"
+)
+
+// workers fetches GET /v1/workers.
+func workers(t *testing.T, url string) api.WorkerList {
+	t.Helper()
+	resp, err := http.Get(url + "/v1/workers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var wl api.WorkerList
+	if err := json.NewDecoder(resp.Body).Decode(&wl); err != nil {
+		t.Fatal(err)
+	}
+	return wl
+}
+
+// readyEverywhere reports whether every worker is ready and holds each of
+// ids ready with at least one replica.
+func readyEverywhere(wl api.WorkerList, n int, ids ...string) bool {
+	if len(wl.Workers) != n {
+		return false
+	}
+	for _, w := range wl.Workers {
+		if w.State != "ready" {
+			return false
+		}
+		for _, id := range ids {
+			ok := false
+			for _, v := range w.Versions {
+				ok = ok || (v.Version == id && v.State == "ready" && v.ReadyReplicas > 0)
+			}
+			if !ok {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func postJSON(url, body string) (int, []byte, error) {
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	var b bytes.Buffer
+	_, err = b.ReadFrom(resp.Body)
+	return resp.StatusCode, b.Bytes(), err
+}
+
+// Every example is served by two worker processes with the same answers
+// as in process, and `sluice workers` shows both workers and what they hold.
+func TestWorkersServeEveryExample(t *testing.T) {
+	if os.Getenv("SLUICE_ONNXRUNTIME_LIB") == "" {
+		t.Fatal("SLUICE_ONNXRUNTIME_LIB is not set: run the tests with `make test`, which fetches ONNX Runtime (scripts/fetch-onnxruntime.sh)")
+	}
+	examples, _ := filepath.Abs("../../examples")
+	requests := map[string]string{
+		"fraud": `{"instances":[{"amount":800.0,"accountAgeDays":91,"declines5m":3,"country":"US"},{"amount":12.5,"accountAgeDays":2000,"declines5m":0,"country":"DE"}]}`,
+		"iris":  `{"instances":[{"sepalLength":6.7,"sepalWidth":3.1,"petalLength":5.6,"petalWidth":2.4}]}`,
+	}
+	// The other examples: their golden instances (from sluice check) stand in.
+	answers := map[string][]string{}
+	for _, mode := range []string{"0", "2"} {
+		srv := startServer(t, "--data", t.TempDir(), "--models", examples, "--workers", mode)
+		ms, err := newClient(srv.url).Models(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ms) != 5 {
+			t.Fatalf("--workers %s: %d models, want the 5 examples", mode, len(ms))
+		}
+		var ids []string
+		for _, m := range ms {
+			if m.ServingVersion == nil {
+				t.Fatalf("--workers %s: %s has no serving version: %+v", mode, m.Name, m)
+			}
+			ids = append(ids, fmt.Sprintf("%s@%d", m.Name, *m.ServingVersion))
+			body, ok := requests[m.Name]
+			if !ok {
+				body = goldenRequest(t, filepath.Join(examples, m.Name))
+			}
+			status, out, err := postJSON(srv.url+"/v1/models/"+m.Name+":predict", body)
+			if err != nil || status != 200 {
+				t.Fatalf("--workers %s: predict %s: %d %v %s", mode, m.Name, status, err, out)
+			}
+			var p api.PredictResponse
+			if err := json.Unmarshal(out, &p); err != nil {
+				t.Fatal(err)
+			}
+			pred, _ := json.Marshal(p.Predictions)
+			answers[m.Name] = append(answers[m.Name], p.ModelVersion+" "+string(pred))
+		}
+		if mode == "2" {
+			waitFor(t, 10*time.Second, func() bool { return readyEverywhere(workers(t, srv.url), 2, ids...) })
+			out, stderr, err := sluice(t, "workers", "--server", srv.url)
+			if err != nil {
+				t.Fatalf("sluice workers: %v %s", err, stderr)
+			}
+			for _, want := range append([]string{"worker-1", "worker-2", "ready"}, ids...) {
+				if !strings.Contains(out, want) {
+					t.Errorf("sluice workers does not show %q:\n%s", want, out)
+				}
+			}
+		} else if wl := workers(t, srv.url); wl.Mode != "in-process" || len(wl.Workers) != 0 {
+			t.Errorf("in process: %+v", wl)
+		}
+		srv.stop(t)
+	}
+	for m, a := range answers {
+		if len(a) != 2 || a[0] != a[1] {
+			t.Errorf("%s: in process and with workers differ:\n%s", m, strings.Join(a, "\n"))
+		}
+	}
+}
+
+// goldenRequest builds a predict body from a package's golden instances.
+func goldenRequest(t *testing.T, dir string) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(dir, "model.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		Golden []struct {
+			Instance map[string]any `yaml:"instance"`
+		} `yaml:"golden"`
+	}
+	if err := yaml.Unmarshal(raw, &m); err != nil || len(m.Golden) == 0 {
+		t.Fatalf("%s/model.yaml: no golden instances (%v)", dir, err)
+	}
+	var insts []map[string]any
+	for _, g := range m.Golden {
+		insts = append(insts, g.Instance)
+	}
+	b, err := json.Marshal(map[string]any{"instances": insts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// outcome is one request of the load below.
+type outcome struct {
+	status int
+	err    error
+	body   string
+}
+
+// openLoop sends body to url at rate per second until stop is closed and
+// returns every outcome once all are answered.
+func openLoop(url, body string, rate int, stop <-chan struct{}) []outcome {
+	var mu sync.Mutex
+	var out []outcome
+	var wg sync.WaitGroup
+	tick := time.NewTicker(time.Second / time.Duration(rate))
+	defer tick.Stop()
+	client := &http.Client{Timeout: 10 * time.Second}
+	for {
+		select {
+		case <-stop:
+			wg.Wait()
+			return out
+		case <-tick.C:
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			o := outcome{}
+			resp, err := client.Post(url, "application/json", strings.NewReader(body))
+			if err != nil {
+				o.err = err
+			} else {
+				var b bytes.Buffer
+				_, _ = b.ReadFrom(resp.Body)
+				resp.Body.Close()
+				o.status, o.body = resp.StatusCode, b.String()
+			}
+			mu.Lock()
+			out = append(out, o)
+			mu.Unlock()
+		}()
+	}
+}
+
+// kill -9 of a worker under open-loop load: no request whose deadline
+// allowed a retry fails, the worker comes back and serves again.
+func TestWorkerKilledUnderLoad(t *testing.T) {
+	srv := startServer(t, "--data", t.TempDir(), "--workers", "2")
+	waitFor(t, 10*time.Second, func() bool { return readyEverywhere(workers(t, srv.url), 2, "fraud@1", "iris@1", "churn@1") })
+	victim := workers(t, srv.url).Workers[0]
+	body := `{"instances":[{"amount":800.0,"accountAgeDays":91,"declines5m":3,"country":"US"}],"deadlineMs":1000}`
+	stop := make(chan struct{})
+	done := make(chan []outcome)
+	go func() { done <- openLoop(srv.url+"/v1/models/fraud:predict", body, 200, stop) }()
+	time.Sleep(time.Second)
+	if err := syscall.Kill(int(victim.PID), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	// The worker comes back (a new process under the same id) with its versions.
+	waitFor(t, 15*time.Second, func() bool {
+		wl := workers(t, srv.url)
+		for _, w := range wl.Workers {
+			if w.ID == victim.ID && w.PID == victim.PID {
+				return false
+			}
+		}
+		return readyEverywhere(wl, 2, "fraud@1", "iris@1", "churn@1")
+	})
+	time.Sleep(time.Second) // load on the restarted pair
+	close(stop)
+	outs := <-done
+	var failed []string
+	for _, o := range outs {
+		if o.err != nil || o.status != 200 {
+			failed = append(failed, fmt.Sprintf("%d %v %s", o.status, o.err, o.body))
+		}
+	}
+	if len(failed) > 0 {
+		t.Fatalf("%d of %d requests failed around the kill, e.g. %v\n%s", len(failed), len(outs), failed[:min(5, len(failed))], srv.logs)
+	}
+	if !strings.Contains(srv.logs.String(), "worker exited; restarting") {
+		t.Errorf("the supervisor did not log the exit:\n%s", srv.logs)
+	}
+	t.Logf("%d requests, all 200, across the kill of %s (pid %d)", len(outs), victim.ID, victim.PID)
+	srv.stop(t)
+}
+
+// holders counts the ready workers holding id ready.
+func holders(wl api.WorkerList, id string) int {
+	n := 0
+	for _, w := range wl.Workers {
+		for _, v := range w.Versions {
+			if w.State == "ready" && v.Version == id && v.State == "ready" && v.ReadyReplicas > 0 {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// A model whose calls kill their worker never takes the gateway down; the
+// other models keep answering. With three workers and shards of two, the
+// poison model can only take down its own shard; the other model's shard
+// shares at most one worker with it, and calls that land there are tried
+// again on the other.
+func TestExitEveryModelLeavesGatewayUp(t *testing.T) {
+	ids := []string{"worker-1", "worker-2", "worker-3"}
+	synShard := cluster.Shard("syn", ids, 2)
+	other := ""
+	for i := 0; other == ""; i++ {
+		name := fmt.Sprintf("calc%d", i)
+		if s := cluster.Shard(name, ids, 2); !slices.Equal(s, synShard) && !slices.Equal(s, []string{synShard[1], synShard[0]}) {
+			other = name
+		}
+	}
+	models := t.TempDir()
+	synPackage(t, filepath.Join(models, "syn"), `{"base":"100us","exitEvery":5}`, "serving: {warmupBatches: 0}\n")
+	calc := writePackage(t, filepath.Join(models, other), []float64{1, 2}, 3.5)
+	manifest, _ := os.ReadFile(filepath.Join(calc, "model.yaml"))
+	if err := os.WriteFile(filepath.Join(calc, "model.yaml"), bytes.Replace(manifest, []byte("name: calc"), []byte("name: "+other), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := startServer(t, "--data", t.TempDir(), "--models", models, "--workers", "3")
+	waitFor(t, 10*time.Second, func() bool {
+		wl := workers(t, srv.url)
+		return holders(wl, "syn@1") == 2 && holders(wl, other+"@1") == 2
+	})
+	var ok, failed int
+	for i := 0; i < 40; i++ {
+		status, out, err := postJSON(srv.url+"/v1/models/syn:predict", `{"instances":[{"x":1}],"deadlineMs":2000}`)
+		if err != nil {
+			t.Fatalf("the gateway stopped answering after %d calls: %v\n%s", i, err, srv.logs)
+		}
+		if status == 200 {
+			ok++
+		} else {
+			failed++
+			if status < 500 {
+				t.Fatalf("syn: %d %s", status, out)
+			}
+		}
+		// The other model answers whatever syn does to its workers.
+		status, out, err = postJSON(srv.url+"/v1/models/"+other+":predict", `{"instances":[{"x":1,"z":2}],"deadlineMs":2000}`)
+		if err != nil || status != 200 {
+			t.Fatalf("%s after %d syn calls: %d %v %s\n%s", other, i+1, status, err, out, srv.logs)
+		}
+	}
+	if n := strings.Count(srv.logs.String(), "worker exited; restarting"); n < 2 {
+		t.Errorf("exitEvery 5 over 40 calls: %d worker exits logged, expected several", n)
+	}
+	t.Logf("syn (shard %v): %d answered, %d failed (5xx) while its workers died; %s (shard %v) answered all 40",
+		synShard, ok, failed, other, cluster.Shard(other, ids, 2))
+	srv.stop(t)
+}
