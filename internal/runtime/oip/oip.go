@@ -194,10 +194,12 @@ func checkMetadata(spec runtime.Spec, ep Endpoint, meta *inferencepb.ModelMetada
 		return sh, fmt.Errorf("input %q has shape %v, the oip runtime needs [-1, d]: a variable batch dimension, then one row (a Triton model needs max_batch_size > 0)", ep.Input, s)
 	}
 	switch {
+	case spec.Sequence && s[1] > MaxFeatures:
+		return sh, fmt.Errorf("input %q takes rows of %d tokens, at most %d are supported", ep.Input, s[1], MaxFeatures)
+	case spec.Sequence && s[1] > 0:
+		sh.seqLen = int(s[1])
 	case spec.Sequence:
-		if s[1] > 0 {
-			sh.seqLen = int(min(s[1], MaxFeatures))
-		}
+		// rows are padded to each batch's longest
 	case s[1] > 0 && spec.Features > 0 && s[1] != int64(spec.Features):
 		return sh, fmt.Errorf("input %q reads %d features per row (shape %v), the package's schema produces %d", ep.Input, s[1], s, spec.Features)
 	case s[1] > MaxFeatures:
