@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluiceml/sluice/internal/client"
 	_ "github.com/sluiceml/sluice/internal/runtime/linear"
+	_ "github.com/sluiceml/sluice/internal/runtime/oip"
 	_ "github.com/sluiceml/sluice/internal/runtime/onnx"
 	_ "github.com/sluiceml/sluice/internal/runtime/synthetic"
 	_ "github.com/sluiceml/sluice/internal/runtime/xgboost"

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	_ "github.com/sluiceml/sluice/internal/runtime/linear"
+	_ "github.com/sluiceml/sluice/internal/runtime/oip"
 	_ "github.com/sluiceml/sluice/internal/runtime/xgboost"
 )
 
