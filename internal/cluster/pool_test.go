@@ -1,0 +1,272 @@
+package cluster
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/sluiceml/sluice/internal/errs"
+	"github.com/sluiceml/sluice/internal/modelpkg"
+	"github.com/sluiceml/sluice/internal/oip"
+	"github.com/sluiceml/sluice/internal/oip/inferencepb"
+	"github.com/sluiceml/sluice/internal/runtime"
+	_ "github.com/sluiceml/sluice/internal/runtime/linear"
+	"github.com/sluiceml/sluice/internal/serving"
+	"github.com/sluiceml/sluice/internal/workerpb"
+)
+
+// fakeWorker is a hand-written worker: it loads anything at once and
+// answers ModelInfer with what behave says (nil: echo the rows' sums).
+type fakeWorker struct {
+	workerpb.UnimplementedWorkerServer
+	inferencepb.UnimplementedGRPCInferenceServiceServer
+	id     string
+	addr   string
+	gs     *grpc.Server
+	calls  atomic.Int64
+	mu     sync.Mutex
+	behave error
+}
+
+func (f *fakeWorker) Load(context.Context, *workerpb.LoadRequest) (*workerpb.LoadResponse, error) {
+	return &workerpb.LoadResponse{LoadNs: 1000}, nil
+}
+
+func (f *fakeWorker) Unload(context.Context, *workerpb.UnloadRequest) (*workerpb.UnloadResponse, error) {
+	return &workerpb.UnloadResponse{}, nil
+}
+
+func (f *fakeWorker) ModelInfer(_ context.Context, req *inferencepb.ModelInferRequest) (*inferencepb.ModelInferResponse, error) {
+	f.calls.Add(1)
+	f.mu.Lock()
+	err := f.behave
+	f.mu.Unlock()
+	if err != nil {
+		return nil, oip.Status(err)
+	}
+	b, derr := oip.DecodeBatch(req, 2, false)
+	if derr != nil {
+		return nil, oip.Status(derr)
+	}
+	out := runtime.Output{Rows: b.Rows, Cols: 1, Data: make([]float32, b.Rows)}
+	for i := 0; i < b.Rows; i++ {
+		out.Data[i] = b.Data[2*i] + b.Data[2*i+1]
+	}
+	resp := &inferencepb.ModelInferResponse{}
+	oip.EncodeOutput(resp, out)
+	return resp, nil
+}
+
+func (f *fakeWorker) set(err error) {
+	f.mu.Lock()
+	f.behave = err
+	f.mu.Unlock()
+}
+
+func init() { slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil))) }
+
+func startFake(t *testing.T, id string) *fakeWorker {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeWorker{id: id, addr: ln.Addr().String(), gs: grpc.NewServer()}
+	workerpb.RegisterWorkerServer(f.gs, f)
+	inferencepb.RegisterGRPCInferenceServiceServer(f.gs, f)
+	go func() { _ = f.gs.Serve(ln) }()
+	t.Cleanup(f.gs.Stop)
+	return f
+}
+
+func (f *fakeWorker) register(t *testing.T, p *Pool, pid int64) {
+	t.Helper()
+	if _, err := p.Register(t.Context(), &workerpb.RegisterRequest{Status: &workerpb.WorkerStatus{Id: f.id, Address: f.addr, Pid: pid}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func testSpec(t *testing.T) VersionSpec {
+	t.Helper()
+	y := "name: m\nruntime: linear\nartifact: a.json\ninput:\n  schema: i@1\n  fields: [{name: x, type: float}, {name: z, type: float}]\noutput:\n  schema: o@1\n  fields: [{name: y}]\n"
+	spec, err := modelpkg.Parse("model.yaml", []byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return VersionSpec{Model: "m", N: 1, Manifest: []byte(y), ArtifactSHA: "00", Spec: spec}
+}
+
+func rows(n int) serving.Work {
+	b := runtime.Batch{Rows: n, Cols: 2, Data: make([]float32, 2*n)}
+	for i := range b.Data {
+		b.Data[i] = float32(i)
+	}
+	return serving.Work{Rows: b}
+}
+
+// twoWorkers starts a pool with two fake workers holding version m@1.
+func twoWorkers(t *testing.T) (*Pool, *Version, *fakeWorker, *fakeWorker) {
+	t.Helper()
+	p := New(Config{Known: []string{"a", "b"}, HeartbeatInterval: time.Hour})
+	t.Cleanup(p.Close)
+	a, b := startFake(t, "a"), startFake(t, "b")
+	a.register(t, p, 1)
+	b.register(t, p, 2)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	v, _, err := p.Start(ctx, testSpec(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, func() bool { return len(p.candidates(v.key, nil)) == 2 })
+	return p, v, a, b
+}
+
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 10s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Submit tries one other worker when the first refuses or fails, and
+// never a third; errors that say the request itself is wrong are not retried.
+func TestSubmitRetriesElsewhere(t *testing.T) {
+	cases := []struct {
+		name       string
+		a, b       error // behaviour of each worker (nil: answer)
+		wantCode   errs.Code
+		wantCalls  int64 // total calls over both workers; -1: 1 or 2 (depends on the pick)
+		wantTriedB bool
+	}{
+		{"both answer", nil, nil, "", 1, false},
+		{"a queue full", errs.New(errs.QueueFull, "full"), nil, "", -1, true},
+		{"a infeasible", errs.New(errs.DeadlineInfeasible, "late"), nil, "", -1, true},
+		{"a not ready", errs.New(errs.NotReady, "loading"), nil, "", -1, true},
+		{"both full", errs.New(errs.QueueFull, "full"), errs.New(errs.QueueFull, "full"), errs.QueueFull, 2, true},
+		{"bad request is not retried", errs.Field(errs.InvalidArgument, "rows", "bad"), errs.Field(errs.InvalidArgument, "rows", "bad"), errs.InvalidArgument, 1, false},
+		{"internal is not retried", errs.New(errs.Internal, "boom"), errs.New(errs.Internal, "boom"), errs.Internal, 1, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, v, a, b := twoWorkers(t)
+			a.set(c.a)
+			b.set(c.b)
+			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+			defer cancel()
+			res, err := v.Submit(ctx, rows(3))
+			calls := a.calls.Load() + b.calls.Load()
+			if c.wantCode == "" {
+				if err != nil {
+					t.Fatalf("err %v", err)
+				}
+				if res.Out.Rows != 3 || res.Out.Data[0] != 1 || res.Out.Data[2] != 9 {
+					t.Fatalf("out %+v", res.Out)
+				}
+				if int64(res.Attempts) != calls {
+					t.Errorf("attempts %d, calls %d", res.Attempts, calls)
+				}
+			} else if errs.CodeOf(err) != c.wantCode {
+				t.Fatalf("err %v, want %s", err, c.wantCode)
+			}
+			if c.wantCalls >= 0 && calls != c.wantCalls {
+				t.Errorf("%d calls, want %d", calls, c.wantCalls)
+			}
+			if calls < 1 || calls > 2 {
+				t.Errorf("%d calls: never more than one retry", calls)
+			}
+		})
+	}
+}
+
+// A worker whose connection fails is taken out of routing at once and the
+// request goes to the other; the field of a peer's error survives the hop.
+func TestDeadWorkerIsSkipped(t *testing.T) {
+	p, v, a, b := twoWorkers(t)
+	a.gs.Stop()
+	for i := 0; i < 10; i++ {
+		res, err := v.Submit(t.Context(), rows(1))
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		if res.Attempts < 1 || res.Attempts > 2 {
+			t.Fatalf("attempts %d", res.Attempts)
+		}
+	}
+	if b.calls.Load() != 10 {
+		t.Errorf("b answered %d of 10", b.calls.Load())
+	}
+	var down bool
+	for _, w := range p.Workers() {
+		down = down || (w.ID == "a" && w.State == "down")
+	}
+	if !down {
+		t.Errorf("worker a still in routing: %+v", p.Workers())
+	}
+	b.set(errs.Field(errs.InvalidArgument, "rows", "tensor %q: wrong", "rows"))
+	_, err := v.Submit(t.Context(), rows(1))
+	if e := errs.As(err); e.Code != errs.InvalidArgument || e.Field != "rows" {
+		t.Errorf("peer error came back as %+v", e)
+	}
+}
+
+// A worker that stops heartbeating leaves routing; one that reports again
+// comes back; a restarted process (new pid) must register again.
+func TestHeartbeats(t *testing.T) {
+	p := New(Config{HeartbeatInterval: 10 * time.Millisecond, MissedHeartbeats: 3})
+	t.Cleanup(p.Close)
+	a := startFake(t, "a")
+	a.register(t, p, 7)
+	state := func() string {
+		for _, w := range p.Workers() {
+			if w.ID == "a" {
+				return w.State
+			}
+		}
+		return "absent"
+	}
+	if s := state(); s != "ready" {
+		t.Fatalf("after register: %s", s)
+	}
+	waitUntil(t, func() bool { return state() == "down" })
+	resp, err := p.Heartbeat(t.Context(), &workerpb.WorkerStatus{Id: "a", Address: a.addr, Pid: 7})
+	if err != nil || !resp.Known {
+		t.Fatalf("heartbeat: %v %v", resp, err)
+	}
+	if s := state(); s != "ready" {
+		t.Errorf("after heartbeat: %s", s)
+	}
+	resp, _ = p.Heartbeat(t.Context(), &workerpb.WorkerStatus{Id: "a", Address: a.addr, Pid: 8})
+	if resp.Known {
+		t.Error("a new pid was accepted without registering")
+	}
+	resp, _ = p.Heartbeat(t.Context(), &workerpb.WorkerStatus{Id: "nobody", Address: "x", Pid: 1})
+	if resp.Known {
+		t.Error("an unknown worker was accepted")
+	}
+}
+
+// With no worker ready, Submit refuses at once with not_ready and a retry delay.
+func TestNoWorkerIsNotReady(t *testing.T) {
+	p, v, a, b := twoWorkers(t)
+	p.MarkDead("a", "test")
+	p.MarkDead("b", "test")
+	_, err := v.Submit(t.Context(), rows(1))
+	if e := errs.As(err); e.Code != errs.NotReady || e.RetryAfter <= 0 {
+		t.Errorf("got %+v", e)
+	}
+	if a.calls.Load()+b.calls.Load() != 0 {
+		t.Error("a dead worker was called")
+	}
+}

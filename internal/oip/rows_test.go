@@ -1,0 +1,80 @@
+package oip
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/sluiceml/sluice/internal/errs"
+	"github.com/sluiceml/sluice/internal/oip/inferencepb"
+	"github.com/sluiceml/sluice/internal/runtime"
+)
+
+func TestBatchRoundTrip(t *testing.T) {
+	f := runtime.Batch{Rows: 2, Cols: 3, Data: []float32{1, 2, 3, -4, 5.5, float32(0)}}
+	req := &inferencepb.ModelInferRequest{}
+	EncodeBatch(req, f)
+	got, err := DecodeBatch(req, 3, false)
+	if err != nil || got.Rows != 2 || got.Cols != 3 || got.Data[4] != 5.5 {
+		t.Fatalf("float rows: %+v %v", got, err)
+	}
+	s := runtime.Batch{Rows: 3, Tokens: [][]int64{{1, 2, 3}, {}, {-7}}}
+	req = &inferencepb.ModelInferRequest{}
+	EncodeBatch(req, s)
+	got, err = DecodeBatch(req, 0, true)
+	if err != nil || got.Rows != 3 || len(got.Tokens[0]) != 3 || len(got.Tokens[1]) != 0 || got.Tokens[2][0] != -7 {
+		t.Fatalf("token rows: %+v %v", got, err)
+	}
+	resp := &inferencepb.ModelInferResponse{}
+	EncodeOutput(resp, runtime.Output{Rows: 2, Cols: 1, Data: []float32{0.25, 0.5}})
+	out, err := DecodeOutput(resp, 2)
+	if err != nil || out.Data[1] != 0.5 {
+		t.Fatalf("output: %+v %v", out, err)
+	}
+	if _, err := DecodeOutput(resp, 3); err == nil {
+		t.Error("an output of 2 rows was accepted for 3")
+	}
+}
+
+// Every malformed hop request is an invalid_argument naming the tensor.
+func TestDecodeBatchRefuses(t *testing.T) {
+	rows := func(shape []int64, raw []byte, dt string) *inferencepb.ModelInferRequest {
+		return &inferencepb.ModelInferRequest{Inputs: []*inferencepb.ModelInferRequest_InferInputTensor{{Name: RowsTensor, Datatype: dt, Shape: shape}}, RawInputContents: [][]byte{raw}}
+	}
+	cases := []struct {
+		name string
+		req  *inferencepb.ModelInferRequest
+		want string
+	}{
+		{"short raw", rows([]int64{2, 3}, make([]byte, 20), FP32), `tensor "rows": shape [2 3] needs 24 bytes`},
+		{"long raw", rows([]int64{1, 3}, make([]byte, 16), FP32), "needs 12 bytes"},
+		{"wrong width", rows([]int64{1, 4}, make([]byte, 16), FP32), `expected FP32 [n, 3]`},
+		{"wrong datatype", rows([]int64{1, 3}, make([]byte, 12), "FP64"), `tensor "rows"`},
+		{"zero rows", rows([]int64{0, 3}, nil, FP32), `tensor "rows"`},
+		{"huge rows", rows([]int64{1 << 40, 3}, nil, FP32), `tensor "rows"`},
+		{"rank 1", rows([]int64{3}, make([]byte, 12), FP32), `tensor "rows"`},
+		{"typed contents", &inferencepb.ModelInferRequest{Inputs: []*inferencepb.ModelInferRequest_InferInputTensor{{Name: RowsTensor, Datatype: FP32, Shape: []int64{1, 3}}}}, "raw contents"},
+		{"wrong name", &inferencepb.ModelInferRequest{Inputs: []*inferencepb.ModelInferRequest_InferInputTensor{{Name: "x", Datatype: FP32, Shape: []int64{1, 3}}}, RawInputContents: [][]byte{make([]byte, 12)}}, `"rows"`},
+	}
+	for _, c := range cases {
+		_, err := DecodeBatch(c.req, 3, false)
+		if errs.CodeOf(err) != errs.InvalidArgument || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want invalid_argument with %q", c.name, err, c.want)
+		}
+	}
+	// Token rows whose length exceeds the padded width.
+	req := &inferencepb.ModelInferRequest{}
+	EncodeBatch(req, runtime.Batch{Rows: 1, Tokens: [][]int64{{1, 2}}})
+	req.RawInputContents[1][0] = 9
+	if _, err := DecodeBatch(req, 0, true); err == nil || !strings.Contains(err.Error(), `"lengths"`) {
+		t.Errorf("length beyond the row: %v", err)
+	}
+}
+
+// A Sluice error crosses a gRPC hop with its code, field and retry delay.
+func TestStatusRoundTrip(t *testing.T) {
+	in := &errs.Error{Code: errs.QueueFull, Message: "queue full", Field: "instances", RetryAfter: 1500 * 1e6}
+	e, fromPeer := FromStatus(Status(in))
+	if !fromPeer || e.Code != errs.QueueFull || e.Field != "instances" || e.Message != "queue full" || e.RetryAfter != in.RetryAfter {
+		t.Errorf("got %+v (from peer %v)", e, fromPeer)
+	}
+}

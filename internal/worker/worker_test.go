@@ -1,0 +1,147 @@
+package worker_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/sluiceml/sluice/internal/cluster"
+	"github.com/sluiceml/sluice/internal/errs"
+	"github.com/sluiceml/sluice/internal/modelpkg"
+	"github.com/sluiceml/sluice/internal/oip"
+	"github.com/sluiceml/sluice/internal/oip/inferencepb"
+	"github.com/sluiceml/sluice/internal/runtime"
+	_ "github.com/sluiceml/sluice/internal/runtime/linear"
+	"github.com/sluiceml/sluice/internal/serving"
+	"github.com/sluiceml/sluice/internal/worker"
+	"github.com/sluiceml/sluice/internal/workerpb"
+)
+
+// artifacts is a map standing in for the registry's artifact store.
+type artifacts map[string][]byte
+
+func (a artifacts) OpenArtifact(_ context.Context, sha string) (io.ReadCloser, int64, error) {
+	b, ok := a[sha]
+	if !ok {
+		return nil, 0, fmt.Errorf("no artifact %s", sha)
+	}
+	return io.NopCloser(bytes.NewReader(b)), int64(len(b)), nil
+}
+
+func linear(t *testing.T, arts artifacts, n int, expect float64) cluster.VersionSpec {
+	t.Helper()
+	art := []byte(`{"weights":[[1,2]],"bias":[0.5],"link":"identity"}`)
+	sum := sha256.Sum256(art)
+	sha := hex.EncodeToString(sum[:])
+	arts[sha] = art
+	y := fmt.Sprintf("name: calc\nruntime: linear\nartifact: model.json\ninput:\n  schema: i@1\n  fields: [{name: x, type: float}, {name: z, type: float}]\noutput:\n  schema: o@1\n  fields: [{name: y}]\ngolden:\n  - instance: {x: 1, z: 1}\n    expect: {y: %v}\n", expect)
+	spec, err := modelpkg.Parse("model.yaml", []byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cluster.VersionSpec{Model: "calc", N: n, Manifest: []byte(y), ArtifactSHA: sha, ArtifactBytes: int64(len(art)), Spec: spec}
+}
+
+// A real worker process's code against a real control plane, over gRPC on
+// loopback: register, load (fetch, verify, golden), serve, refuse, unload.
+func TestWorkerAgainstControlPlane(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	arts := artifacts{}
+	pool := cluster.New(cluster.Config{Artifacts: arts, Known: []string{"w1"}, HeartbeatInterval: 20 * time.Millisecond, Logger: log})
+	defer pool.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := grpc.NewServer()
+	workerpb.RegisterControlPlaneServer(gs, pool)
+	go func() { _ = gs.Serve(ln) }()
+	defer gs.Stop()
+
+	w, err := worker.New(worker.Config{ID: "w1", Join: ln.Addr().String(), CacheDir: t.TempDir(), Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx, 5*time.Second) }()
+	defer func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+
+	sctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	v, tm, err := pool.Start(sctx, linear(t, arts, 1, 3.5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tm.Load <= 0 {
+		t.Errorf("timings %+v", tm)
+	}
+	res, err := v.Submit(sctx, serving.Work{Rows: runtime.Batch{Rows: 2, Cols: 2, Data: []float32{1, 1, 2, 3}}})
+	if err != nil || res.Out.Data[0] != 3.5 || res.Out.Data[1] != 8.5 || res.Attempts != 1 {
+		t.Fatalf("predict: %+v %v", res, err)
+	}
+
+	// A version whose golden example does not match fails with the reason.
+	_, _, err = pool.Start(sctx, linear(t, arts, 2, 99))
+	if err == nil || !strings.Contains(err.Error(), "golden example 0 of calc@2") {
+		t.Errorf("golden mismatch: %v", err)
+	}
+
+	// The status reaches the control plane.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ws := pool.Workers()
+		if len(ws) == 1 && ws[0].RSS > 0 && len(ws[0].Versions) >= 1 && ws[0].Versions[0].ID == "calc@1" && ws[0].Versions[0].Batches > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("workers: %+v", ws)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	// Bad tensors sent straight to the worker name the tensor.
+	addr := pool.Workers()[0].Address
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ic := inferencepb.NewGRPCInferenceServiceClient(conn)
+	req := &inferencepb.ModelInferRequest{ModelName: "calc", ModelVersion: "1"}
+	oip.EncodeBatch(req, runtime.Batch{Rows: 1, Cols: 2, Data: []float32{1, 2}})
+	req.RawInputContents[0] = req.RawInputContents[0][:7]
+	_, err = ic.ModelInfer(sctx, req)
+	if e, _ := oip.FromStatus(err); e.Code != errs.InvalidArgument || !strings.Contains(e.Message, `tensor "rows"`) {
+		t.Errorf("short raw contents: %+v", e)
+	}
+	_, err = ic.ModelInfer(sctx, &inferencepb.ModelInferRequest{ModelName: "calc", ModelVersion: "9"})
+	if e, _ := oip.FromStatus(err); e.Code != errs.NotReady {
+		t.Errorf("unknown version: %+v", e)
+	}
+
+	// Unload: the version leaves the worker; calls are refused, not hung.
+	if err := v.Close(sctx); err != nil {
+		t.Fatal(err)
+	}
+	_, err = v.Submit(sctx, serving.Work{Rows: runtime.Batch{Rows: 1, Cols: 2, Data: []float32{1, 1}}})
+	if errs.CodeOf(err) != errs.NotReady {
+		t.Errorf("after unload: %v", err)
+	}
+}
