@@ -1,17 +1,23 @@
-// Package gateway runs one predict call end to end: pick the target version
-// from the routing snapshot, check the request against the version's limits,
-// validate and preprocess every instance with its schema, submit the rows
-// to the version's server and return its outputs. HTTP (and later gRPC)
-// both call it; it knows no transport.
+// Package gateway runs one predict call end to end, the same for every
+// transport (HTTP /v1, OIP v2 REST, OIP v2 gRPC): the call's span,
+// idempotency (replay, conflict, waiting for an attempt in flight), picking
+// the target version from the routing snapshot, the version's limits,
+// validation and preprocessing of every instance with its schema, quota,
+// submitting the rows to the version's backend, shadow copies, metrics, the
+// prediction record and the log line. Transports decode, authenticate and
+// encode; they call Predict and render its Answer. It knows no transport's
+// wire format.
 package gateway
 
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"time"
 
 	"github.com/sluiceml/sluice/internal/errs"
+	"github.com/sluiceml/sluice/internal/records"
 	"github.com/sluiceml/sluice/internal/routing"
 	"github.com/sluiceml/sluice/internal/runtime"
 	"github.com/sluiceml/sluice/internal/schema"
@@ -37,11 +43,14 @@ type Gateway struct {
 	Stats       *vstats.Set   // per-version outcomes for rollout gates (may be nil)
 	Shadows     *Shadows      // runs shadow copies (nil: shadows are skipped)
 	Metrics     *telemetry.Metrics
+	Records     *records.Writer      // prediction records (nil: off)
+	Idem        *records.Idempotency // replays by request id (nil: off)
+	Log         *slog.Logger         // nil: slog.Default()
 }
 
-// Request is one decoded predict call.
+// Request is one routed predict call (after decoding and idempotency).
 type Request struct {
-	Tenant     *tenant.Tenant // nil: tenant.Default
+	Tenant     *tenant.Tenant // required
 	Model      string
 	Version    int    // 0: the deployment picks by RoutingKey
 	RoutingKey string // sticky routing: the same key keeps its version
@@ -58,13 +67,13 @@ type Response struct {
 	Preprocess time.Duration
 }
 
-// Predict runs req. On error, a non-nil Response names the version that
-// was picked (Target only). The context's deadline is set from req.Deadline (or the
-// version's default) before anything is queued.
-func (g *Gateway) Predict(ctx context.Context, req Request) (*Response, error) {
+// run routes and runs req. On error, a non-nil Response names the version
+// that was picked (Target only). The context's deadline is set from
+// req.Deadline (or the version's default) before anything is queued.
+func (g *Gateway) run(ctx context.Context, req Request) (*Response, error) {
 	tn := req.Tenant
 	if tn == nil {
-		tn = tenant.Default
+		return nil, errs.New(errs.Internal, "no tenant")
 	}
 	if err := tn.Check(req.Model); err != nil {
 		return nil, err

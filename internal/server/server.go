@@ -54,7 +54,6 @@ type Server struct {
 	gw       *gateway.Gateway
 	log      *slog.Logger
 	draining atomic.Bool
-	idem     *records.Idempotency
 	mux      *http.ServeMux
 	handler  http.Handler // what the listener serves: mux (tests may wrap it)
 }
@@ -77,11 +76,12 @@ func New(cfg Config, ctl *control.Controller) *Server {
 		cfg.IdempotencyWindow = 10 * time.Minute
 	}
 	s := &Server{cfg: cfg, ctl: ctl, gw: &gateway.Gateway{Table: ctl.Table, MaxDeadline: cfg.MaxDeadline, Stats: ctl.Stats,
-		Shadows: gateway.NewShadows(ctl.Stats, cfg.Logger, 2, 256, 2*time.Second), Metrics: cfg.Metrics}, log: cfg.Logger, mux: http.NewServeMux()}
+		Shadows: gateway.NewShadows(ctl.Stats, cfg.Logger, 2, 256, 2*time.Second), Metrics: cfg.Metrics,
+		Records: cfg.Records, Log: cfg.Logger}, log: cfg.Logger, mux: http.NewServeMux()}
 	s.handler = s.mux
 	s.gw.Shadows.Metrics = cfg.Metrics
 	if cfg.IdempotencyWindow > 0 {
-		s.idem = records.NewIdempotency(cfg.IdempotencyWindow, 100_000)
+		s.gw.Idem = records.NewIdempotency(cfg.IdempotencyWindow, 100_000)
 	}
 	if cfg.Metrics != nil {
 		s.mux.Handle("GET /metrics", cfg.Metrics.Handler())
@@ -133,29 +133,6 @@ func (s *Server) HTTPServer() *http.Server {
 
 type ctxKey struct{}
 
-type traceKey struct{}
-
-// parseTraceparent accepts a W3C traceparent header
-// ("00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>") and returns its
-// trace id; anything malformed is ignored, as the spec asks.
-func parseTraceparent(h string) (string, bool) {
-	parts := strings.Split(strings.TrimSpace(h), "-")
-	if len(parts) < 4 || len(parts[0]) != 2 || parts[0] == "ff" || len(parts[1]) != 32 || len(parts[2]) != 16 || len(parts[3]) != 2 {
-		return "", false
-	}
-	for _, p := range parts[:4] {
-		if _, err := hex.DecodeString(p); err != nil || strings.ToLower(p) != p {
-			return "", false
-		}
-	}
-	if parts[1] == strings.Repeat("0", 32) || parts[2] == strings.Repeat("0", 16) {
-		return "", false
-	}
-	return parts[1], true
-}
-
-func traceID(r *http.Request) string { t, _ := r.Context().Value(traceKey{}).(string); return t }
-
 type handler func(w http.ResponseWriter, r *http.Request) error
 
 // wrap assigns the request id and renders a returned error.
@@ -171,11 +148,6 @@ func (s *Server) wrap(h handler) http.HandlerFunc {
 		}
 		w.Header().Set("X-Request-Id", id)
 		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, id))
-		if tp := r.Header.Get("traceparent"); tp != "" {
-			if trace, ok := parseTraceparent(tp); ok {
-				r = r.WithContext(context.WithValue(r.Context(), traceKey{}, trace))
-			}
-		}
 		if err := h(w, r); err != nil {
 			s.writeError(w, r, id, err)
 		}
@@ -258,9 +230,18 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 }
 
 // authenticate resolves the caller's tenant from the Authorization header.
+// Without a tenants file every caller is tenant.Default, passed on
+// explicitly: the gateway has no implicit tenant.
 func (s *Server) authenticate(r *http.Request) (*tenant.Tenant, error) {
+	if s.cfg.Tenants == nil {
+		return tenant.Default, nil
+	}
 	return s.cfg.Tenants.Authenticate(r.Header.Get("Authorization"))
 }
+
+// Gateway is the gateway the server's predict calls go through; other
+// transports (OIP gRPC) serve with the same one.
+func (s *Server) Gateway() *gateway.Gateway { return s.gw }
 
 // models routes everything under /v1/models/.
 func (s *Server) models(w http.ResponseWriter, r *http.Request) error {
