@@ -56,7 +56,7 @@ func newServeCmd() *cobra.Command {
 				return fmt.Errorf("--log-format %q: use json or text", logFormat)
 			}
 			log := slog.New(handler)
-			cfg.Logger = log
+			cfg.Logger, cfg.Version = log, version
 			if onnxLib != "" {
 				onnx.SetLibraryPath(onnxLib)
 			}

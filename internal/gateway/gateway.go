@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/sluiceml/sluice/internal/errs"
+	"github.com/sluiceml/sluice/internal/modelpkg"
 	"github.com/sluiceml/sluice/internal/records"
 	"github.com/sluiceml/sluice/internal/routing"
 	"github.com/sluiceml/sluice/internal/runtime"
@@ -236,4 +237,23 @@ func (g *Gateway) observe(tn *tenant.Tenant, tg *routing.Target, req Request, re
 	case errs.DeadlineExceeded:
 		m.DeadlineExceeded(model, version)
 	}
+}
+
+// Spec is the spec of the version a call would reach now (nil if none is
+// ready): a transport that needs the schema to decode (OIP tensors) asks
+// for it. The gateway validates again with the version that answers, so a
+// snapshot swapped in between costs nothing but a clearer message.
+func (g *Gateway) Spec(model string, version int, routingKey string) *modelpkg.Spec {
+	t := g.Table.Load()
+	var tg *routing.Target
+	var err error
+	if version > 0 {
+		tg, err = t.Pinned(model, version)
+	} else {
+		tg, _, err = t.Pick(model, routingKey)
+	}
+	if err != nil || tg == nil {
+		return nil
+	}
+	return tg.Spec
 }

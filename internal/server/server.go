@@ -45,6 +45,7 @@ type Config struct {
 	// IdempotencyWindow is how long a request id's answer is replayed
 	// (0: 10 minutes; negative: idempotency off).
 	IdempotencyWindow time.Duration
+	Version           string // the build's version (GET /v2)
 }
 
 // Server serves the public API.
@@ -92,6 +93,8 @@ func New(cfg Config, ctl *control.Controller) *Server {
 	s.mux.HandleFunc("/v1/models", s.wrap(onlyGet(s.listModels)))
 	s.mux.HandleFunc("/v1/models/", s.wrap(s.models))
 	s.mux.HandleFunc("/v1/deployments/", s.wrap(s.deployments))
+	s.mux.HandleFunc("/v2", s.wrapV2(s.routeV2))
+	s.mux.HandleFunc("/v2/", s.wrapV2(s.routeV2))
 	s.mux.HandleFunc("/", s.wrap(func(w http.ResponseWriter, r *http.Request) error {
 		return errs.New(errs.NotFound, "no route for %s %s (see docs/api.md)", r.Method, r.URL.Path)
 	}))
