@@ -101,12 +101,8 @@ func ShapeString(shape []int64) string {
 // CheckTensor checks what needs no schema: a known datatype, data length
 // equal to the shape's element count, and values of the datatype's kind.
 func CheckTensor(t *Tensor) error {
-	switch t.Datatype {
-	case BOOL, INT32, INT64, FP32, FP64, BYTES:
-	case "":
-		return tensorErr(t.Name, "datatype is required")
-	default:
-		return tensorErr(t.Name, "datatype %q is not supported (use BOOL, INT32, INT64, FP32, FP64 or BYTES)", t.Datatype)
+	if err := checkDatatype(t.Name, t.Datatype); err != nil {
+		return err
 	}
 	n, err := elements(t.Name, t.Shape)
 	if err != nil {
@@ -121,6 +117,16 @@ func CheckTensor(t *Tensor) error {
 		}
 	}
 	return nil
+}
+
+func checkDatatype(name, dt string) error {
+	switch dt {
+	case BOOL, INT32, INT64, FP32, FP64, BYTES:
+		return nil
+	case "":
+		return tensorErr(name, "datatype is required")
+	}
+	return tensorErr(name, "datatype %q is not supported (use BOOL, INT32, INT64, FP32, FP64 or BYTES)", dt)
 }
 
 func checkValue(t *Tensor, i int, v schema.Value) error {

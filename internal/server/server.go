@@ -28,6 +28,7 @@ import (
 	"github.com/sluiceml/sluice/internal/gateway"
 	"github.com/sluiceml/sluice/internal/modelpkg"
 	"github.com/sluiceml/sluice/internal/records"
+	"github.com/sluiceml/sluice/internal/server/oipgrpc"
 	"github.com/sluiceml/sluice/internal/telemetry"
 	"github.com/sluiceml/sluice/internal/tenant"
 )
@@ -46,6 +47,9 @@ type Config struct {
 	// (0: 10 minutes; negative: idempotency off).
 	IdempotencyWindow time.Duration
 	Version           string // the build's version (GET /v2)
+	// GRPCListener, when set, serves OIP v2 gRPC (internal/server/oipgrpc)
+	// beside HTTP, through the same gateway; Serve starts and stops it.
+	GRPCListener net.Listener
 }
 
 // Server serves the public API.
@@ -524,8 +528,19 @@ func (s *Server) getVersion(w http.ResponseWriter, r *http.Request, model string
 // grace), then the controller drains and unloads every version.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration) error {
 	hs := s.HTTPServer()
-	errc := make(chan error, 1)
+	errc := make(chan error, 2)
 	go func() { errc <- hs.Serve(ln) }()
+	var gs *oipgrpc.Server
+	if s.cfg.GRPCListener != nil {
+		gs = oipgrpc.New(oipgrpc.Config{Tenants: s.cfg.Tenants, MaxDeadline: s.cfg.MaxDeadline, MaxRecvBytes: int(s.cfg.MaxBodyBytes),
+			Version: s.cfg.Version, Logger: s.log}, s.gw, s)
+		go func() {
+			if err := gs.Serve(s.cfg.GRPCListener); err != nil {
+				errc <- err
+			}
+		}()
+		s.log.Info("serving grpc", "grpc_addr", s.cfg.GRPCListener.Addr().String())
+	}
 	rctx, stopRecords := context.WithCancel(context.Background())
 	recordsDone := make(chan struct{})
 	go func() {
@@ -544,7 +559,15 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 	s.log.Info("shutting down: not ready, finishing in-flight requests", "grace", grace)
 	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
+	grpcDone := make(chan struct{})
+	go func() {
+		defer close(grpcDone)
+		if gs != nil {
+			gs.Stop(sctx) // graceful within the same grace as HTTP
+		}
+	}()
 	err := hs.Shutdown(sctx)
+	<-grpcDone
 	s.gw.Shadows.Close()
 	if cerr := s.ctl.Close(sctx); cerr != nil && err == nil {
 		err = cerr
