@@ -179,7 +179,9 @@ func TestOIPGRPCRejects(t *testing.T) {
 			return &pb.ModelInferRequest{ModelName: "churn", Inputs: ins}
 		}, codes.InvalidArgument, `input "tenureMonths" row 0: NaN and infinities are not allowed`},
 		{"unknown model", func() *pb.ModelInferRequest { return &pb.ModelInferRequest{ModelName: "nope", Inputs: good()} }, codes.NotFound, `model "nope" not found`},
-		{"bad version", func() *pb.ModelInferRequest { return &pb.ModelInferRequest{ModelName: "churn", ModelVersion: "x", Inputs: good()} }, codes.InvalidArgument, `"x" is not a version number`},
+		{"bad version", func() *pb.ModelInferRequest {
+			return &pb.ModelInferRequest{ModelName: "churn", ModelVersion: "x", Inputs: good()}
+		}, codes.InvalidArgument, `"x" is not a version number`},
 		{"too large", func() *pb.ModelInferRequest {
 			ins := good()
 			ins[0].Contents.Fp32Contents = make([]float32, 20000)
