@@ -22,6 +22,8 @@ vet:
 # The onnx runtime's tests need ONNX Runtime's shared library: unless
 # SLUICE_ONNXRUNTIME_LIB names an existing file, scripts/fetch-onnxruntime.sh
 # fetches it once into its cache folder (a no-op when it is there already).
+# The OIP gRPC e2e tests drive grpcurl: unless SLUICE_GRPCURL names it,
+# scripts/install-grpcurl.sh builds it once into its cache folder.
 unit:
 	@lib="$${SLUICE_ONNXRUNTIME_LIB:-}"; \
 	if [ -z "$$lib" ] || [ ! -f "$$lib" ]; then \
@@ -29,13 +31,19 @@ unit:
 		lib="$$(printf '%s\n' "$$lib" | tail -1)"; \
 	fi; \
 	echo "ONNX Runtime: $$lib"; \
-	SLUICE_ONNXRUNTIME_LIB="$$lib" $(GO) test -race -count=1 -p 1 -timeout 15m $(PKGS) && \
+	grpcurl="$${SLUICE_GRPCURL:-}"; \
+	if [ -z "$$grpcurl" ] || [ ! -x "$$grpcurl" ]; then \
+		grpcurl="$$(bash scripts/install-grpcurl.sh | tail -1)" || { echo "make: scripts/install-grpcurl.sh failed: the OIP gRPC e2e tests need grpcurl"; exit 1; }; \
+	fi; \
+	echo "grpcurl: $$grpcurl"; \
+	SLUICE_ONNXRUNTIME_LIB="$$lib" SLUICE_GRPCURL="$$grpcurl" $(GO) test -race -count=1 -p 1 -timeout 15m $(PKGS) && \
 	echo "the serving e2e suite again, replicas on 2 worker processes:" && \
-	SLUICE_E2E_WORKERS=2 SLUICE_ONNXRUNTIME_LIB="$$lib" $(GO) test -race -count=1 -timeout 15m ./cmd/sluice/
+	SLUICE_E2E_WORKERS=2 SLUICE_ONNXRUNTIME_LIB="$$lib" SLUICE_GRPCURL="$$grpcurl" $(GO) test -race -count=1 -timeout 15m ./cmd/sluice/
 
 # A short run of every fuzz target (not part of `make test`; run before releases).
 fuzz-smoke:
 	$(GO) test -run x -fuzz FuzzDecodePredict -fuzztime 30s ./internal/server/
+	$(GO) test -run x -fuzz FuzzDecodeJSON -fuzztime 30s ./internal/oip/
 	$(GO) test -run x -fuzz FuzzParse -fuzztime 30s ./internal/modelpkg/
 	$(GO) test -run x -fuzz FuzzReadTarGz -fuzztime 30s ./internal/modelpkg/
 	$(GO) test -run x -fuzz FuzzLoad -fuzztime 30s ./internal/runtime/xgboost/

@@ -1,146 +1,219 @@
 package main
 
 import (
-	"bufio"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"math"
+
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
+	"sort"
 	"strings"
-	"sync"
 	"testing"
-	"time"
-
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-
-	"github.com/sluiceml/sluice/internal/api"
-	"github.com/sluiceml/sluice/internal/oip/inferencepb"
 )
 
-// startOIPServer runs the Python OIP v2 test server (not Sluice) and
-// returns its address; it fails, never skips, without python3-grpcio.
-func startOIPServer(t *testing.T) string {
+// grpcurlPath is the independent gRPC client the OIP tests drive.
+func grpcurlPath(t *testing.T) string {
 	t.Helper()
-	const python = "/usr/bin/python3"
-	if out, err := exec.Command(python, "-c", "import grpc, google.protobuf").CombinedOutput(); err != nil {
-		t.Fatalf("%s cannot import grpc (%v: %s): install Debian's python3-grpcio python3-protobuf", python, err, out)
+	p := os.Getenv("SLUICE_GRPCURL")
+	if p == "" {
+		t.Fatal("SLUICE_GRPCURL is not set: run the tests with `make test`, which builds grpcurl (scripts/install-grpcurl.sh)")
 	}
-	cmd := exec.Command(python, "../../internal/runtime/oip/testdata/oipserver/server.py", "--port", "0", "--exit-on-eof")
-	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("SLUICE_GRPCURL=%s: %v (build it with scripts/install-grpcurl.sh)", p, err)
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stdin.Close(); _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	line := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		sc.Scan()
-		line <- sc.Text()
-		for sc.Scan() {
-		}
-	}()
-	select {
-	case l := <-line:
-		port, ok := strings.CutPrefix(l, "PORT ")
-		if _, err := strconv.Atoi(port); !ok || err != nil {
-			t.Fatalf("OIP test server printed %q", l)
-		}
-		return "127.0.0.1:" + port
-	case <-time.After(30 * time.Second):
-		t.Fatal("the OIP test server did not start")
-	}
-	return ""
+	return p
 }
 
-// remoteCalls reads how many ModelInfer calls the test server got for model.
-func remoteCalls(t *testing.T, addr, model string) int {
+func freeAddr(t *testing.T) string {
 	t.Helper()
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
-	md, err := inferencepb.NewGRPCInferenceServiceClient(conn).ServerMetadata(t.Context(), &inferencepb.ServerMetadataRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range md.Extensions {
-		if v, ok := strings.CutPrefix(e, "calls/"+model+"="); ok {
-			n, _ := strconv.Atoi(v)
-			return n
-		}
-	}
-	return 0
+	defer ln.Close()
+	return ln.Addr().String()
 }
 
-// runtime oip: Sluice in front of an inference server it does not run,
-// through the real binary, with its own batching.
-func TestOIPRuntimeThroughTheBinary(t *testing.T) {
-	addr := startOIPServer(t)
-	models := t.TempDir()
-	src := "../../internal/runtime/oip/testdata/linear-remote"
-	dst := filepath.Join(models, "linear-remote")
-	if err := os.MkdirAll(dst, 0o755); err != nil {
+// grpcurl calls method with body; reflection when protoFile is false.
+func grpcurl(t *testing.T, bin, addr, method, body string, protoFile bool) (map[string]any, string, error) {
+	t.Helper()
+	args := []string{"-plaintext", "-d", "@"}
+	if protoFile {
+		args = append(args, "-import-path", "../../proto", "-proto", "inference/grpc_predict_v2.proto")
+	}
+	args = append(args, addr, "inference.GRPCInferenceService/"+method)
+	cmd := exec.Command(bin, args...)
+	cmd.Stdin = strings.NewReader(body)
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var m map[string]any
+	if err == nil {
+		if jerr := json.Unmarshal([]byte(out.String()), &m); jerr != nil {
+			return nil, errb.String(), fmt.Errorf("grpcurl output %q: %v", out.String(), jerr)
+		}
+	}
+	return m, errb.String() + out.String(), err
+}
+
+// either reads a key in proto (snake_case) or JSON (camelCase) form.
+func either(m map[string]any, snake, camel string) any {
+	if v, ok := m[snake]; ok {
+		return v
+	}
+	return m[camel]
+}
+
+// oipCase is one instance: its /v1 JSON, its tensors by field.
+type oipCase struct {
+	model string
+	v1    string
+	rest  string // OIP REST body
+	grpc  string // ModelInfer JSON (typed contents)
+}
+
+// tabularCase builds the three bodies for one instance of a tabular model,
+// with each field's datatype from the model's OIP metadata.
+func tabularCase(t *testing.T, url, model string, inst map[string]any) oipCase {
+	t.Helper()
+	resp, err := http.Get(url + "/v2/models/" + model)
+	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{"model.yaml", "endpoint.yaml"} {
-		b, err := os.ReadFile(filepath.Join(src, f))
-		if err != nil {
-			t.Fatal(err)
+	var md struct {
+		Inputs []struct{ Name, Datatype string }
+	}
+	json.NewDecoder(resp.Body).Decode(&md)
+	resp.Body.Close()
+	v1, _ := json.Marshal(map[string]any{"instances": []any{inst}})
+	var rest, grpc []string
+	names := make([]string, 0, len(inst))
+	for k := range inst {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, in := range md.Inputs {
+		v, ok := inst[in.Name]
+		if !ok {
+			continue // an optional field left out
 		}
-		b = []byte(strings.Replace(string(b), "127.0.0.1:8001", addr, 1))
-		if err := os.WriteFile(filepath.Join(dst, f), b, 0o644); err != nil {
-			t.Fatal(err)
+		jv, _ := json.Marshal(v)
+		rest = append(rest, fmt.Sprintf(`{"name":%q,"shape":[1],"datatype":%q,"data":[%s]}`, in.Name, in.Datatype, jv))
+		contents := map[string]string{"FP32": "fp32_contents", "INT64": "int64_contents", "BOOL": "bool_contents", "BYTES": "bytes_contents"}[in.Datatype]
+		if in.Datatype == "BYTES" {
+			jv, _ = json.Marshal(base64.StdEncoding.EncodeToString([]byte(v.(string))))
+		}
+		grpc = append(grpc, fmt.Sprintf(`{"name":%q,"shape":["1"],"datatype":%q,"contents":{%q:[%s]}}`, in.Name, in.Datatype, contents, jv))
+	}
+	return oipCase{model: model, v1: string(v1),
+		rest: `{"inputs":[` + strings.Join(rest, ",") + `]}`,
+		grpc: fmt.Sprintf(`{"model_name":%q,"inputs":[%s]}`, model, strings.Join(grpc, ","))}
+}
+
+func goldenInstances(t *testing.T, model string) []map[string]any {
+	t.Helper()
+	var golden []struct {
+		Instance map[string]any `json:"instance"`
+	}
+	b, err := os.ReadFile("../../examples/" + model + "/golden.json")
+	if err != nil || json.Unmarshal(b, &golden) != nil {
+		t.Fatalf("%s golden.json: %v", model, err)
+	}
+	out := make([]map[string]any, len(golden))
+	for i, g := range golden {
+		out[i] = g.Instance
+	}
+	return out
+}
+
+// TestOIPEqualsV1ThroughTheBinary: for every example model, OIP REST, OIP
+// gRPC (grpcurl with the .proto file, and through reflection) and /v1
+// predict the same values for the same rows.
+func TestOIPEqualsV1ThroughTheBinary(t *testing.T) {
+	bin := grpcurlPath(t)
+	lib := os.Getenv("SLUICE_ONNXRUNTIME_LIB")
+	if lib == "" {
+		t.Fatal("SLUICE_ONNXRUNTIME_LIB is not set: run the tests with `make test`, which fetches ONNX Runtime (scripts/fetch-onnxruntime.sh)")
+	}
+	gaddr := freeAddr(t)
+	srv := startServer(t, "--data", t.TempDir(), "--models", "../../examples", "--onnxruntime-lib", lib, "--grpc-addr", gaddr)
+	var cases []oipCase
+	for _, m := range []string{"fraud", "iris", "churn", "mlp"} {
+		for _, inst := range goldenInstances(t, m) {
+			cases = append(cases, tabularCase(t, srv.url, m, inst))
 		}
 	}
-	srv := startServer(t, "--data", t.TempDir(), "--models", models)
-	before := remoteCalls(t, addr, "linear")
-	const n = 64
-	var wg sync.WaitGroup
-	errc := make(chan error, n)
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			x := []float64{float64(i) / 10, -0.5, 0.25, 1}
-			body := fmt.Sprintf(`{"instances":[{"x0":%g,"x1":%g,"x2":%g,"x3":%g}],"deadlineMs":2000}`, x[0], x[1], x[2], x[3])
-			status, out, err := postJSON(srv.url+"/v1/models/linear-remote:predict", body)
-			if err != nil || status != 200 {
-				errc <- fmt.Errorf("request %d: %d %v %s", i, status, err, out)
-				return
+	// The sequence model: rows of different lengths, right-padded with -1.
+	cases = append(cases, oipCase{model: "seq",
+		v1:   `{"instances":[{"tokens":[5,17,3]},{"tokens":[9]}]}`,
+		rest: `{"inputs":[{"name":"tokens","shape":[2,3],"datatype":"INT64","data":[[5,17,3],[9,-1,-1]]}]}`,
+		grpc: `{"model_name":"seq","inputs":[{"name":"tokens","shape":["2","3"],"datatype":"INT64","contents":{"int64_contents":["5","17","3","9","-1","-1"]}}]}`})
+	for i, c := range cases {
+		t.Run(fmt.Sprintf("%s-%d", c.model, i), func(t *testing.T) {
+			a1, err := postRaw(t, srv.url+"/v1/models/"+c.model+":predict", c.v1, nil)
+			if err != nil || a1.status != 200 {
+				t.Fatalf("/v1: %v %d %s", err, a1.status, a1.body)
 			}
-			var p api.PredictResponse
-			if err := json.Unmarshal(out, &p); err != nil {
-				errc <- err
-				return
+			var p1 struct{ Predictions []map[string]float64 }
+			json.Unmarshal(a1.body, &p1)
+			want := func(name string, row int) float32 { return float32(p1.Predictions[row][name]) }
+
+			a2, err := postRaw(t, srv.url+"/v2/models/"+c.model+"/infer", c.rest, nil)
+			if err != nil || a2.status != 200 {
+				t.Fatalf("/v2: %v %d %s", err, a2.status, a2.body)
 			}
-			z := 0.5*x[0] - 1.25*x[1] + 2*x[2] + 0.75*x[3] - 0.3
-			if want := 1 / (1 + math.Exp(-z)); math.Abs(p.Predictions[0]["probability"]-want) > 1e-6 {
-				errc <- fmt.Errorf("request %d: %v, want %v", i, p.Predictions[0]["probability"], want)
+			var p2 struct {
+				ModelVersion string `json:"model_version"`
+				Outputs      []struct {
+					Name string
+					Data []float64
+				}
 			}
-		}()
+			json.Unmarshal(a2.body, &p2)
+			if p2.ModelVersion != "1" || len(p2.Outputs) != len(p1.Predictions[0]) {
+				t.Fatalf("/v2 answer %s", a2.body)
+			}
+			for _, o := range p2.Outputs {
+				for r, v := range o.Data {
+					if float32(v) != want(o.Name, r) {
+						t.Errorf("REST %s row %d: %v, /v1 %v", o.Name, r, v, want(o.Name, r))
+					}
+				}
+			}
+			for _, protoFile := range []bool{true, false} {
+				m, out, err := grpcurl(t, bin, gaddr, "ModelInfer", c.grpc, protoFile)
+				if err != nil {
+					t.Fatalf("grpcurl ModelInfer (proto file %v): %v\n%s", protoFile, err, out)
+				}
+				if either(m, "model_version", "modelVersion") != "1" {
+					t.Fatalf("grpc answer %v", m)
+				}
+				for _, o := range m["outputs"].([]any) {
+					om := o.(map[string]any)
+					data := either(om["contents"].(map[string]any), "fp32_contents", "fp32Contents").([]any)
+					for r, v := range data {
+						if float32(v.(float64)) != want(om["name"].(string), r) {
+							t.Errorf("gRPC %s row %d: %v, /v1 %v", om["name"], r, v, want(om["name"].(string), r))
+						}
+					}
+				}
+			}
+		})
 	}
-	wg.Wait()
-	close(errc)
-	for err := range errc {
-		t.Error(err)
+	// ModelMetadata, with the .proto file and through reflection.
+	for _, protoFile := range []bool{true, false} {
+		m, out, err := grpcurl(t, bin, gaddr, "ModelMetadata", `{"name":"seq"}`, protoFile)
+		if err != nil || m["platform"] != "onnx" || fmt.Sprint(m["versions"]) != "[1]" {
+			t.Fatalf("ModelMetadata (proto file %v): %v %v\n%s", protoFile, err, m, out)
+		}
 	}
-	calls := remoteCalls(t, addr, "linear") - before
-	if calls <= 0 || calls >= n {
-		t.Errorf("%d concurrent requests reached the remote server as %d calls: Sluice's batcher should have merged them", n, calls)
+	// A bad tensor: INVALID_ARGUMENT naming it.
+	_, out, err := grpcurl(t, bin, gaddr, "ModelInfer", `{"model_name":"churn","inputs":[{"name":"plan","shape":["2"],"datatype":"BYTES","contents":{"bytes_contents":["YmFzaWM="]}}]}`, true)
+	if err == nil || !strings.Contains(out, "InvalidArgument") || !strings.Contains(out, `input "plan"`) {
+		t.Fatalf("bad tensor: %v\n%s", err, out)
 	}
-	t.Logf("%d concurrent 1-row requests → %d ModelInfer calls on the remote server", n, calls)
 	srv.stop(t)
 }

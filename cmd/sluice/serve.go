@@ -28,6 +28,7 @@ import (
 func newServeCmd() *cobra.Command {
 	var (
 		addr, data, models  string
+		grpcAddr            string
 		tenantsFile         string
 		logFormat, logLevel string
 		retention           time.Duration
@@ -60,7 +61,7 @@ func newServeCmd() *cobra.Command {
 				return fmt.Errorf("--log-format %q: use json or text", logFormat)
 			}
 			log := slog.New(handler)
-			cfg.Logger = log
+			cfg.Logger, cfg.Version = log, version
 			if onnxLib != "" {
 				onnx.SetLibraryPath(onnxLib)
 			}
@@ -165,12 +166,18 @@ func newServeCmd() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("listen on %s: %w", addr, err)
 			}
+			if grpcAddr != "" {
+				if cfg.GRPCListener, err = net.Listen("tcp", grpcAddr); err != nil {
+					return fmt.Errorf("listen on --grpc-addr %s: %w", grpcAddr, err)
+				}
+			}
 			log.Info("serving", "addr", ln.Addr().String(), "data", data, "models", display)
 			return server.New(cfg, ctl).Serve(ctx, ln, grace)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&addr, "addr", "127.0.0.1:8080", "listen address")
+	f.StringVar(&grpcAddr, "grpc-addr", "", "also serve the Open Inference Protocol v2 over gRPC on this address, e.g. 127.0.0.1:8081 (default: off)")
 	f.StringVar(&data, "data", ".sluice-data", "data directory (registry database and artifacts); created if missing")
 	f.StringVar(&onnxLib, "onnxruntime-lib", "", "path of ONNX Runtime's shared library for runtime onnx (default: $SLUICE_ONNXRUNTIME_LIB, then the cache of scripts/fetch-onnxruntime.sh, then standard locations)")
 	f.StringVar(&otlpEndpoint, "otlp-endpoint", "", "export OpenTelemetry spans (one per predict call) over OTLP/HTTP to this collector, e.g. http://127.0.0.1:4318 (default: off)")

@@ -1,17 +1,24 @@
-// Package gateway runs one predict call end to end: pick the target version
-// from the routing snapshot, check the request against the version's limits,
-// validate and preprocess every instance with its schema, submit the rows
-// to the version's server and return its outputs. HTTP (and later gRPC)
-// both call it; it knows no transport.
+// Package gateway runs one predict call end to end, the same for every
+// transport (HTTP /v1, OIP v2 REST, OIP v2 gRPC): the call's span,
+// idempotency (replay, conflict, waiting for an attempt in flight), picking
+// the target version from the routing snapshot, the version's limits,
+// validation and preprocessing of every instance with its schema, quota,
+// submitting the rows to the version's backend, shadow copies, metrics, the
+// prediction record and the log line. Transports decode, authenticate and
+// encode; they call Predict and render its Answer. It knows no transport's
+// wire format.
 package gateway
 
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"time"
 
 	"github.com/sluiceml/sluice/internal/errs"
+	"github.com/sluiceml/sluice/internal/modelpkg"
+	"github.com/sluiceml/sluice/internal/records"
 	"github.com/sluiceml/sluice/internal/routing"
 	"github.com/sluiceml/sluice/internal/runtime"
 	"github.com/sluiceml/sluice/internal/schema"
@@ -37,11 +44,14 @@ type Gateway struct {
 	Stats       *vstats.Set   // per-version outcomes for rollout gates (may be nil)
 	Shadows     *Shadows      // runs shadow copies (nil: shadows are skipped)
 	Metrics     *telemetry.Metrics
+	Records     *records.Writer      // prediction records (nil: off)
+	Idem        *records.Idempotency // replays by request id (nil: off)
+	Log         *slog.Logger         // nil: slog.Default()
 }
 
-// Request is one decoded predict call.
+// Request is one routed predict call (after decoding and idempotency).
 type Request struct {
-	Tenant     *tenant.Tenant // nil: tenant.Default
+	Tenant     *tenant.Tenant // required
 	Model      string
 	Version    int    // 0: the deployment picks by RoutingKey
 	RoutingKey string // sticky routing: the same key keeps its version
@@ -56,15 +66,18 @@ type Response struct {
 	Out        runtime.Output
 	Timing     serving.Timing
 	Preprocess time.Duration
+	// Attempts is how many workers computed (or were tried for) the
+	// request when a backend retried it elsewhere (0 or 1: one attempt).
+	Attempts int
 }
 
-// Predict runs req. On error, a non-nil Response names the version that
-// was picked (Target only). The context's deadline is set from req.Deadline (or the
-// version's default) before anything is queued.
-func (g *Gateway) Predict(ctx context.Context, req Request) (*Response, error) {
+// run routes and runs req. On error, a non-nil Response names the version
+// that was picked (Target only). The context's deadline is set from
+// req.Deadline (or the version's default) before anything is queued.
+func (g *Gateway) run(ctx context.Context, req Request) (*Response, error) {
 	tn := req.Tenant
 	if tn == nil {
-		tn = tenant.Default
+		return nil, errs.New(errs.Internal, "no tenant")
 	}
 	if err := tn.Check(req.Model); err != nil {
 		return nil, err
@@ -90,7 +103,11 @@ func (g *Gateway) Predict(ctx context.Context, req Request) (*Response, error) {
 	}
 	res, err := g.predict(ctx, tn, tg, req)
 	if err != nil {
-		res = &Response{Target: tg} // the caller may still name the version that refused
+		attempts := 0
+		if res != nil {
+			attempts = res.Attempts
+		}
+		res = &Response{Target: tg, Attempts: attempts} // the caller may still name the version that refused
 	}
 	g.observe(tn, tg, req, res, err)
 	if g.Stats != nil {
@@ -163,7 +180,7 @@ func (g *Gateway) predict(ctx context.Context, tn *tenant.Tenant, tg *routing.Ta
 		if e := errs.As(err); e.Code == errs.DeadlineExceeded || e.Code == errs.ExpiredInQueue {
 			e.Message = fmt.Sprintf("%s (deadline %s)", e.Message, d)
 		}
-		return nil, err
+		return &Response{Target: tg, Attempts: res.Attempts}, err
 	}
 	if tg.Drift != nil && rows.Tokens == nil {
 		for i := 0; i < n; i++ {
@@ -174,7 +191,7 @@ func (g *Gateway) predict(ctx context.Context, tn *tenant.Tenant, tg *routing.Ta
 		// Finished, but too late to be useful: never answer 200 after the deadline.
 		return nil, errs.New(errs.DeadlineExceeded, "deadline %s passed as the result arrived", d)
 	}
-	return &Response{Target: tg, Out: res.Out, Timing: res.Timing, Preprocess: pre}, nil
+	return &Response{Target: tg, Out: res.Out, Timing: res.Timing, Preprocess: pre, Attempts: res.Attempts}, nil
 }
 
 // buildRows validates the instances with the schema and builds the batch:
@@ -227,4 +244,23 @@ func (g *Gateway) observe(tn *tenant.Tenant, tg *routing.Target, req Request, re
 	case errs.DeadlineExceeded:
 		m.DeadlineExceeded(model, version)
 	}
+}
+
+// Spec is the spec of the version a call would reach now (nil if none is
+// ready): a transport that needs the schema to decode (OIP tensors) asks
+// for it. The gateway validates again with the version that answers, so a
+// snapshot swapped in between costs nothing but a clearer message.
+func (g *Gateway) Spec(model string, version int, routingKey string) *modelpkg.Spec {
+	t := g.Table.Load()
+	var tg *routing.Target
+	var err error
+	if version > 0 {
+		tg, err = t.Pinned(model, version)
+	} else {
+		tg, _, err = t.Pick(model, routingKey)
+	}
+	if err != nil || tg == nil {
+		return nil
+	}
+	return tg.Spec
 }

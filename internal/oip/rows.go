@@ -1,10 +1,8 @@
-// Package oip holds Sluice's side of the Open Inference Protocol v2 that
-// more than one transport needs: the tensor layout of the hop between the
-// gateway and its workers (preprocessed rows as raw FP32 [n,d], token rows
-// as INT64 [n,L] plus their lengths, outputs as FP32 [n,k]) and the mapping
-// between errs.Error and gRPC statuses. The generated protocol code is in
-// inferencepb.
 package oip
+
+// This file is the tensor layout of the hop between the gateway and its
+// workers: preprocessed rows as raw FP32 [n,d], token rows as INT64 [n,L]
+// plus their lengths, outputs as FP32 [n,k].
 
 import (
 	"encoding/binary"
@@ -22,8 +20,6 @@ const (
 	TokensTensor  = "tokens"  // INT64 [n, L]: token rows padded to the longest
 	LengthsTensor = "lengths" // INT64 [n]: each token row's true length
 	OutputTensor  = "outputs" // FP32 [n, k]
-	FP32          = "FP32"
-	INT64         = "INT64"
 )
 
 // Inference parameters of the hop (ModelInferRequest/Response.parameters).

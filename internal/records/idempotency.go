@@ -46,11 +46,14 @@ func (k Kind) String() string {
 // the retry is admitted afresh.
 var ErrAborted = errors.New("records: the original request ended without a replayable answer")
 
-// Response is a stored answer.
+// Response is a stored answer: encoded bytes (Header, Body), or a value
+// the caller renders itself (Value: the gateway keeps a transport-neutral
+// answer so that every transport replays it in its own encoding).
 type Response struct {
 	Status int
 	Header http.Header // the subset the caller chose to keep (Content-Type, …)
 	Body   []byte
+	Value  any
 }
 
 // Cacheable says whether an answer with status is kept for replay: answers
@@ -178,7 +181,13 @@ func (c *Idempotency) Begin(tenant, requestID, inputHash string) Outcome {
 // its waiters. Answers that are not Cacheable are not stored: Complete then
 // acts as Abort. header is copied; body is kept as given (do not modify it).
 func (c *Idempotency) Complete(tenant, requestID string, status int, header http.Header, body []byte) {
-	if !Cacheable(status) {
+	c.Keep(tenant, requestID, Response{Status: status, Header: header.Clone(), Body: body})
+}
+
+// Keep is Complete with a whole Response (its Value included); r is kept
+// as given.
+func (c *Idempotency) Keep(tenant, requestID string, r Response) {
+	if !Cacheable(r.Status) {
 		c.Abort(tenant, requestID)
 		return
 	}
@@ -188,7 +197,7 @@ func (c *Idempotency) Complete(tenant, requestID string, status int, header http
 	if !ok || e.elem != nil {
 		return
 	}
-	e.resp = Response{Status: status, Header: header.Clone(), Body: body}
+	e.resp = r
 	e.expires = c.Now().Add(c.window)
 	e.elem = c.doneList.PushBack(e)
 	close(e.done)
@@ -206,6 +215,9 @@ func (c *Idempotency) Abort(tenant, requestID string) {
 	e.aborted = true
 	c.removeLocked(e)
 }
+
+// Window is how long an answer is replayed.
+func (c *Idempotency) Window() time.Duration { return c.window }
 
 // Len is how many ids the cache holds (in flight and completed).
 func (c *Idempotency) Len() int {

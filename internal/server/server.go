@@ -28,6 +28,7 @@ import (
 	"github.com/sluiceml/sluice/internal/gateway"
 	"github.com/sluiceml/sluice/internal/modelpkg"
 	"github.com/sluiceml/sluice/internal/records"
+	"github.com/sluiceml/sluice/internal/server/oipgrpc"
 	"github.com/sluiceml/sluice/internal/telemetry"
 	"github.com/sluiceml/sluice/internal/tenant"
 )
@@ -48,6 +49,10 @@ type Config struct {
 	// Workers lists worker processes for GET /v1/workers (nil: replicas
 	// run in this process).
 	Workers WorkerLister
+	Version string // the build's version (GET /v2)
+	// GRPCListener, when set, serves OIP v2 gRPC (internal/server/oipgrpc)
+	// beside HTTP, through the same gateway; Serve starts and stops it.
+	GRPCListener net.Listener
 }
 
 // Server serves the public API.
@@ -57,7 +62,6 @@ type Server struct {
 	gw       *gateway.Gateway
 	log      *slog.Logger
 	draining atomic.Bool
-	idem     *records.Idempotency
 	mux      *http.ServeMux
 	handler  http.Handler // what the listener serves: mux (tests may wrap it)
 }
@@ -80,11 +84,12 @@ func New(cfg Config, ctl *control.Controller) *Server {
 		cfg.IdempotencyWindow = 10 * time.Minute
 	}
 	s := &Server{cfg: cfg, ctl: ctl, gw: &gateway.Gateway{Table: ctl.Table, MaxDeadline: cfg.MaxDeadline, Stats: ctl.Stats,
-		Shadows: gateway.NewShadows(ctl.Stats, cfg.Logger, 2, 256, 2*time.Second), Metrics: cfg.Metrics}, log: cfg.Logger, mux: http.NewServeMux()}
+		Shadows: gateway.NewShadows(ctl.Stats, cfg.Logger, 2, 256, 2*time.Second), Metrics: cfg.Metrics,
+		Records: cfg.Records, Log: cfg.Logger}, log: cfg.Logger, mux: http.NewServeMux()}
 	s.handler = s.mux
 	s.gw.Shadows.Metrics = cfg.Metrics
 	if cfg.IdempotencyWindow > 0 {
-		s.idem = records.NewIdempotency(cfg.IdempotencyWindow, 100_000)
+		s.gw.Idem = records.NewIdempotency(cfg.IdempotencyWindow, 100_000)
 	}
 	if cfg.Metrics != nil {
 		s.mux.Handle("GET /metrics", cfg.Metrics.Handler())
@@ -96,6 +101,8 @@ func New(cfg Config, ctl *control.Controller) *Server {
 	s.mux.HandleFunc("/v1/workers", s.wrap(onlyGet(s.listWorkers)))
 	s.mux.HandleFunc("/v1/models/", s.wrap(s.models))
 	s.mux.HandleFunc("/v1/deployments/", s.wrap(s.deployments))
+	s.mux.HandleFunc("/v2", s.wrapV2(s.routeV2))
+	s.mux.HandleFunc("/v2/", s.wrapV2(s.routeV2))
 	s.mux.HandleFunc("/", s.wrap(func(w http.ResponseWriter, r *http.Request) error {
 		return errs.New(errs.NotFound, "no route for %s %s (see docs/api.md)", r.Method, r.URL.Path)
 	}))
@@ -137,29 +144,6 @@ func (s *Server) HTTPServer() *http.Server {
 
 type ctxKey struct{}
 
-type traceKey struct{}
-
-// parseTraceparent accepts a W3C traceparent header
-// ("00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>") and returns its
-// trace id; anything malformed is ignored, as the spec asks.
-func parseTraceparent(h string) (string, bool) {
-	parts := strings.Split(strings.TrimSpace(h), "-")
-	if len(parts) < 4 || len(parts[0]) != 2 || parts[0] == "ff" || len(parts[1]) != 32 || len(parts[2]) != 16 || len(parts[3]) != 2 {
-		return "", false
-	}
-	for _, p := range parts[:4] {
-		if _, err := hex.DecodeString(p); err != nil || strings.ToLower(p) != p {
-			return "", false
-		}
-	}
-	if parts[1] == strings.Repeat("0", 32) || parts[2] == strings.Repeat("0", 16) {
-		return "", false
-	}
-	return parts[1], true
-}
-
-func traceID(r *http.Request) string { t, _ := r.Context().Value(traceKey{}).(string); return t }
-
 type handler func(w http.ResponseWriter, r *http.Request) error
 
 // wrap assigns the request id and renders a returned error.
@@ -175,11 +159,6 @@ func (s *Server) wrap(h handler) http.HandlerFunc {
 		}
 		w.Header().Set("X-Request-Id", id)
 		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, id))
-		if tp := r.Header.Get("traceparent"); tp != "" {
-			if trace, ok := parseTraceparent(tp); ok {
-				r = r.WithContext(context.WithValue(r.Context(), traceKey{}, trace))
-			}
-		}
 		if err := h(w, r); err != nil {
 			s.writeError(w, r, id, err)
 		}
@@ -262,9 +241,18 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 }
 
 // authenticate resolves the caller's tenant from the Authorization header.
+// Without a tenants file every caller is tenant.Default, passed on
+// explicitly: the gateway has no implicit tenant.
 func (s *Server) authenticate(r *http.Request) (*tenant.Tenant, error) {
+	if s.cfg.Tenants == nil {
+		return tenant.Default, nil
+	}
 	return s.cfg.Tenants.Authenticate(r.Header.Get("Authorization"))
 }
+
+// Gateway is the gateway the server's predict calls go through; other
+// transports (OIP gRPC) serve with the same one.
+func (s *Server) Gateway() *gateway.Gateway { return s.gw }
 
 // models routes everything under /v1/models/.
 func (s *Server) models(w http.ResponseWriter, r *http.Request) error {
@@ -544,8 +532,19 @@ func (s *Server) getVersion(w http.ResponseWriter, r *http.Request, model string
 // grace), then the controller drains and unloads every version.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration) error {
 	hs := s.HTTPServer()
-	errc := make(chan error, 1)
+	errc := make(chan error, 2)
 	go func() { errc <- hs.Serve(ln) }()
+	var gs *oipgrpc.Server
+	if s.cfg.GRPCListener != nil {
+		gs = oipgrpc.New(oipgrpc.Config{Tenants: s.cfg.Tenants, MaxDeadline: s.cfg.MaxDeadline, MaxRecvBytes: int(s.cfg.MaxBodyBytes),
+			Version: s.cfg.Version, Logger: s.log}, s.gw, s)
+		go func() {
+			if err := gs.Serve(s.cfg.GRPCListener); err != nil {
+				errc <- err
+			}
+		}()
+		s.log.Info("serving grpc", "grpc_addr", s.cfg.GRPCListener.Addr().String())
+	}
 	rctx, stopRecords := context.WithCancel(context.Background())
 	recordsDone := make(chan struct{})
 	go func() {
@@ -564,7 +563,15 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 	s.log.Info("shutting down: not ready, finishing in-flight requests", "grace", grace)
 	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
+	grpcDone := make(chan struct{})
+	go func() {
+		defer close(grpcDone)
+		if gs != nil {
+			gs.Stop(sctx) // graceful within the same grace as HTTP
+		}
+	}()
 	err := hs.Shutdown(sctx)
+	<-grpcDone
 	s.gw.Shadows.Close()
 	if cerr := s.ctl.Close(sctx); cerr != nil && err == nil {
 		err = cerr

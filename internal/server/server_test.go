@@ -33,6 +33,13 @@ func newTestServer(t *testing.T, cfg Config) *httptest.Server {
 // newTestServerFS serves the packages in fsys and returns the controller too.
 func newTestServerFS(t *testing.T, cfg Config, fsys fs.FS) (*httptest.Server, *control.Controller) {
 	t.Helper()
+	ts, ctl, _ := newTestServerAll(t, cfg, fsys)
+	return ts, ctl
+}
+
+// newTestServerAll is newTestServerFS that returns the *Server too.
+func newTestServerAll(t *testing.T, cfg Config, fsys fs.FS) (*httptest.Server, *control.Controller, *Server) {
+	t.Helper()
 	store, err := registry.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +73,7 @@ func newTestServerFS(t *testing.T, cfg Config, fsys fs.FS) (*httptest.Server, *c
 		ctl.Close(context.Background())
 		store.Close()
 	})
-	return ts, ctl
+	return ts, ctl, s
 }
 
 type result struct {

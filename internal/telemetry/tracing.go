@@ -2,8 +2,10 @@ package telemetry
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
 	"net/url"
+	"strings"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -41,3 +43,22 @@ func StartTracing(ctx context.Context, endpoint string, build BuildInfo) (func(c
 // Tracer returns Sluice's tracer from the global provider (a no-op until
 // StartTracing).
 func Tracer() trace.Tracer { return otel.Tracer(TracerName) }
+
+// ParseTraceparent accepts a W3C traceparent header
+// ("00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>") and returns its
+// trace id; anything malformed is ignored, as the spec asks.
+func ParseTraceparent(h string) (string, bool) {
+	parts := strings.Split(strings.TrimSpace(h), "-")
+	if len(parts) < 4 || len(parts[0]) != 2 || parts[0] == "ff" || len(parts[1]) != 32 || len(parts[2]) != 16 || len(parts[3]) != 2 {
+		return "", false
+	}
+	for _, p := range parts[:4] {
+		if _, err := hex.DecodeString(p); err != nil || strings.ToLower(p) != p {
+			return "", false
+		}
+	}
+	if parts[1] == strings.Repeat("0", 32) || parts[2] == strings.Repeat("0", 16) {
+		return "", false
+	}
+	return parts[1], true
+}

@@ -31,6 +31,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -379,6 +380,11 @@ func (m *Model) callError(ctx context.Context, call string, err error) error {
 	st, _ := status.FromError(err)
 	if ctx.Err() != nil {
 		return fmt.Errorf("oip: %s: %s: %w (gRPC %s)", m.where, call, ctx.Err(), st.Code())
+	}
+	if dl, ok := ctx.Deadline(); ok && st.Code() == codes.DeadlineExceeded && time.Until(dl) < m.ep.Timeout.Duration {
+		// The caller's deadline was the shorter one; gRPC may see it pass a
+		// moment before ctx does.
+		return fmt.Errorf("oip: %s: %s: %w (gRPC %s)", m.where, call, context.DeadlineExceeded, st.Code())
 	}
 	if st.Code() == codes.DeadlineExceeded {
 		return fmt.Errorf("oip: %s: %s: no answer within the endpoint timeout %v (gRPC %s)", m.where, call, m.ep.Timeout.Duration, st.Code())

@@ -1,0 +1,67 @@
+package oip
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/sluiceml/sluice/internal/errs"
+	"github.com/sluiceml/sluice/internal/schema"
+)
+
+func ints(xs ...string) []schema.Value {
+	out := make([]schema.Value, len(xs))
+	for i, x := range xs {
+		out[i] = schema.Value{Kind: schema.Number, Text: x}
+	}
+	return out
+}
+
+// TestSequencePadding: rows of an [n,L] tensor are right-padded with -1;
+// the schema then checks each row as /v1 checks an instance's tokens.
+func TestSequencePadding(t *testing.T) {
+	sch, probs := schema.Compile([]schema.Field{{Name: "tokens", Type: schema.TypeSequence, MaxLength: 4}}, nil)
+	if len(probs) > 0 {
+		t.Fatal(probs)
+	}
+	cases := []struct {
+		name  string
+		t     Tensor
+		want  []string // tokens per row, joined
+		error string
+	}{
+		{"padded", Tensor{Name: "tokens", Datatype: INT64, Shape: []int64{2, 3}, Data: ints("5", "17", "3", "9", "-1", "-1")}, []string{"5 17 3", "9"}, ""},
+		{"one column is a length-1 sequence", Tensor{Name: "tokens", Datatype: INT32, Shape: []int64{2, 1}, Data: ints("5", "6")}, []string{"5", "6"}, ""},
+		{"pad inside", Tensor{Name: "tokens", Datatype: INT64, Shape: []int64{1, 3}, Data: ints("5", "-1", "3")}, nil, `input "tokens" row 0 element 1: token id must be in [0, 2^31), got -1`},
+		{"all padding", Tensor{Name: "tokens", Datatype: INT64, Shape: []int64{1, 2}, Data: ints("-1", "-1")}, nil, `input "tokens" row 0: must hold at least 1 token id`},
+		{"too long", Tensor{Name: "tokens", Datatype: INT64, Shape: []int64{1, 5}, Data: ints("1", "2", "3", "4", "5")}, nil, `input "tokens" row 0: has 5 token ids, maxLength is 4`},
+		{"rank 1", Tensor{Name: "tokens", Datatype: INT64, Shape: []int64{2}, Data: ints("1", "2")}, nil, `input "tokens": shape [2]: a sequence tensor is [n,L]`},
+		{"fp32", Tensor{Name: "tokens", Datatype: FP32, Shape: []int64{1, 1}, Data: ints("1")}, nil, `input "tokens": datatype FP32 does not fit field type sequence`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			insts, err := Instances([]Tensor{c.t}, sch)
+			if err == nil {
+				for i, inst := range insts {
+					_, err = sch.Tokens("instances["+string(rune('0'+i))+"]", inst)
+					if err != nil {
+						break
+					}
+				}
+			}
+			if c.error != "" {
+				if err == nil || !strings.Contains(Message(errs.As(err)), c.error) {
+					t.Fatalf("error %v, want %q", err, c.error)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, inst := range insts {
+				if got := strings.Join(inst[0].Value.Items, " "); got != c.want[i] {
+					t.Errorf("row %d: %q, want %q", i, got, c.want[i])
+				}
+			}
+		})
+	}
+}

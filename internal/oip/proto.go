@@ -1,0 +1,237 @@
+package oip
+
+import (
+	"encoding/binary"
+	"math"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/sluiceml/sluice/internal/errs"
+	"github.com/sluiceml/sluice/internal/gateway"
+	pb "github.com/sluiceml/sluice/internal/oip/inferencepb"
+	"github.com/sluiceml/sluice/internal/schema"
+)
+
+// FromProto decodes a gRPC infer request: typed contents, or
+// raw_input_contents (little-endian; BYTES elements with a 4-byte length
+// prefix) for every input, sized exactly. raw reports the latter, so that
+// the response answers in kind.
+func FromProto(req *pb.ModelInferRequest, maxDeadline time.Duration) (out *Request, raw bool, err error) {
+	out = &Request{ID: req.Id}
+	if req.Id != "" && !ValidID(req.Id) {
+		return nil, false, errs.Field(errs.InvalidArgument, "id", "must be 1 to 128 printable ASCII characters without spaces")
+	}
+	for _, k := range sortedKeys(req.Parameters) {
+		var tok any
+		switch p := req.Parameters[k].GetParameterChoice().(type) {
+		case *pb.InferParameter_StringParam:
+			tok = p.StringParam
+		case *pb.InferParameter_Int64Param:
+			tok = p.Int64Param
+		case *pb.InferParameter_BoolParam:
+			tok = p.BoolParam
+		}
+		if err := requestParam(out, k, tok, maxDeadline); err != nil {
+			return nil, false, err
+		}
+	}
+	if len(req.Inputs) > MaxTensors {
+		return nil, false, errs.Field(errs.InvalidArgument, "inputs", "%d input tensors, at most %d", len(req.Inputs), MaxTensors)
+	}
+	raw = len(req.RawInputContents) > 0
+	if raw && len(req.RawInputContents) != len(req.Inputs) {
+		return nil, false, errs.New(errs.InvalidArgument, "raw_input_contents has %d entries for %d inputs: send one per input, in order, or none", len(req.RawInputContents), len(req.Inputs))
+	}
+	for i, in := range req.Inputs {
+		name := in.Name
+		if name == "" {
+			return nil, false, errs.New(errs.InvalidArgument, "inputs[%d]: name is required", i)
+		}
+		if len(in.Parameters) > 0 {
+			return nil, false, tensorErr(name, "unknown parameter %q (input tensors take none)", sortedKeys(in.Parameters)[0])
+		}
+		t := Tensor{Name: name, Datatype: in.Datatype, Shape: in.Shape}
+		if t.Shape == nil {
+			t.Shape = []int64{}
+		}
+		if err := checkDatatype(name, in.Datatype); err != nil {
+			return nil, false, err
+		}
+		n, err := elements(name, t.Shape)
+		if err != nil {
+			return nil, false, err
+		}
+		if raw {
+			if in.Contents != nil && !emptyContents(in.Contents) {
+				return nil, false, tensorErr(name, "has both contents and raw_input_contents")
+			}
+			t.Data, err = fromRaw(name, in.Datatype, n, req.RawInputContents[i])
+		} else {
+			t.Data, err = fromContents(name, in.Datatype, in.Contents)
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		if err := CheckTensor(&t); err != nil {
+			return nil, false, err
+		}
+		out.Inputs = append(out.Inputs, t)
+	}
+	for i, o := range req.Outputs {
+		if o.Name == "" {
+			return nil, false, errs.New(errs.InvalidArgument, "outputs[%d]: name is required", i)
+		}
+		if len(o.Parameters) > 0 {
+			return nil, false, errs.New(errs.InvalidArgument, "output %q: parameter %q is not supported", o.Name, sortedKeys(o.Parameters)[0])
+		}
+		out.Outputs = append(out.Outputs, o.Name)
+	}
+	return out, raw, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func emptyContents(c *pb.InferTensorContents) bool {
+	return len(c.BoolContents) == 0 && len(c.IntContents) == 0 && len(c.Int64Contents) == 0 && len(c.UintContents) == 0 &&
+		len(c.Uint64Contents) == 0 && len(c.Fp32Contents) == 0 && len(c.Fp64Contents) == 0 && len(c.BytesContents) == 0
+}
+
+func num(s string) schema.Value { return schema.Value{Kind: schema.Number, Text: s} }
+
+// fromContents reads typed contents: exactly the field of the datatype.
+func fromContents(name, dt string, c *pb.InferTensorContents) ([]schema.Value, error) {
+	if c == nil {
+		c = &pb.InferTensorContents{}
+	}
+	want := map[string]string{BOOL: "bool_contents", INT32: "int_contents", INT64: "int64_contents", FP32: "fp32_contents", FP64: "fp64_contents", BYTES: "bytes_contents"}[dt]
+	for field, n := range map[string]int{"bool_contents": len(c.BoolContents), "int_contents": len(c.IntContents), "int64_contents": len(c.Int64Contents),
+		"uint_contents": len(c.UintContents), "uint64_contents": len(c.Uint64Contents), "fp32_contents": len(c.Fp32Contents),
+		"fp64_contents": len(c.Fp64Contents), "bytes_contents": len(c.BytesContents)} {
+		if n > 0 && field != want {
+			return nil, tensorErr(name, "datatype %s is sent in %s, not %s", dt, want, field)
+		}
+	}
+	var out []schema.Value
+	switch dt {
+	case BOOL:
+		for _, v := range c.BoolContents {
+			out = append(out, schema.Value{Kind: schema.Bool, Bool: v})
+		}
+	case INT32:
+		for _, v := range c.IntContents {
+			out = append(out, num(strconv.FormatInt(int64(v), 10)))
+		}
+	case INT64:
+		for _, v := range c.Int64Contents {
+			out = append(out, num(strconv.FormatInt(v, 10)))
+		}
+	case FP32:
+		for _, v := range c.Fp32Contents {
+			out = append(out, num(FormatFloat32(v)))
+		}
+	case FP64:
+		for _, v := range c.Fp64Contents {
+			out = append(out, num(strconv.FormatFloat(v, 'g', -1, 64)))
+		}
+	case BYTES:
+		for _, v := range c.BytesContents {
+			out = append(out, schema.Value{Kind: schema.String, Text: string(v)})
+		}
+	}
+	return out, nil
+}
+
+// fromRaw reads n elements of little-endian raw contents, sized exactly.
+func fromRaw(name, dt string, n int64, b []byte) ([]schema.Value, error) {
+	size := map[string]int64{BOOL: 1, INT32: 4, INT64: 8, FP32: 4, FP64: 8}[dt]
+	if dt != BYTES && int64(len(b)) != n*size {
+		return nil, tensorErr(name, "raw_input_contents has %d bytes; %d %s elements need %d", len(b), n, dt, n*size)
+	}
+	out := make([]schema.Value, 0, n)
+	if dt == BYTES {
+		for i := int64(0); i < n; i++ {
+			if len(b) < 4 {
+				return nil, tensorErr(name, "raw_input_contents ends inside element %d's length prefix", i)
+			}
+			l := binary.LittleEndian.Uint32(b)
+			b = b[4:]
+			if uint64(l) > uint64(len(b)) {
+				return nil, tensorErr(name, "raw_input_contents element %d claims %d bytes, %d remain", i, l, len(b))
+			}
+			out = append(out, schema.Value{Kind: schema.String, Text: string(b[:l])})
+			b = b[l:]
+		}
+		if len(b) != 0 {
+			return nil, tensorErr(name, "raw_input_contents has %d bytes after its %d elements", len(b), n)
+		}
+		return out, nil
+	}
+	for i := int64(0); i < n; i++ {
+		e := b[i*size : (i+1)*size]
+		switch dt {
+		case BOOL:
+			if e[0] > 1 {
+				return nil, tensorErr(name, "element %d: BOOL byte %d is neither 0 nor 1", i, e[0])
+			}
+			out = append(out, schema.Value{Kind: schema.Bool, Bool: e[0] == 1})
+		case INT32:
+			out = append(out, num(strconv.FormatInt(int64(int32(binary.LittleEndian.Uint32(e))), 10)))
+		case INT64:
+			out = append(out, num(strconv.FormatInt(int64(binary.LittleEndian.Uint64(e)), 10)))
+		case FP32:
+			out = append(out, num(FormatFloat32(math.Float32frombits(binary.LittleEndian.Uint32(e)))))
+		case FP64:
+			out = append(out, num(strconv.FormatFloat(math.Float64frombits(binary.LittleEndian.Uint64(e)), 'g', -1, 64)))
+		}
+	}
+	return out, nil
+}
+
+// ToProto renders a prediction as a gRPC infer response: the columns cols
+// as FP32 tensors of shape [n], in raw_output_contents (little-endian) when
+// raw, else in fp32_contents.
+func ToProto(p *gateway.Prediction, id string, cols []int, raw bool) *pb.ModelInferResponse {
+	n := p.Out.Rows
+	resp := &pb.ModelInferResponse{ModelName: p.Model, ModelVersion: strconv.Itoa(p.Version), Id: id,
+		Parameters: map[string]*pb.InferParameter{"schema_version": {ParameterChoice: &pb.InferParameter_StringParam{StringParam: p.InputSchema}}}}
+	for _, j := range cols {
+		vals := make([]float32, n)
+		for i := 0; i < n; i++ {
+			vals[i] = p.Out.Data[i*p.Out.Cols+j]
+		}
+		o := &pb.ModelInferResponse_InferOutputTensor{Name: p.Outputs[j], Datatype: FP32, Shape: []int64{int64(n)}}
+		if raw {
+			b := make([]byte, 4*n)
+			for i, v := range vals {
+				binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
+			}
+			resp.RawOutputContents = append(resp.RawOutputContents, b)
+		} else {
+			o.Contents = &pb.InferTensorContents{Fp32Contents: vals}
+		}
+		resp.Outputs = append(resp.Outputs, o)
+	}
+	return resp
+}
+
+// MetadataProto is md as a gRPC ModelMetadataResponse.
+func MetadataProto(md Metadata) *pb.ModelMetadataResponse {
+	out := &pb.ModelMetadataResponse{Name: md.Name, Versions: md.Versions, Platform: md.Platform}
+	conv := func(ts []TensorMeta) []*pb.ModelMetadataResponse_TensorMetadata {
+		var o []*pb.ModelMetadataResponse_TensorMetadata
+		for _, t := range ts {
+			o = append(o, &pb.ModelMetadataResponse_TensorMetadata{Name: t.Name, Datatype: t.Datatype, Shape: t.Shape})
+		}
+		return o
+	}
+	out.Inputs, out.Outputs = conv(md.Inputs), conv(md.Outputs)
+	return out
+}

@@ -1,0 +1,476 @@
+package oip
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/sluiceml/sluice/internal/errs"
+	"github.com/sluiceml/sluice/internal/gateway"
+	"github.com/sluiceml/sluice/internal/schema"
+)
+
+// maxDepth bounds how deeply a tensor's "data" may nest.
+const maxDepth = 32
+
+// DecodeJSON decodes an OIP v2 REST infer body strictly:
+//
+//	{"id": "...", "parameters": {"deadline_ms": 50, "routing_key": "..."},
+//	 "inputs": [{"name": "...", "shape": [n], "datatype": "FP32", "data": [...]}],
+//	 "outputs": [{"name": "..."}]}
+//
+// Unknown and duplicate keys, unknown parameters, nested objects and
+// trailing data are errors; "data" may be flat or nested (row-major). The
+// tensors' shapes and datatypes are checked here; their fit to the model's
+// fields is checked by Instances.
+func DecodeJSON(body []byte, maxDeadline time.Duration) (*Request, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if err := schema.ExpectDelim(dec, '{', ""); err != nil {
+		return nil, err
+	}
+	out := &Request{}
+	seen := map[string]bool{}
+	for dec.More() {
+		key, err := schema.ObjectKey(dec, "")
+		if err != nil {
+			return nil, err
+		}
+		if seen[key] {
+			return nil, errs.Field(errs.InvalidArgument, key, "duplicate key")
+		}
+		seen[key] = true
+		switch key {
+		case "id":
+			if out.ID, err = readString(dec, key); err != nil {
+				return nil, err
+			}
+			if !ValidID(out.ID) {
+				return nil, errs.Field(errs.InvalidArgument, "id", "must be 1 to 128 printable ASCII characters without spaces")
+			}
+		case "parameters":
+			if err := readParams(dec, key, func(name string, tok json.Token) error {
+				return requestParam(out, name, tok, maxDeadline)
+			}); err != nil {
+				return nil, err
+			}
+		case "inputs":
+			if err := readArray(dec, key, func(i int) error {
+				if i >= MaxTensors {
+					return errs.Field(errs.InvalidArgument, "inputs", "more than %d input tensors", MaxTensors)
+				}
+				t, err := readTensor(dec, fmt.Sprintf("inputs[%d]", i))
+				if err != nil {
+					return err
+				}
+				out.Inputs = append(out.Inputs, t)
+				return nil
+			}); err != nil {
+				return nil, err
+			}
+		case "outputs":
+			if err := readArray(dec, key, func(i int) error {
+				if i >= MaxTensors {
+					return errs.Field(errs.InvalidArgument, "outputs", "more than %d output tensors", MaxTensors)
+				}
+				name, err := readOutput(dec, fmt.Sprintf("outputs[%d]", i))
+				if err != nil {
+					return err
+				}
+				out.Outputs = append(out.Outputs, name)
+				return nil
+			}); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, errs.Field(errs.InvalidArgument, key, "unknown key (expected id, parameters, inputs, outputs)")
+		}
+	}
+	if _, err := schema.JSONToken(dec, ""); err != nil { // '}'
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errs.New(errs.InvalidArgument, "malformed JSON: data after the top-level object")
+	}
+	if !seen["inputs"] {
+		return nil, errs.Field(errs.InvalidArgument, "inputs", "is required")
+	}
+	for i := range out.Inputs {
+		if err := CheckTensor(&out.Inputs[i]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// ValidID is the rule for a request id (as X-Request-Id's).
+func ValidID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] <= ' ' || id[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// requestParam applies one request-level parameter. tok is a string, a
+// json.Number, a bool, or (gRPC) an int64.
+func requestParam(out *Request, name string, tok any, maxDeadline time.Duration) error {
+	field := "parameters." + name
+	switch name {
+	case "deadline_ms":
+		var ms float64
+		switch x := tok.(type) {
+		case json.Number:
+			f, err := strconv.ParseFloat(string(x), 64)
+			if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+				return errs.Field(errs.InvalidArgument, field, "invalid number %s", x)
+			}
+			ms = f
+		case int64:
+			ms = float64(x)
+		default:
+			return errs.Field(errs.InvalidArgument, field, "expected a number of milliseconds")
+		}
+		if ms <= 0 {
+			return errs.Field(errs.InvalidArgument, field, "must be > 0, got %v", ms)
+		}
+		if ms > float64(maxDeadline)/float64(time.Millisecond) {
+			return errs.Field(errs.InvalidArgument, field, "must be at most %d (the server's maximum deadline), got %v", maxDeadline.Milliseconds(), ms)
+		}
+		out.DeadlineMs = ms
+	case "routing_key":
+		rk, ok := tok.(string)
+		if !ok || rk == "" || len(rk) > 256 {
+			return errs.Field(errs.InvalidArgument, field, "must be a string of 1 to 256 characters")
+		}
+		out.RoutingKey = rk
+	default:
+		return errs.Field(errs.InvalidArgument, field, "unknown parameter (expected deadline_ms, routing_key)")
+	}
+	return nil
+}
+
+// Deadline is the request's deadline_ms as a duration (0: absent).
+func (r *Request) Deadline() time.Duration {
+	return time.Duration(r.DeadlineMs * float64(time.Millisecond))
+}
+
+func readString(dec *json.Decoder, path string) (string, error) {
+	tok, err := schema.JSONToken(dec, path)
+	if err != nil {
+		return "", err
+	}
+	s, ok := tok.(string)
+	if !ok {
+		return "", errs.Field(errs.InvalidArgument, path, "expected a string")
+	}
+	return s, nil
+}
+
+// readArray reads an array, calling elem for each element (which reads it).
+func readArray(dec *json.Decoder, path string, elem func(i int) error) error {
+	if err := schema.ExpectDelim(dec, '[', path); err != nil {
+		return err
+	}
+	for i := 0; dec.More(); i++ {
+		if err := elem(i); err != nil {
+			return err
+		}
+	}
+	_, err := schema.JSONToken(dec, path) // ']'
+	return err
+}
+
+// readParams reads a parameters object of scalar values.
+func readParams(dec *json.Decoder, path string, set func(name string, tok json.Token) error) error {
+	if err := schema.ExpectDelim(dec, '{', path); err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		k, err := schema.ObjectKey(dec, path)
+		if err != nil {
+			return err
+		}
+		fp := path + "." + k
+		if seen[k] {
+			return errs.Field(errs.InvalidArgument, fp, "duplicate key")
+		}
+		seen[k] = true
+		tok, err := schema.JSONToken(dec, fp)
+		if err != nil {
+			return err
+		}
+		if _, ok := tok.(json.Delim); ok {
+			return errs.Field(errs.InvalidArgument, fp, "a parameter is a string, number or boolean")
+		}
+		if err := set(k, tok); err != nil {
+			return err
+		}
+	}
+	_, err := schema.JSONToken(dec, path) // '}'
+	return err
+}
+
+func readTensor(dec *json.Decoder, path string) (Tensor, error) {
+	var t Tensor
+	if err := schema.ExpectDelim(dec, '{', path); err != nil {
+		return t, err
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		k, err := schema.ObjectKey(dec, path)
+		if err != nil {
+			return t, err
+		}
+		where := path
+		if t.Name != "" {
+			where = fmt.Sprintf("input %q", t.Name)
+		}
+		if seen[k] {
+			return t, errs.New(errs.InvalidArgument, "%s: duplicate key %q", where, k)
+		}
+		seen[k] = true
+		switch k {
+		case "name":
+			if t.Name, err = readString(dec, path+".name"); err != nil {
+				return t, err
+			}
+			if t.Name == "" {
+				return t, errs.New(errs.InvalidArgument, "%s: name must not be empty", path)
+			}
+		case "datatype":
+			if t.Datatype, err = readString(dec, where+".datatype"); err != nil {
+				return t, err
+			}
+		case "shape":
+			if err := readArray(dec, where+".shape", func(i int) error {
+				tok, err := schema.JSONToken(dec, where+".shape")
+				if err != nil {
+					return err
+				}
+				num, ok := tok.(json.Number)
+				d, perr := strconv.ParseInt(string(num), 10, 64)
+				if !ok || perr != nil || d < 0 {
+					return errs.New(errs.InvalidArgument, "%s: shape holds non-negative integers", where)
+				}
+				if i >= 8 {
+					return errs.New(errs.InvalidArgument, "%s: shape has more than 8 dimensions", where)
+				}
+				t.Shape = append(t.Shape, d)
+				return nil
+			}); err != nil {
+				return t, err
+			}
+			if t.Shape == nil {
+				t.Shape = []int64{}
+			}
+		case "parameters":
+			if err := readParams(dec, where+".parameters", func(name string, _ json.Token) error {
+				return errs.New(errs.InvalidArgument, "%s: unknown parameter %q (input tensors take none)", where, name)
+			}); err != nil {
+				return t, err
+			}
+		case "data":
+			if err := schema.ExpectDelim(dec, '[', where+".data"); err != nil {
+				return t, err
+			}
+			if t.Data, err = readData(dec, where, t.Data[:0:0], 1); err != nil {
+				return t, err
+			}
+			if t.Data == nil {
+				t.Data = []schema.Value{}
+			}
+		default:
+			return t, errs.New(errs.InvalidArgument, "%s: unknown key %q (expected name, shape, datatype, parameters, data)", where, k)
+		}
+	}
+	if _, err := schema.JSONToken(dec, path); err != nil { // '}'
+		return t, err
+	}
+	where := fmt.Sprintf("input %q", t.Name)
+	switch {
+	case t.Name == "":
+		return t, errs.New(errs.InvalidArgument, "%s: name is required", path)
+	case !seen["datatype"]:
+		return t, errs.New(errs.InvalidArgument, "%s: datatype is required", where)
+	case !seen["shape"]:
+		return t, errs.New(errs.InvalidArgument, "%s: shape is required", where)
+	case !seen["data"]:
+		return t, errs.New(errs.InvalidArgument, "%s: data is required", where)
+	}
+	return t, nil
+}
+
+// readData reads the rest of an array whose '[' was read, flattening
+// nested arrays.
+func readData(dec *json.Decoder, where string, out []schema.Value, depth int) ([]schema.Value, error) {
+	if depth > maxDepth {
+		return nil, errs.New(errs.InvalidArgument, "%s: data nests deeper than %d", where, maxDepth)
+	}
+	for {
+		tok, err := schema.JSONToken(dec, where+".data")
+		if err != nil {
+			return nil, err
+		}
+		if len(out) >= MaxElements {
+			return nil, errs.New(errs.InvalidArgument, "%s: more than %d elements", where, MaxElements)
+		}
+		switch x := tok.(type) {
+		case json.Delim:
+			switch x {
+			case ']':
+				return out, nil
+			case '[':
+				if out, err = readData(dec, where, out, depth+1); err != nil {
+					return nil, err
+				}
+			default:
+				return nil, errs.New(errs.InvalidArgument, "%s: element %d: objects are not tensor elements", where, len(out))
+			}
+		case json.Number:
+			out = append(out, schema.Value{Kind: schema.Number, Text: string(x)})
+		case string:
+			out = append(out, schema.Value{Kind: schema.String, Text: x})
+		case bool:
+			out = append(out, schema.Value{Kind: schema.Bool, Bool: x})
+		default:
+			return nil, errs.New(errs.InvalidArgument, "%s: element %d: null is not a tensor element", where, len(out))
+		}
+	}
+}
+
+func readOutput(dec *json.Decoder, path string) (string, error) {
+	if err := schema.ExpectDelim(dec, '{', path); err != nil {
+		return "", err
+	}
+	name := ""
+	seen := map[string]bool{}
+	for dec.More() {
+		k, err := schema.ObjectKey(dec, path)
+		if err != nil {
+			return "", err
+		}
+		if seen[k] {
+			return "", errs.New(errs.InvalidArgument, "%s: duplicate key %q", path, k)
+		}
+		seen[k] = true
+		switch k {
+		case "name":
+			if name, err = readString(dec, path+".name"); err != nil {
+				return "", err
+			}
+		case "parameters":
+			if err := readParams(dec, path+".parameters", func(p string, tok json.Token) error {
+				if b, ok := tok.(bool); p == "binary_data" && ok && !b {
+					return nil
+				}
+				return errs.New(errs.InvalidArgument, "%s: parameter %q is not supported (outputs are JSON; binary_data must be false)", path, p)
+			}); err != nil {
+				return "", err
+			}
+		default:
+			return "", errs.New(errs.InvalidArgument, "%s: unknown key %q (expected name, parameters)", path, k)
+		}
+	}
+	if _, err := schema.JSONToken(dec, path); err != nil {
+		return "", err
+	}
+	if name == "" {
+		return "", errs.New(errs.InvalidArgument, "%s: name is required", path)
+	}
+	return name, nil
+}
+
+// EncodeJSON renders a prediction as an OIP v2 REST infer response, by
+// hand and deterministically (a replay is byte for byte): the columns cols
+// of the outputs as FP32 tensors of shape [n], NaN and infinities as null.
+func EncodeJSON(p *gateway.Prediction, id string, cols []int) []byte {
+	n := p.Out.Rows
+	b := make([]byte, 0, 128+len(cols)*(n*16+64))
+	b = append(b, `{"model_name":`...)
+	b = strconv.AppendQuote(b, p.Model)
+	b = append(b, `,"model_version":`...)
+	b = strconv.AppendQuote(b, strconv.Itoa(p.Version))
+	b = append(b, `,"id":`...)
+	b = strconv.AppendQuote(b, id)
+	b = append(b, `,"parameters":{"schema_version":`...)
+	b = strconv.AppendQuote(b, p.InputSchema)
+	b = append(b, `},"outputs":[`...)
+	for k, j := range cols {
+		if k > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"name":`...)
+		nm, _ := json.Marshal(p.Outputs[j])
+		b = append(b, nm...)
+		b = append(b, `,"datatype":"FP32","shape":[`...)
+		b = strconv.AppendInt(b, int64(n), 10)
+		b = append(b, `],"data":[`...)
+		for i := 0; i < n; i++ {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			v := p.Out.Data[i*p.Out.Cols+j]
+			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+				b = append(b, "null"...)
+			} else {
+				b = strconv.AppendFloat(b, float64(v), 'g', -1, 32)
+			}
+		}
+		b = append(b, "]}"...)
+	}
+	b = append(b, "]}\n"...)
+	return b
+}
+
+// EncodeError renders an error as the OIP v2 REST error body
+// {"error": "..."}.
+func EncodeError(e *errs.Error) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(struct {
+		Error string `json:"error"`
+	}{Message(e)})
+	return b.Bytes()
+}
+
+// Input is the one conversion of a decoded request (REST or gRPC) into the
+// gateway's input: the tensors are read with the schema of the version the
+// call would reach now (g.Spec), and the requested outputs are checked
+// against its outputs. routingHeader (X-Routing-Key; "" when absent)
+// overrides the routing_key parameter; id is the request id.
+func Input(g *gateway.Gateway, req *Request, model string, version int, id, routingHeader string) (gateway.Input, error) {
+	rk := req.RoutingKey
+	if routingHeader != "" {
+		if len(routingHeader) > 256 {
+			return gateway.Input{}, errs.Field(errs.InvalidArgument, "X-Routing-Key", "must be at most 256 characters, got %d", len(routingHeader))
+		}
+		rk = routingHeader
+	}
+	key := rk
+	if key == "" {
+		key = id
+	}
+	var sch *schema.Schema
+	if spec := g.Spec(model, version, key); spec != nil {
+		sch = spec.Schema
+		if _, err := SelectOutputs(spec.OutputNames, req.Outputs); err != nil {
+			return gateway.Input{}, err
+		}
+	}
+	insts, err := Instances(req.Inputs, sch)
+	if err != nil {
+		return gateway.Input{}, err
+	}
+	return gateway.Input{Instances: insts, Deadline: req.Deadline(), RoutingKey: rk}, nil
+}

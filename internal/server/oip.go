@@ -1,0 +1,259 @@
+package server
+
+import (
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/propagation"
+
+	"github.com/sluiceml/sluice/internal/errs"
+	"github.com/sluiceml/sluice/internal/gateway"
+	"github.com/sluiceml/sluice/internal/modelpkg"
+	"github.com/sluiceml/sluice/internal/oip"
+	"github.com/sluiceml/sluice/internal/routing"
+	"github.com/sluiceml/sluice/internal/tenant"
+)
+
+// Open Inference Protocol v2 REST: /v2 routes. Errors are the protocol's
+// {"error": "..."} body with the status of the one error table.
+
+// wrapV2 is wrap for /v2 routes: the request id, and errors rendered as
+// OIP error bodies.
+func (s *Server) wrapV2(h handler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s.wrap(func(w http.ResponseWriter, r *http.Request) error {
+			if err := h(w, r); err != nil {
+				s.renderOIPError(w, r, requestID(r), errs.As(err))
+			}
+			return nil
+		})(w, r)
+	}
+}
+
+func (s *Server) renderOIPError(w http.ResponseWriter, r *http.Request, id string, e *errs.Error) {
+	if e.Code == errs.Internal {
+		s.log.Error("request failed", "request_id", id, "path", r.URL.Path, "err", e)
+	}
+	if e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(errs.HTTPStatus(e.Code))
+	_, _ = w.Write(oip.EncodeError(e))
+}
+
+// ServerMetadata is GET /v2's answer.
+type serverMetadata struct {
+	Name       string   `json:"name"`
+	Version    string   `json:"version"`
+	Extensions []string `json:"extensions"`
+}
+
+func (s *Server) routeV2(w http.ResponseWriter, r *http.Request) error {
+	path := strings.TrimSuffix(r.URL.Path, "/")
+	get := func() error {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET")
+			return errs.New(errs.MethodNotAllowed, "%s %s is not allowed; use GET", r.Method, r.URL.Path)
+		}
+		return nil
+	}
+	switch path {
+	case "/v2":
+		if err := get(); err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, serverMetadata{Name: "sluice", Version: s.cfg.Version, Extensions: []string{}})
+		return nil
+	case "/v2/health/live":
+		if err := get(); err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, map[string]bool{"live": true})
+		return nil
+	case "/v2/health/ready":
+		if err := get(); err != nil {
+			return err
+		}
+		status := http.StatusOK
+		ready := s.Ready()
+		if !ready {
+			status = http.StatusServiceUnavailable
+		}
+		writeJSON(w, status, map[string]bool{"ready": ready})
+		return nil
+	}
+	rest, ok := strings.CutPrefix(path, "/v2/models/")
+	if !ok || rest == "" {
+		return errs.New(errs.NotFound, "no route for %s %s (see docs/api.md)", r.Method, r.URL.Path)
+	}
+	parts := strings.Split(rest, "/")
+	model, version, tail := parts[0], 0, parts[1:]
+	if len(tail) >= 2 && tail[0] == "versions" {
+		n, err := oip.ParseVersion(tail[1])
+		if err != nil {
+			return err
+		}
+		version, tail = n, tail[2:]
+	}
+	if len(tail) > 1 {
+		return errs.New(errs.NotFound, "no route for %s %s (see docs/api.md)", r.Method, r.URL.Path)
+	}
+	tn, err := s.authenticate(r)
+	if err != nil {
+		return err
+	}
+	if err := tn.Check(model); err != nil {
+		return err
+	}
+	switch {
+	case len(tail) == 0:
+		if err := get(); err != nil {
+			return err
+		}
+		md, err := s.OIPMetadata(model, version)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, md)
+		return nil
+	case tail[0] == "ready":
+		if err := get(); err != nil {
+			return err
+		}
+		ready, err := s.OIPModelReady(model, version)
+		if err != nil {
+			return err
+		}
+		status := http.StatusOK
+		if !ready {
+			status = http.StatusServiceUnavailable
+		}
+		writeJSON(w, status, struct {
+			Name  string `json:"name"`
+			Ready bool   `json:"ready"`
+		}{model, ready})
+		return nil
+	case tail[0] == "infer":
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", http.MethodPost)
+			return errs.New(errs.MethodNotAllowed, "%s %s is not allowed; use POST", r.Method, r.URL.Path)
+		}
+		s.oipInfer(w, r, tn, model, version)
+		return nil
+	}
+	return errs.New(errs.NotFound, "no route for %s %s (see docs/api.md)", r.Method, r.URL.Path)
+}
+
+// oipInfer serves POST /v2/models/{m}[/versions/{v}]/infer through the
+// gateway. The request id is X-Request-Id, else the body's "id", else
+// minted; either one the caller chose makes retries replay.
+func (s *Server) oipInfer(w http.ResponseWriter, r *http.Request, tn *tenant.Tenant, model string, version int) {
+	start := time.Now()
+	id := requestID(r)
+	idempotent := r.Header.Get("X-Request-Id") != ""
+	var req *oip.Request
+	body, derr := s.readJSONBody(w, r)
+	if derr == nil {
+		req, derr = oip.DecodeJSON(body, s.cfg.MaxDeadline)
+	}
+	respID := id
+	if derr == nil && req.ID != "" {
+		respID = req.ID
+		if !idempotent {
+			id, idempotent = req.ID, true
+			w.Header().Set("X-Request-Id", id)
+		}
+	}
+	var outputs []string
+	a := s.gw.Predict(r.Context(), gateway.Call{
+		Transport: gateway.OIPREST, Tenant: tn, RequestID: id, Idempotent: idempotent, IDField: "id",
+		Model: model, Version: version, Carrier: propagation.HeaderCarrier(r.Header), Received: start,
+		Decode: func() (gateway.Input, error) {
+			if derr != nil {
+				return gateway.Input{}, derr
+			}
+			in, err := oip.Input(s.gw, req, model, version, id, r.Header.Get("X-Routing-Key"))
+			outputs = req.Outputs
+			return in, err
+		},
+	})
+	if a.Err == nil {
+		if _, err := oip.SelectOutputs(a.Prediction.Outputs, outputs); err != nil {
+			// The version that answered lacks a requested output (its spec
+			// was not known when decoding): refuse rather than guess.
+			a = &gateway.Answer{RequestID: a.RequestID, ModelVersion: a.ModelVersion, Err: errs.As(err)}
+		}
+	}
+	if a.ModelVersion != "" {
+		w.Header().Set("X-Model-Version", a.ModelVersion)
+	}
+	if a.Replay {
+		w.Header().Set("Idempotent-Replay", "true")
+	}
+	if a.Err != nil {
+		s.renderOIPError(w, r, a.RequestID, a.Err)
+		return
+	}
+	cols, _ := oip.SelectOutputs(a.Prediction.Outputs, outputs)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(oip.EncodeJSON(a.Prediction, respID, cols))
+}
+
+// Ready is the server's readiness (/readyz, /v2/health/ready, gRPC
+// ServerReady and health).
+func (s *Server) Ready() bool {
+	ready, _, _ := s.ctl.Readiness()
+	return ready && !s.draining.Load()
+}
+
+// OIPMetadata is a model's (version 0) or a version's OIP metadata.
+func (s *Server) OIPMetadata(model string, version int) (oip.Metadata, error) {
+	var versions []int
+	var spec *modelpkg.Spec
+	serving := s.ctl.Table.Load().Serving(model)
+	for _, st := range s.ctl.Versions() { // sorted by model, then version
+		v := st.Version
+		if v.Model != model || (version > 0 && v.N != version) {
+			continue
+		}
+		versions = append(versions, v.N)
+		sp := st.Spec
+		if sp == nil {
+			if p, err := modelpkg.Parse(v.ID()+"/model.yaml", v.Manifest); err == nil {
+				sp = p
+			}
+		}
+		if version > 0 || v.N == serving || (serving == 0 && sp != nil) {
+			spec = sp // the version asked for, else the serving one, else the newest
+		}
+	}
+	if len(versions) == 0 {
+		if version > 0 {
+			return oip.Metadata{}, errs.New(errs.NotFound, "model version %s@%d not found", model, version)
+		}
+		return oip.Metadata{}, errs.New(errs.NotFound, "model %q not found", model)
+	}
+	return oip.MetadataOf(model, versions, spec), nil
+}
+
+// OIPModelReady reports whether a model (version 0: its deployment) or a
+// version can take predictions; an unknown one is not found.
+func (s *Server) OIPModelReady(model string, version int) (bool, error) {
+	if _, err := s.OIPMetadata(model, version); err != nil {
+		return false, err
+	}
+	t := s.ctl.Table.Load()
+	var tg *routing.Target
+	var err error
+	if version > 0 {
+		tg, err = t.Pinned(model, version)
+	} else {
+		tg, _, err = t.Pick(model, "")
+	}
+	return err == nil && tg != nil, nil
+}
