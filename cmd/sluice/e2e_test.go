@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -42,8 +43,27 @@ func TestMain(m *testing.M) {
 type proc struct {
 	cmd  *exec.Cmd
 	url  string
-	logs *strings.Builder
+	logs *syncLog
 	done chan error
+}
+
+// syncLog is a server's stderr as read so far; tests read it while the
+// reader goroutine appends.
+type syncLog struct {
+	mu sync.Mutex // guards b
+	b  strings.Builder
+}
+
+func (l *syncLog) WriteString(s string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b.WriteString(s)
+}
+
+func (l *syncLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 var addrRE = regexp.MustCompile(`msg=serving addr=(127\.0\.0\.1:\d+)`)
@@ -68,7 +88,7 @@ func startServer(t *testing.T, args ...string) *proc {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &proc{cmd: cmd, logs: &strings.Builder{}, done: make(chan error, 1)}
+	p := &proc{cmd: cmd, logs: &syncLog{}, done: make(chan error, 1)}
 	addr := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
