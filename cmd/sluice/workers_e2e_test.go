@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -312,5 +314,52 @@ func TestExitEveryModelLeavesGatewayUp(t *testing.T) {
 	}
 	t.Logf("syn (shard %v): %d answered, %d failed (5xx) while its workers died; %s (shard %v) answered all 40",
 		synShard, ok, failed, other, cluster.Shard(other, ids, 2))
+	srv.stop(t)
+}
+
+// A worker started on its own (`sluice worker --join`) attaches to a
+// server that runs no local workers (`--control-addr`), loads the models
+// and serves them; when it stops, the server answers 503 not_ready, not a
+// hang, and serves again once a worker joins again.
+func TestAttachedWorker(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	startWorker := func(id string) *exec.Cmd {
+		cmd := exec.Command(binary, "worker", "--join", addr, "--id", id, "--cache-dir", t.TempDir())
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
+		return cmd
+	}
+	w := startWorker("far-1") // it retries until the control plane listens
+	srv := startServer(t, "--data", t.TempDir(), "--control-addr", addr, "--workers", "0")
+	// Ready means the versions are ready on the worker; its next heartbeat
+	// (every 250 ms) shows them.
+	waitFor(t, 5*time.Second, func() bool { return holders(workers(t, srv.url), "fraud@1") == 1 })
+	wl := workers(t, srv.url)
+	if wl.Mode != "workers" || len(wl.Workers) != 1 || wl.Workers[0].ID != "far-1" || holders(wl, "fraud@1") != 1 {
+		t.Fatalf("workers: %+v", wl)
+	}
+	body := `{"instances":[{"amount":800.0,"accountAgeDays":91,"declines5m":3,"country":"US"}]}`
+	if status, out, err := postJSON(srv.url+"/v1/models/fraud:predict", body); err != nil || status != 200 || !strings.Contains(string(out), `"modelVersion":"fraud@1"`) {
+		t.Fatalf("predict through the attached worker: %d %v %s", status, err, out)
+	}
+	_ = w.Process.Signal(syscall.SIGTERM)
+	_, _ = w.Process.Wait()
+	waitFor(t, 10*time.Second, func() bool { return workers(t, srv.url).Workers[0].State == "down" })
+	status, out, _ := postJSON(srv.url+"/v1/models/fraud:predict", body)
+	if status != 503 || !strings.Contains(string(out), "not_ready") {
+		t.Fatalf("with no worker: %d %s", status, out)
+	}
+	startWorker("far-2")
+	waitFor(t, 10*time.Second, func() bool { return holders(workers(t, srv.url), "fraud@1") == 1 })
+	if status, out, err := postJSON(srv.url+"/v1/models/fraud:predict", body); err != nil || status != 200 {
+		t.Fatalf("after a new worker joined: %d %v %s", status, err, out)
+	}
 	srv.stop(t)
 }
