@@ -41,6 +41,7 @@ func newServeCmd() *cobra.Command {
 		workers             int
 		controlAddr         string
 		shardSize           int
+		pprofAddr           string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -92,6 +93,11 @@ func newServeCmd() *cobra.Command {
 				}()
 				log.Info("tracing on", "otlp_endpoint", otlpEndpoint)
 			}
+			stopPprof, err := startPprof(pprofAddr, log)
+			if err != nil {
+				return err
+			}
+			defer stopPprof()
 			var host control.Host // nil: replicas in this process
 			var pool *cluster.Pool
 			var sup *cluster.Supervisor
@@ -195,6 +201,7 @@ func newServeCmd() *cobra.Command {
 	f.DurationVar(&cfg.IdempotencyWindow, "idempotency-window", 10*time.Minute, "a retry with the same X-Request-Id within this window replays the first answer (negative: off)")
 	f.DurationVar(&grace, "grace", 30*time.Second, "how long shutdown waits for in-flight and queued requests")
 	f.IntVar(&workers, "workers", 0, "start and supervise N local worker processes that host the replicas (0: replicas in this process, no hop)")
+	f.StringVar(&pprofAddr, "pprof-addr", "", "serve Go profiles (/debug/pprof/) on this admin address, e.g. 127.0.0.1:6060 (default: off)")
 	f.IntVar(&shardSize, "shard-size", 2, "how many workers hold each model (its shard, chosen by rendezvous hashing of the model name)")
 	f.StringVar(&controlAddr, "control-addr", "", "where workers register (sluice worker --join ADDR); set it to attach workers started elsewhere (default with --workers: 127.0.0.1:0)")
 	return cmd

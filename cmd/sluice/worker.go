@@ -22,6 +22,7 @@ func newWorkerCmd() *cobra.Command {
 		logFormat, logLevel string
 		onnxLib             string
 		grace               time.Duration
+		pprofAddr           string
 	)
 	cmd := &cobra.Command{
 		Use:   "worker --join ADDR",
@@ -36,6 +37,11 @@ func newWorkerCmd() *cobra.Command {
 				onnx.SetLibraryPath(onnxLib)
 			}
 			allowWorkerOnlyRuntimes()
+			stopPprof, err := startPprof(pprofAddr, log)
+			if err != nil {
+				return err
+			}
+			defer stopPprof()
 			if cfg.ID == "" {
 				host, _ := os.Hostname()
 				cfg.ID = fmt.Sprintf("%s-%d", host, os.Getpid())
@@ -62,6 +68,7 @@ func newWorkerCmd() *cobra.Command {
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.DurationVar(&grace, "grace", 30*time.Second, "how long shutdown waits for queued work")
+	f.StringVar(&pprofAddr, "pprof-addr", "", "serve Go profiles (/debug/pprof/) on this admin address (default: off)")
 	return cmd
 }
 
