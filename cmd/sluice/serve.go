@@ -79,6 +79,9 @@ func newServeCmd() *cobra.Command {
 				return err
 			}
 			defer store.Close()
+			if d, ok := store.Artifacts.(*registry.Dir); ok && d.Removed() > 0 {
+				log.Info("deleted partial artifact writes left by an interrupted push", "files", d.Removed())
+			}
 			if otlpEndpoint != "" {
 				stopTracing, err := telemetry.StartTracing(cmd.Context(), otlpEndpoint, telemetry.BuildInfo{Version: version})
 				if err != nil {

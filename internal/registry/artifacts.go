@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 )
 
 // MaxArtifactBytes bounds what ReadArtifact reads into memory.
@@ -86,17 +88,58 @@ func (v *verifying) Read(p []byte) (int, error) {
 func (v *verifying) Close() error { return v.rc.Close() }
 
 // Dir is Artifacts in a local folder, content-addressed: the artifact sha
-// is the file sha256/<sha[:2]>/<sha> under the root.
+// is the file sha256/<sha[:2]>/<sha> under the root. One server owns the
+// folder: NewDir deletes the partial writes it finds there.
 type Dir struct {
-	root string
+	root    string
+	removed int // partial writes deleted by NewDir
 }
 
-// NewDir returns the artifact folder at root, creating it if needed.
+// tmpPrefix starts the name of an artifact being written (see Put).
+const tmpPrefix = ".tmp-"
+
+// NewDir returns the artifact folder at root, creating it if needed. It
+// deletes the temporary files a Put killed mid-write left behind (they are
+// never read: an artifact only appears under its hash by rename).
 func NewDir(root string) (*Dir, error) {
 	if err := os.MkdirAll(filepath.Join(root, "sha256"), 0o755); err != nil {
 		return nil, fmt.Errorf("registry: create artifact directory: %w", err)
 	}
-	return &Dir{root: root}, nil
+	d := &Dir{root: root}
+	if err := d.removePartials(); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// Removed is how many partial writes NewDir deleted.
+func (d *Dir) Removed() int { return d.removed }
+
+func (d *Dir) removePartials() error {
+	shards, err := os.ReadDir(filepath.Join(d.root, "sha256"))
+	if err != nil {
+		return fmt.Errorf("registry: read artifact directory: %w", err)
+	}
+	for _, sh := range shards {
+		if !sh.IsDir() {
+			continue
+		}
+		dir := filepath.Join(d.root, "sha256", sh.Name())
+		des, err := os.ReadDir(dir)
+		if err != nil {
+			return fmt.Errorf("registry: read artifact directory: %w", err)
+		}
+		for _, de := range des {
+			if !de.Type().IsRegular() || !strings.HasPrefix(de.Name(), tmpPrefix) {
+				continue
+			}
+			if err := os.Remove(filepath.Join(dir, de.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("registry: delete a partial artifact write: %w", err)
+			}
+			d.removed++
+		}
+	}
+	return nil
 }
 
 func (d *Dir) path(sha string) string {
@@ -171,7 +214,7 @@ func (d *Dir) Put(ctx context.Context, sha string, r io.Reader) error {
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return fmt.Errorf("registry: store artifact: %w", err)
 	}
-	f, err := os.CreateTemp(filepath.Dir(p), ".tmp-*")
+	f, err := os.CreateTemp(filepath.Dir(p), tmpPrefix+"*")
 	if err != nil {
 		return fmt.Errorf("registry: store artifact: %w", err)
 	}

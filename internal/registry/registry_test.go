@@ -142,3 +142,44 @@ func TestReopen(t *testing.T) {
 		t.Errorf("numbering after reopening: %+v", vs)
 	}
 }
+
+// A push killed mid-write (kill -9) leaves a temporary file beside the
+// artifacts; opening the folder again deletes it and keeps every artifact.
+func TestNewDirRemovesPartialWrites(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	d, err := registry.NewDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	art := []byte("weights")
+	sha := registrytest.SHA(art)
+	if err := d.Put(ctx, sha, bytes.NewReader(art)); err != nil {
+		t.Fatal(err)
+	}
+	shard := filepath.Join(root, "sha256", sha[:2])
+	partials := []string{filepath.Join(shard, ".tmp-123456"), filepath.Join(root, "sha256", "ff", ".tmp-99")}
+	for _, p := range partials {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("half an artif"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err = registry.NewDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range partials {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s is still there after NewDir (stat: %v)", p, err)
+		}
+	}
+	if d.Removed() != len(partials) {
+		t.Errorf("Removed() = %d, want %d", d.Removed(), len(partials))
+	}
+	if got, err := registry.ReadArtifact(ctx, d, sha); err != nil || !bytes.Equal(got, art) {
+		t.Errorf("the intact artifact after NewDir: %q, %v", got, err)
+	}
+}
