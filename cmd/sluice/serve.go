@@ -148,7 +148,11 @@ func newServeCmd() *cobra.Command {
 					log.Warn("--init-store: the damaged records database was moved aside; starting with no records", "moved_to", a)
 				}
 				cfg.RecordStore = rs
-				cfg.Records = records.NewWriter(rs, records.Config{Retention: retention, Logger: log})
+				w := records.NewWriter(rs, records.Config{Retention: retention, Logger: log})
+				cfg.Records = w
+				metrics.SetRecordDrops(func() telemetry.RecordDrops {
+					return telemetry.RecordDrops{BufferFull: w.Overflows(), WriteFailed: w.Failed()}
+				})
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()

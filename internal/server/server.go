@@ -250,6 +250,11 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 	ready, problems, warnings := s.ctl.Readiness()
+	if s.cfg.Records != nil {
+		if w := s.cfg.Records.Warning(); w != "" {
+			warnings = append(warnings, w) // records lost: still ready, predictions answer
+		}
+	}
 	if s.draining.Load() {
 		ready, problems = false, []string{"shutting down"}
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/sluiceml/sluice/internal/api"
 	"github.com/sluiceml/sluice/internal/control"
 	"github.com/sluiceml/sluice/internal/modelpkg"
+	"github.com/sluiceml/sluice/internal/records"
 	"github.com/sluiceml/sluice/internal/registry"
 	_ "github.com/sluiceml/sluice/internal/runtime/linear"
 	_ "github.com/sluiceml/sluice/internal/runtime/xgboost"
@@ -303,5 +304,36 @@ func TestReadinessIgnoresBrokenModel(t *testing.T) {
 	r := post(t, ts.URL+"/v1/models/bad:predict", "application/json", `{"instances":[{"x":1}]}`, nil)
 	if r.status != 503 || r.err.Code != "not_ready" || !strings.Contains(r.err.Message, "golden example 0") {
 		t.Errorf("failed model: %d %s %s", r.status, r.err.Code, r.err.Message)
+	}
+}
+
+// Dropped prediction records leave the server ready (predictions answer)
+// but /readyz lists a warning.
+func TestReadyzWarnsOfDroppedRecords(t *testing.T) {
+	w := records.NewWriter(nil, records.Config{Buffer: 1})
+	ts := newTestServer(t, Config{Records: w})
+	readyz := func() (int, api.Readiness) {
+		resp, err := http.Get(ts.URL + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var rd api.Readiness
+		json.NewDecoder(resp.Body).Decode(&rd)
+		return resp.StatusCode, rd
+	}
+	if st, rd := readyz(); st != 200 || len(rd.Warnings) != 0 {
+		t.Fatalf("before: %d %+v", st, rd)
+	}
+	// Not running: the buffer of one fills with the first answer.
+	for range 3 {
+		r := post(t, ts.URL+"/v1/models/fraud:predict", "application/json", `{"instances":[{"amount":800.0,"accountAgeDays":91,"declines5m":3,"country":"US"}]}`, nil)
+		if r.status != 200 {
+			t.Fatalf("predict with records dropped: %d %s", r.status, r.body)
+		}
+	}
+	st, rd := readyz()
+	if st != 200 || !rd.Ready || len(rd.Warnings) != 1 || !strings.Contains(rd.Warnings[0], "records are being dropped") {
+		t.Errorf("readyz with records dropped: %d %+v; want 200, ready, one warning", st, rd)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"syscall"
 	"time"
 )
 
@@ -94,6 +95,7 @@ func MoveAside(path string, now time.Time) (string, error) {
 // SQLite result codes (the primary code, the low byte of an extended one).
 const (
 	sqliteCorrupt = 11 // SQLITE_CORRUPT: "database disk image is malformed"
+	sqliteFull    = 13 // SQLITE_FULL: "database or disk is full"
 	sqliteNotADB  = 26 // SQLITE_NOTADB: "file is not a database"
 )
 
@@ -109,4 +111,14 @@ func Corrupt(err error) bool {
 		return true
 	}
 	return false
+}
+
+// Full says whether err is a full disk: ENOSPC from the file system, or
+// SQLite's SQLITE_FULL.
+func Full(err error) bool {
+	if errors.Is(err, syscall.ENOSPC) {
+		return true
+	}
+	var c interface{ Code() int }
+	return errors.As(err, &c) && c.Code()&0xff == sqliteFull
 }
