@@ -14,6 +14,10 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
+
+	"github.com/sluiceml/sluice/internal/errs"
+	"github.com/sluiceml/sluice/internal/storefile"
 )
 
 // MaxArtifactBytes bounds what ReadArtifact reads into memory.
@@ -36,7 +40,7 @@ func ReadArtifact(ctx context.Context, a Artifacts, sha string) ([]byte, error) 
 	}
 	rc, size, err := a.Open(ctx, sha)
 	if err != nil {
-		return nil, err
+		return nil, StorageError("read", sha, err)
 	}
 	defer rc.Close()
 	if size > MaxArtifactBytes {
@@ -47,7 +51,7 @@ func ReadArtifact(ctx context.Context, a Artifacts, sha string) ([]byte, error) 
 		buf.Grow(int(size) + bytes.MinRead) // room to see EOF without growing again
 	}
 	if _, err := buf.ReadFrom(io.LimitReader(rc, MaxArtifactBytes+1)); err != nil {
-		return nil, err
+		return nil, StorageError("read", sha, err)
 	}
 	if int64(buf.Len()) > MaxArtifactBytes {
 		return nil, fmt.Errorf("artifact sha256:%s is larger than the %d-byte limit", sha[:12], MaxArtifactBytes)
@@ -156,12 +160,12 @@ func (d *Dir) Open(ctx context.Context, sha string) (io.ReadCloser, int64, error
 	}
 	f, err := os.Open(d.path(sha))
 	if err != nil {
-		return nil, 0, fmt.Errorf("read artifact sha256:%s: %w", sha[:12], err)
+		return nil, 0, StorageError("read", sha, err)
 	}
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, 0, fmt.Errorf("read artifact sha256:%s: %w", sha[:12], err)
+		return nil, 0, StorageError("read", sha, err)
 	}
 	return VerifyingReader(&ctxFile{ctx: ctx, f: f, sha: sha}, sha), fi.Size(), nil
 }
@@ -179,7 +183,7 @@ func (c *ctxFile) Read(p []byte) (int, error) {
 	}
 	n, err := c.f.Read(p)
 	if err != nil && !errors.Is(err, io.EOF) {
-		err = fmt.Errorf("read artifact sha256:%s: %w", c.sha[:12], err)
+		err = StorageError("read", c.sha, err)
 	}
 	return n, err
 }
@@ -212,17 +216,17 @@ func (d *Dir) Put(ctx context.Context, sha string, r io.Reader) error {
 	}
 	p := d.path(sha)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return fmt.Errorf("registry: store artifact: %w", err)
+		return StorageError("store", sha, err)
 	}
 	f, err := os.CreateTemp(filepath.Dir(p), tmpPrefix+"*")
 	if err != nil {
-		return fmt.Errorf("registry: store artifact: %w", err)
+		return StorageError("store", sha, err)
 	}
 	defer os.Remove(f.Name())
 	h := sha256.New()
 	if _, err := io.Copy(io.MultiWriter(f, h), r); err != nil {
 		f.Close()
-		return fmt.Errorf("registry: store artifact: %w", err)
+		return StorageError("store", sha, err)
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != sha {
 		f.Close()
@@ -230,13 +234,68 @@ func (d *Dir) Put(ctx context.Context, sha string, r io.Reader) error {
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
-		return fmt.Errorf("registry: store artifact: %w", err)
+		return StorageError("store", sha, err)
 	}
 	if err := f.Close(); err != nil {
-		return fmt.Errorf("registry: store artifact: %w", err)
+		return StorageError("store", sha, err)
 	}
 	if err := os.Rename(f.Name(), p); err != nil {
-		return fmt.Errorf("registry: store artifact: %w", err)
+		return StorageError("store", sha, err)
 	}
 	return nil
+}
+
+// StorageError turns a failure of artifact storage into an error a client
+// may see: its message names the artifact and the problem but no server
+// path; the original error is kept as the cause (errors.Is and the log see
+// it). op is "read" or "store". A full disk and any other storage failure
+// are Unavailable (503); a missing artifact still wraps fs.ErrNotExist.
+// Errors that already carry a code, and context errors, pass through.
+func StorageError(op, sha string, err error) error {
+	var e *errs.Error
+	if err == nil || errors.As(err, &e) {
+		return err
+	}
+	name := sha
+	if len(name) > 12 {
+		name = name[:12]
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%s artifact sha256:%s: %w", op, name, err)
+	}
+	out := &errs.Error{Code: errs.Unavailable, Err: err}
+	switch {
+	case storefile.Full(err):
+		out.Message = fmt.Sprintf("%s artifact sha256:%s: no space left on the artifact store's disk; free space on the server, then try again", op, name)
+		out.RetryAfter = 30 * time.Second
+	case errors.Is(err, fs.ErrNotExist):
+		out.Message = fmt.Sprintf("%s artifact sha256:%s: the artifact is missing from the artifact store; publish its package again", op, name)
+	default:
+		why, ok := osReason(err)
+		if !ok {
+			return err // not a file system error (a hash mismatch): no path to hide
+		}
+		out.Message = fmt.Sprintf("%s artifact sha256:%s: the artifact store failed (%s); the server log has the details", op, name, why)
+		out.RetryAfter = time.Second
+	}
+	return out
+}
+
+// osReason is the system's reason of a file system error without the
+// paths *fs.PathError and *os.LinkError carry ("write: input/output
+// error"); false when err is none of those.
+func osReason(err error) (string, bool) {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Op + ": " + pe.Err.Error(), true
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return le.Op + ": " + le.Err.Error(), true
+	}
+	var se *os.SyscallError
+	if errors.As(err, &se) {
+		return se.Error(), true
+	}
+	return "", false
 }

@@ -158,11 +158,11 @@ func (s *SQLite) Publish(ctx context.Context, p *modelpkg.Package) (v Version, c
 		// Identical content: same version. Rewrite the stored artifact if it
 		// was lost or corrupted, so publishing again repairs it.
 		if err := s.Put(ctx, p.ArtifactSHA, bytes.NewReader(p.Artifact)); err != nil {
-			return Version{}, false, err
+			return Version{}, false, StorageError("store", p.ArtifactSHA, err)
 		}
 		if p.Reference != nil {
 			if err := s.Put(ctx, p.ReferenceSHA, bytes.NewReader(p.Reference)); err != nil {
-				return Version{}, false, err
+				return Version{}, false, StorageError("store", p.ReferenceSHA, err)
 			}
 		}
 		return v, false, nil
@@ -170,11 +170,11 @@ func (s *SQLite) Publish(ctx context.Context, p *modelpkg.Package) (v Version, c
 		return Version{}, false, err
 	}
 	if err := s.Put(ctx, p.ArtifactSHA, bytes.NewReader(p.Artifact)); err != nil {
-		return Version{}, false, err
+		return Version{}, false, StorageError("store", p.ArtifactSHA, err)
 	}
 	if p.Reference != nil {
 		if err := s.Put(ctx, p.ReferenceSHA, bytes.NewReader(p.Reference)); err != nil {
-			return Version{}, false, err
+			return Version{}, false, StorageError("store", p.ReferenceSHA, err)
 		}
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
@@ -268,6 +268,10 @@ func storeErr(err error) error {
 	var e *errs.Error
 	if errors.As(err, &e) {
 		return err
+	}
+	if storefile.Full(err) {
+		out := &errs.Error{Code: errs.Unavailable, Message: "metadata store unavailable: no space left on its disk; free space on the server, then try again", Err: err, RetryAfter: 30 * time.Second}
+		return out
 	}
 	out := errs.Wrap(errs.Unavailable, err, "metadata store unavailable")
 	out.RetryAfter = time.Second

@@ -214,8 +214,13 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, id string, e
 func (s *Server) renderError(w http.ResponseWriter, r *http.Request, id string, err error) (int, []byte) {
 	e := errs.As(err)
 	status := errs.HTTPStatus(e.Code)
-	if e.Code == errs.Internal {
+	switch {
+	case e.Code == errs.Internal:
 		s.log.Error("request failed", "request_id", id, "path", r.URL.Path, "err", err)
+	case status >= 500 && e.Err != nil && !strings.Contains(e.Message, e.Err.Error()):
+		// The client's message leaves the cause out (it names server
+		// paths): the log has it.
+		s.log.Warn("request failed", "request_id", id, "path", r.URL.Path, "code", string(e.Code), "err", e.Message, "cause", e.Err.Error())
 	}
 	if e.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))
