@@ -42,6 +42,7 @@ func newServeCmd() *cobra.Command {
 		controlAddr         string
 		shardSize           int
 		pprofAddr           string
+		initStore           bool
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -76,11 +77,17 @@ func newServeCmd() *cobra.Command {
 			} else {
 				log.Warn("no --tenants file: authentication is off, every caller is tenant \"default\" with no quota")
 			}
-			store, err := registry.Open(data)
+			store, err := registry.OpenWith(data, registry.Options{InitStore: initStore})
 			if err != nil {
 				return err
 			}
 			defer store.Close()
+			if a := store.MovedAside(); a != "" {
+				log.Warn("--init-store: the damaged registry database was moved aside; starting with an empty registry", "moved_to", a)
+			}
+			if d, ok := store.Artifacts.(*registry.Dir); ok && d.Removed() > 0 {
+				log.Info("deleted partial artifact writes left by an interrupted push", "files", d.Removed())
+			}
 			if otlpEndpoint != "" {
 				stopTracing, err := telemetry.StartTracing(cmd.Context(), otlpEndpoint, telemetry.BuildInfo{Version: version})
 				if err != nil {
@@ -139,13 +146,20 @@ func newServeCmd() *cobra.Command {
 			}
 			ctl.NoDrift = noDrift
 			if !noRecords {
-				rs, err := records.Open(data)
+				rs, err := records.OpenWith(data, records.Options{InitStore: initStore})
 				if err != nil {
 					return err
 				}
 				defer rs.Close()
+				if a := rs.MovedAside(); a != "" {
+					log.Warn("--init-store: the damaged records database was moved aside; starting with no records", "moved_to", a)
+				}
 				cfg.RecordStore = rs
-				cfg.Records = records.NewWriter(rs, records.Config{Retention: retention, Logger: log})
+				w := records.NewWriter(rs, records.Config{Retention: retention, Logger: log})
+				cfg.Records = w
+				metrics.SetRecordDrops(func() telemetry.RecordDrops {
+					return telemetry.RecordDrops{BufferFull: w.Overflows(), WriteFailed: w.Failed()}
+				})
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -185,6 +199,7 @@ func newServeCmd() *cobra.Command {
 	f.StringVar(&addr, "addr", "127.0.0.1:8080", "listen address")
 	f.StringVar(&grpcAddr, "grpc-addr", "", "also serve the Open Inference Protocol v2 over gRPC on this address, e.g. 127.0.0.1:8081 (default: off)")
 	f.StringVar(&data, "data", ".sluice-data", "data directory (registry database and artifacts); created if missing")
+	f.BoolVar(&initStore, "init-store", false, "re-initialise a sluice.db or records.db that exists but is empty or damaged: move it aside (FILE.damaged-TIME) and start an empty one (without it such a file stops the server)")
 	f.StringVar(&onnxLib, "onnxruntime-lib", "", "path of ONNX Runtime's shared library for runtime onnx (default: $SLUICE_ONNXRUNTIME_LIB, then the cache of scripts/fetch-onnxruntime.sh, then standard locations)")
 	f.StringVar(&otlpEndpoint, "otlp-endpoint", "", "export OpenTelemetry spans (one per predict call) over OTLP/HTTP to this collector, e.g. http://127.0.0.1:4318 (default: off)")
 	f.StringVar(&tenantsFile, "tenants", "", "tenants file (API key hashes, allowed models, quotas); without it authentication is off")

@@ -15,10 +15,12 @@ import (
 	"path"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/sluiceml/sluice/internal/drift"
+	"github.com/sluiceml/sluice/internal/errs"
 	"github.com/sluiceml/sluice/internal/modelpkg"
 	"github.com/sluiceml/sluice/internal/registry"
 	"github.com/sluiceml/sluice/internal/routing"
@@ -245,7 +247,13 @@ func (c *Controller) load(l *Loaded) {
 	v := l.Version
 	log := c.log.With("model", v.Model, "version", v.N)
 	fail := func(err error) {
-		log.Error("version failed", "reason", err.Error())
+		if e := (*errs.Error)(nil); errors.As(err, &e) && e.Err != nil && !strings.Contains(err.Error(), e.Err.Error()) {
+			// The reason leaves out what the client must not see (server
+			// paths); the log has it.
+			log.Error("version failed", "reason", err.Error(), "cause", e.Err.Error())
+		} else {
+			log.Error("version failed", "reason", err.Error())
+		}
 		if c.Metrics != nil {
 			c.mu.Lock()
 			t := l.Timings
@@ -443,8 +451,11 @@ func (c *Controller) Versions() []Status {
 
 // Readiness reports whether the versions present at startup have finished
 // loading (ready or failed). A version pushed later and still loading does
-// not make a serving server unready. warnings lists models with no ready
-// version: they answer 503 but do not hold the other models back.
+// not make a serving server unready. warnings lists the models that cannot
+// serve all of their traffic — no ready version, or a version their
+// deployment routes traffic to is not ready (a failed load: a missing or
+// damaged artifact) — naming the versions and why: their calls answer 503
+// but do not hold the other models back.
 func (c *Controller) Readiness() (ready bool, problems, warnings []string) {
 	c.mu.Lock()
 	started, closing := c.started, c.closing
@@ -462,17 +473,7 @@ func (c *Controller) Readiness() (ready bool, problems, warnings []string) {
 		return false, []string{"starting"}, nil
 	}
 	sort.Strings(pending)
-	has := map[string]bool{}
-	for _, s := range c.Versions() {
-		has[s.Version.Model] = has[s.Version.Model] || s.State == registry.Ready
-	}
-	for m, ok := range has {
-		if !ok {
-			warnings = append(warnings, "model "+m+" has no ready version")
-		}
-	}
-	sort.Strings(warnings)
-	return len(pending) == 0, pending, warnings
+	return len(pending) == 0, pending, servingWarnings(c.Table.Load())
 }
 
 // Close marks the controller closing, stops loads and drains every

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	_ "modernc.org/sqlite" // database/sql driver "sqlite"
+
+	"github.com/sluiceml/sluice/internal/storefile"
 )
 
 // Record is one prediction request, as recorded after it was answered.
@@ -85,7 +87,8 @@ type Op struct {
 // SQLite is the records database, a SQLite file of its own (records.db),
 // apart from the registry's so that record writes never contend with it.
 type SQLite struct {
-	db *sql.DB
+	db    *sql.DB
+	aside string // where Options.InitStore moved a damaged records.db ("" if not)
 }
 
 var _ Store = (*SQLite)(nil)
@@ -114,9 +117,60 @@ CREATE INDEX IF NOT EXISTS records_created ON records (created_at);
 DROP INDEX IF EXISTS records_model;
 `
 
-// Open opens (creating if needed) dir/records.db.
-func Open(dir string) (*SQLite, error) {
-	dsn := "file:" + filepath.Join(dir, "records.db") + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=cache_size(-65536)"
+// Options of OpenWith.
+type Options struct {
+	// InitStore re-initialises a records.db that exists but is empty or not
+	// a database: it is moved aside (see MovedAside) and an empty one is
+	// created. Without it such a file is refused (a *storefile.Damaged that
+	// names it and the fix).
+	InitStore bool
+}
+
+// Open opens (creating if needed) dir/records.db. A records.db that exists
+// but is empty or is not a database is refused (see Options.InitStore).
+func Open(dir string) (*SQLite, error) { return OpenWith(dir, Options{}) }
+
+// storeName and initFlag name the database and its fix in refusals.
+const (
+	storeName = "the prediction records"
+	initFlag  = "sluice serve --init-store"
+)
+
+// OpenWith is Open with options.
+func OpenWith(dir string, o Options) (*SQLite, error) {
+	path := filepath.Join(dir, "records.db")
+	var aside string
+	err := storefile.Check(path, storeName, initFlag)
+	if err != nil && o.InitStore {
+		aside, err = storefile.MoveAside(path, time.Now())
+	}
+	if err != nil {
+		return nil, fmt.Errorf("records: %w", err)
+	}
+	s, err := openDB(path)
+	if err != nil && storefile.Corrupt(err) {
+		dmg := &storefile.Damaged{Path: path, Problem: "is damaged (" + err.Error() + ")", Store: storeName, Flag: initFlag, Err: err}
+		if !o.InitStore {
+			return nil, fmt.Errorf("records: %w", dmg)
+		}
+		if aside, err = storefile.MoveAside(path, time.Now()); err != nil {
+			return nil, fmt.Errorf("records: %w", err)
+		}
+		s, err = openDB(path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.aside = aside
+	return s, nil
+}
+
+// MovedAside is where Options.InitStore moved a damaged records.db (""
+// when it did not).
+func (s *SQLite) MovedAside() string { return s.aside }
+
+func openDB(path string) (*SQLite, error) {
+	dsn := "file:" + path + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=cache_size(-65536)"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("records: open database: %w", err)
@@ -124,7 +178,7 @@ func Open(dir string) (*SQLite, error) {
 	db.SetMaxOpenConns(1)
 	if _, err := db.Exec(schemaSQL); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("records: create schema in %s: %w", dir, err)
+		return nil, fmt.Errorf("records: create schema in %s: %w", path, err)
 	}
 	return &SQLite{db: db}, nil
 }

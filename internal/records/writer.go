@@ -2,10 +2,13 @@ package records
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/sluiceml/sluice/internal/storefile"
 )
 
 // Config configures a Writer. Zero fields take the defaults.
@@ -52,7 +55,15 @@ type Writer struct {
 	overflows atomic.Int64
 	failed    atomic.Int64
 	written   atomic.Int64
+
+	dropMu   sync.Mutex // guards lastDrop and lastFail
+	lastDrop time.Time  // when a record or bump was last dropped
+	lastFail string     // why the last failed write failed, for readiness ("" if none)
 }
+
+// WarnFor is how long after the last dropped record Warning still reports
+// the drops.
+const WarnFor = 5 * time.Minute
 
 // NewWriter returns a writer to store; start it with Run.
 func NewWriter(store Store, cfg Config) *Writer {
@@ -136,6 +147,7 @@ func (w *Writer) push(o Op) bool {
 	if w.closed || len(w.buf) >= w.cfg.Buffer {
 		w.mu.Unlock()
 		w.overflows.Add(1)
+		w.dropped("")
 		return false
 	}
 	w.buf = append(w.buf, o)
@@ -148,6 +160,45 @@ func (w *Writer) push(o Op) bool {
 		}
 	}
 	return true
+}
+
+// dropped notes a drop now; fail is why a write failed ("" for a full
+// buffer).
+func (w *Writer) dropped(fail string) {
+	now := w.cfg.Now()
+	w.dropMu.Lock()
+	w.lastDrop = now
+	if fail != "" {
+		w.lastFail = fail
+	}
+	w.dropMu.Unlock()
+}
+
+// Warning says, for readiness, that records are being lost: "" unless a
+// record or bump was dropped in the last WarnFor. The text counts the
+// drops by reason and says why writes fail; it holds no path, request id
+// or tenant.
+func (w *Writer) Warning() string {
+	w.dropMu.Lock()
+	last, fail := w.lastDrop, w.lastFail
+	w.dropMu.Unlock()
+	if last.IsZero() || w.cfg.Now().Sub(last) > WarnFor {
+		return ""
+	}
+	msg := fmt.Sprintf("prediction records are being dropped (since start: %d because the buffer was full, %d because writing failed)", w.Overflows(), w.Failed())
+	if fail != "" {
+		msg += "; the last failed write: " + fail
+	}
+	return msg
+}
+
+// failReason is the public reason of a failed write: the disk is full, or
+// the database failed (the full error goes to the log).
+func failReason(err error) string {
+	if storefile.Full(err) {
+		return "no space left on the disk of records.db"
+	}
+	return "the records database failed (the server log has the error)"
 }
 
 // Overflows is how many records and bumps Add and Bump dropped.
@@ -208,7 +259,8 @@ func (w *Writer) writeBatches(ctx context.Context, fullOnly bool) error {
 		w.mu.Unlock()
 		if err := w.store.Write(ctx, batch); err != nil {
 			w.failed.Add(int64(n))
-			w.cfg.Logger.Error("records: write batch", "records", n, "err", err)
+			w.dropped(failReason(err))
+			w.cfg.Logger.Error("records: write batch failed; its records are dropped", "records", n, "err", err)
 			last = err
 			if ctx.Err() != nil {
 				return last

@@ -142,3 +142,95 @@ func TestReopen(t *testing.T) {
 		t.Errorf("numbering after reopening: %+v", vs)
 	}
 }
+
+// A push killed mid-write (kill -9) leaves a temporary file beside the
+// artifacts; opening the folder again deletes it and keeps every artifact.
+func TestNewDirRemovesPartialWrites(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	d, err := registry.NewDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	art := []byte("weights")
+	sha := registrytest.SHA(art)
+	if err := d.Put(ctx, sha, bytes.NewReader(art)); err != nil {
+		t.Fatal(err)
+	}
+	shard := filepath.Join(root, "sha256", sha[:2])
+	partials := []string{filepath.Join(shard, ".tmp-123456"), filepath.Join(root, "sha256", "ff", ".tmp-99")}
+	for _, p := range partials {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("half an artif"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err = registry.NewDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range partials {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s is still there after NewDir (stat: %v)", p, err)
+		}
+	}
+	if d.Removed() != len(partials) {
+		t.Errorf("Removed() = %d, want %d", d.Removed(), len(partials))
+	}
+	if got, err := registry.ReadArtifact(ctx, d, sha); err != nil || !bytes.Equal(got, art) {
+		t.Errorf("the intact artifact after NewDir: %q, %v", got, err)
+	}
+}
+
+// A sluice.db truncated to nothing (or overwritten) is refused, naming the
+// file and the fix, instead of being replaced by an empty registry; with
+// InitStore it is moved aside and an empty registry starts. A fresh data
+// directory initialises silently.
+func TestOpenRefusesDamagedDatabase(t *testing.T) {
+	ctx := context.Background()
+	for name, damage := range map[string]func(path string) error{
+		"truncated":   func(path string) error { return os.Truncate(path, 0) },
+		"overwritten": func(path string) error { return os.WriteFile(path, bytes.Repeat([]byte("junk"), 2048), 0o644) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			s, err := registry.Open(dir) // fresh: no file yet
+			if err != nil {
+				t.Fatalf("fresh data directory: %v", err)
+			}
+			if _, _, err := s.Publish(ctx, registrytest.Package("fraud", []byte("weights"), nil)); err != nil {
+				t.Fatal(err)
+			}
+			s.Close()
+			db := filepath.Join(dir, "sluice.db")
+			if err := damage(db); err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < 2; i++ { // refused every time, not once
+				_, err := registry.Open(dir)
+				if err == nil || !strings.Contains(err.Error(), db) || !strings.Contains(err.Error(), "--init-store") {
+					t.Fatalf("Open of a %s sluice.db = %v; want a refusal naming %s and --init-store", name, err, db)
+				}
+			}
+			s, err = registry.OpenWith(dir, registry.Options{InitStore: true})
+			if err != nil {
+				t.Fatalf("OpenWith(InitStore): %v", err)
+			}
+			defer s.Close()
+			if vs, err := s.List(ctx); err != nil || len(vs) != 0 {
+				t.Errorf("re-initialised registry: List = %v, %v; want empty", vs, err)
+			}
+			if s.MovedAside() == "" {
+				t.Fatal("MovedAside empty after re-initialising")
+			}
+			if _, err := os.Stat(s.MovedAside()); err != nil {
+				t.Errorf("the damaged file was not kept: %v", err)
+			}
+			if _, _, err := s.Publish(ctx, registrytest.Package("fraud", []byte("weights"), nil)); err != nil {
+				t.Errorf("publish after re-initialising: %v", err)
+			}
+		})
+	}
+}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluiceml/sluice/internal/errs"
 	"github.com/sluiceml/sluice/internal/modelpkg"
+	"github.com/sluiceml/sluice/internal/storefile"
 )
 
 // SQLite is the embedded Store: metadata in one SQLite database, artifacts
@@ -21,6 +22,7 @@ import (
 type SQLite struct {
 	Artifacts // where Publish stores and File reads artifact bytes
 	db        *sql.DB
+	aside     string // where Options.InitStore moved a damaged database ("" if not)
 }
 
 var (
@@ -57,9 +59,23 @@ CREATE TABLE IF NOT EXISTS files (
   PRIMARY KEY (model, version, name)
 );`
 
+// Options of OpenWith.
+type Options struct {
+	// InitStore re-initialises a database file that exists but is empty or
+	// not a database: it is moved aside (see MovedAside) and an empty
+	// registry is created. Without it such a file is refused (a
+	// *storefile.Damaged that names it and the fix), because opening it
+	// would silently start again with no versions and no deployments.
+	InitStore bool
+}
+
 // Open opens (creating if needed) the registry in dataDir: the database
-// sluice.db and the artifact folder artifacts/.
-func Open(dataDir string) (*SQLite, error) {
+// sluice.db and the artifact folder artifacts/. A sluice.db that exists but
+// is empty or is not a database is refused (see Options.InitStore).
+func Open(dataDir string) (*SQLite, error) { return OpenWith(dataDir, Options{}) }
+
+// OpenWith is Open with options.
+func OpenWith(dataDir string, o Options) (*SQLite, error) {
 	if err := os.MkdirAll(filepath.Join(dataDir, "artifacts", "sha256"), 0o755); err != nil {
 		return nil, fmt.Errorf("registry: create data directory: %w", err)
 	}
@@ -67,12 +83,56 @@ func Open(dataDir string) (*SQLite, error) {
 	if err != nil {
 		return nil, err
 	}
-	return OpenSQLite(filepath.Join(dataDir, "sluice.db"), art)
+	return openSQLite(filepath.Join(dataDir, "sluice.db"), art, o)
 }
 
 // OpenSQLite opens (creating if needed) the database file at path, with
-// artifacts in art.
+// artifacts in art. A file that exists but is empty or is not a database
+// is refused, as by Open.
 func OpenSQLite(path string, art Artifacts) (*SQLite, error) {
+	return openSQLite(path, art, Options{})
+}
+
+// storeName and initFlag name the database and its fix in refusals.
+const (
+	storeName = "the registry (every version, deployment and rollout)"
+	initFlag  = "sluice serve --init-store"
+)
+
+func openSQLite(path string, art Artifacts, o Options) (*SQLite, error) {
+	var aside string
+	err := storefile.Check(path, storeName, initFlag)
+	if err != nil && o.InitStore {
+		if aside, err = storefile.MoveAside(path, time.Now()); err != nil {
+			return nil, fmt.Errorf("registry: %w", err)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("registry: %w", err)
+	}
+	s, err := openDB(path, art)
+	if err != nil && storefile.Corrupt(err) {
+		dmg := &storefile.Damaged{Path: path, Problem: "is damaged (" + err.Error() + ")", Store: storeName, Flag: initFlag, Err: err}
+		if !o.InitStore {
+			return nil, fmt.Errorf("registry: %w", dmg)
+		}
+		if aside, err = storefile.MoveAside(path, time.Now()); err != nil {
+			return nil, fmt.Errorf("registry: %w", err)
+		}
+		s, err = openDB(path, art)
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.aside = aside
+	return s, nil
+}
+
+// MovedAside is where Options.InitStore moved a damaged database ("" when
+// it did not).
+func (s *SQLite) MovedAside() string { return s.aside }
+
+func openDB(path string, art Artifacts) (*SQLite, error) {
 	dsn := "file:" + path + "?_pragma=busy_timeout(1000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
@@ -98,11 +158,11 @@ func (s *SQLite) Publish(ctx context.Context, p *modelpkg.Package) (v Version, c
 		// Identical content: same version. Rewrite the stored artifact if it
 		// was lost or corrupted, so publishing again repairs it.
 		if err := s.Put(ctx, p.ArtifactSHA, bytes.NewReader(p.Artifact)); err != nil {
-			return Version{}, false, err
+			return Version{}, false, StorageError("store", p.ArtifactSHA, err)
 		}
 		if p.Reference != nil {
 			if err := s.Put(ctx, p.ReferenceSHA, bytes.NewReader(p.Reference)); err != nil {
-				return Version{}, false, err
+				return Version{}, false, StorageError("store", p.ReferenceSHA, err)
 			}
 		}
 		return v, false, nil
@@ -110,11 +170,11 @@ func (s *SQLite) Publish(ctx context.Context, p *modelpkg.Package) (v Version, c
 		return Version{}, false, err
 	}
 	if err := s.Put(ctx, p.ArtifactSHA, bytes.NewReader(p.Artifact)); err != nil {
-		return Version{}, false, err
+		return Version{}, false, StorageError("store", p.ArtifactSHA, err)
 	}
 	if p.Reference != nil {
 		if err := s.Put(ctx, p.ReferenceSHA, bytes.NewReader(p.Reference)); err != nil {
-			return Version{}, false, err
+			return Version{}, false, StorageError("store", p.ReferenceSHA, err)
 		}
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
@@ -208,6 +268,10 @@ func storeErr(err error) error {
 	var e *errs.Error
 	if errors.As(err, &e) {
 		return err
+	}
+	if storefile.Full(err) {
+		out := &errs.Error{Code: errs.Unavailable, Message: "metadata store unavailable: no space left on its disk; free space on the server, then try again", Err: err, RetryAfter: 30 * time.Second}
+		return out
 	}
 	out := errs.Wrap(errs.Unavailable, err, "metadata store unavailable")
 	out.RetryAfter = time.Second

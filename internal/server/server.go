@@ -193,8 +193,13 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, id string, e
 func (s *Server) renderError(w http.ResponseWriter, r *http.Request, id string, err error) (int, []byte) {
 	e := errs.As(err)
 	status := errs.HTTPStatus(e.Code)
-	if e.Code == errs.Internal {
+	switch {
+	case e.Code == errs.Internal:
 		s.log.Error("request failed", "request_id", id, "path", r.URL.Path, "err", err)
+	case status >= 500 && e.Err != nil && !strings.Contains(e.Message, e.Err.Error()):
+		// The client's message leaves the cause out (it names server
+		// paths): the log has it.
+		s.log.Warn("request failed", "request_id", id, "path", r.URL.Path, "code", string(e.Code), "err", e.Message, "cause", e.Err.Error())
 	}
 	if e.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))
@@ -229,6 +234,11 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 	ready, problems, warnings := s.ctl.Readiness()
+	if s.cfg.Records != nil {
+		if w := s.cfg.Records.Warning(); w != "" {
+			warnings = append(warnings, w) // records lost: still ready, predictions answer
+		}
+	}
 	if s.draining.Load() {
 		ready, problems = false, []string{"shutting down"}
 	}

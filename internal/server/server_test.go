@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -18,6 +20,7 @@ import (
 	"github.com/sluiceml/sluice/internal/api"
 	"github.com/sluiceml/sluice/internal/control"
 	"github.com/sluiceml/sluice/internal/modelpkg"
+	"github.com/sluiceml/sluice/internal/records"
 	"github.com/sluiceml/sluice/internal/registry"
 	_ "github.com/sluiceml/sluice/internal/runtime/linear"
 	_ "github.com/sluiceml/sluice/internal/runtime/xgboost"
@@ -311,4 +314,104 @@ func TestReadinessIgnoresBrokenModel(t *testing.T) {
 	if r.status != 503 || r.err.Code != "not_ready" || !strings.Contains(r.err.Message, "golden example 0") {
 		t.Errorf("failed model: %d %s %s", r.status, r.err.Code, r.err.Message)
 	}
+}
+
+// Dropped prediction records leave the server ready (predictions answer)
+// but /readyz lists a warning.
+func TestReadyzWarnsOfDroppedRecords(t *testing.T) {
+	w := records.NewWriter(nil, records.Config{Buffer: 1})
+	ts := newTestServer(t, Config{Records: w})
+	readyz := func() (int, api.Readiness) {
+		resp, err := http.Get(ts.URL + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var rd api.Readiness
+		json.NewDecoder(resp.Body).Decode(&rd)
+		return resp.StatusCode, rd
+	}
+	if st, rd := readyz(); st != 200 || len(rd.Warnings) != 0 {
+		t.Fatalf("before: %d %+v", st, rd)
+	}
+	// Not running: the buffer of one fills with the first answer.
+	for range 3 {
+		r := post(t, ts.URL+"/v1/models/fraud:predict", "application/json", `{"instances":[{"amount":800.0,"accountAgeDays":91,"declines5m":3,"country":"US"}]}`, nil)
+		if r.status != 200 {
+			t.Fatalf("predict with records dropped: %d %s", r.status, r.body)
+		}
+	}
+	st, rd := readyz()
+	if st != 200 || !rd.Ready || len(rd.Warnings) != 1 || !strings.Contains(rd.Warnings[0], "records are being dropped") {
+		t.Errorf("readyz with records dropped: %d %+v; want 200, ready, one warning", st, rd)
+	}
+}
+
+// fullDisk is an artifact store on a full disk: Put fails as a write to
+// the temporary file does when the file system answers ENOSPC.
+type fullDisk struct {
+	registry.Artifacts
+	root string
+}
+
+func (f fullDisk) Put(ctx context.Context, sha string, r io.Reader) error {
+	return &fs.PathError{Op: "write", Path: f.root + "/sha256/" + sha[:2] + "/.tmp-4242", Err: syscall.ENOSPC}
+}
+
+// A push on a full disk is 503 unavailable with no server path in the
+// message; the log has the full cause.
+func TestPushOnFullDisk(t *testing.T) {
+	dir := t.TempDir()
+	d, err := registry.NewDir(dir + "/artifacts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := registry.OpenSQLite(dir+"/sluice.db", fullDisk{d, dir + "/artifacts"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	logs := &syncWriter{w: &bytes.Buffer{}}
+	log := slog.New(slog.NewTextHandler(logs, nil))
+	ctl := control.New(store, nil, log)
+	if err := ctl.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctl.MarkStarted()
+	defer ctl.Close(context.Background())
+	s := New(Config{Logger: log}, ctl)
+	defer s.Close()
+	ts := httptest.NewServer(s.Handler())
+	defer ts.Close()
+	p, err := modelpkg.ReadDir("../../examples/churn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	p.WriteTarGz(&buf)
+	r := post(t, ts.URL+"/v1/models/churn/versions", "application/gzip", buf.String(), nil)
+	if r.status != 503 || r.err.Code != "unavailable" || strings.Contains(string(r.body), dir) || !strings.Contains(r.err.Message, "no space left") {
+		t.Errorf("push on a full disk: %d %s; want 503 unavailable, no space left, no path", r.status, r.body)
+	}
+	if !strings.Contains(logs.String(), ".tmp-4242") {
+		t.Errorf("the log lacks the full cause:\n%s", logs.String())
+	}
+}
+
+// syncWriter serializes writes to w (handlers log from many goroutines).
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+func (s *syncWriter) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.(*bytes.Buffer).String()
 }

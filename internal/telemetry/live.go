@@ -58,3 +58,45 @@ func (c *liveCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.replicas, prometheus.GaugeValue, float64(v.RestartingReplicas), v.Model, v.Version, "restarting")
 	}
 }
+
+// Reasons of sluice_records_dropped_total.
+const (
+	DropBufferFull  = "buffer_full"  // the records buffer was full (or the server was stopping)
+	DropWriteFailed = "write_failed" // the database write failed (a full disk, a damaged file)
+)
+
+// RecordDrops are the records writer's counts of dropped records, read on
+// scrape.
+type RecordDrops struct {
+	BufferFull, WriteFailed int64
+}
+
+// dropsCollector reports sluice_records_dropped_total from the writer's
+// own counters, so the writer needs no metrics of its own.
+type dropsCollector struct {
+	desc *prometheus.Desc
+
+	mu  sync.Mutex // guards src
+	src func() RecordDrops
+}
+
+func newDropsCollector() *dropsCollector {
+	return &dropsCollector{desc: prometheus.NewDesc(namespace+"_records_dropped_total",
+		"Prediction records (and attempts bumps) dropped instead of written, by reason (buffer_full, write_failed).", []string{"reason"}, nil)}
+}
+
+// Describe implements prometheus.Collector.
+func (c *dropsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+// Collect implements prometheus.Collector.
+func (c *dropsCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	f := c.src
+	c.mu.Unlock()
+	if f == nil {
+		return // records off: no series
+	}
+	d := f()
+	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(d.BufferFull), DropBufferFull)
+	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(d.WriteFailed), DropWriteFailed)
+}

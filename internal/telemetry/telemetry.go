@@ -152,7 +152,8 @@ type Metrics struct {
 		DeletePartialMatch(prometheus.Labels) int
 	}
 
-	live *liveCollector
+	live  *liveCollector
+	drops *dropsCollector
 
 	mu sync.Mutex // guards fields
 	// fields holds each version's declared field names, when declared; a
@@ -210,13 +211,14 @@ func New(reg prometheus.Registerer, build BuildInfo) *Metrics {
 		m.shadowDiff, m.shadowLat, m.canaryShare, m.driftPSI, m.violations, m.missing,
 	}
 	m.live = newLiveCollector()
+	m.drops = newDropsCollector()
 	buildInfo := gauge("build_info", "Always 1; labels say which Sluice build is running.", "version", "goversion")
 	buildInfo.WithLabelValues(build.Version, build.GoVersion).Set(1)
 
 	reg.MustRegister(m.requests, m.instances, m.stage, m.batchSize, m.fillRatio, m.padRatio, m.refusals, m.expired,
 		m.deadline, m.crashes, m.restarts, m.loadSeconds, m.golden, m.artifact, m.versionState,
 		m.shadowDis, m.shadowDiff, m.shadowLat, m.canaryShare, m.driftPSI, m.violations, m.missing,
-		m.tenantReqs, m.tenantQuota, buildInfo, m.live)
+		m.tenantReqs, m.tenantQuota, buildInfo, m.live, m.drops)
 	if g, ok := reg.(prometheus.Gatherer); ok {
 		m.gatherer = g
 	}
@@ -500,4 +502,13 @@ func (m *Metrics) SetDriftPSI(model, version, feature string, psi float64) {
 // the gauges off.
 func (m *Metrics) SetVersionSource(f func() []VersionState) {
 	m.live.set(f)
+}
+
+// SetRecordDrops makes sluice_records_dropped_total read f on every
+// scrape (the records writer's counters). Without it the metric has no
+// series.
+func (m *Metrics) SetRecordDrops(f func() RecordDrops) {
+	m.drops.mu.Lock()
+	m.drops.src = f
+	m.drops.mu.Unlock()
 }

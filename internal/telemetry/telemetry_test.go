@@ -47,6 +47,7 @@ func observeAll(m *Metrics) {
 	m.SetVersionSource(func() []VersionState {
 		return []VersionState{{Model: "fraud", Version: "3", Queued: 7, InflightBatches: 2, ReadyReplicas: 3, RestartingReplicas: 1}}
 	})
+	m.SetRecordDrops(func() RecordDrops { return RecordDrops{BufferFull: 1, WriteFailed: 2} })
 }
 
 func TestCodeLabel(t *testing.T) {
@@ -291,6 +292,27 @@ sluice_inflight_batches{model="fraud",version="3"} 2
 sluice_inflight_batches{model="fraud",version="4"} 0
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "sluice_queued_instances", "sluice_replicas", "sluice_inflight_batches"); err != nil {
+		t.Error(err)
+	}
+}
+
+// sluice_records_dropped_total reads the records writer's counters on
+// scrape, by reason; without a source (records off) it has no series.
+func TestRecordsDropped(t *testing.T) {
+	m, reg := newTest(t)
+	if n := testutil.CollectAndCount(m.drops); n != 0 {
+		t.Fatalf("without a source: %d series, want 0", n)
+	}
+	var d RecordDrops
+	m.SetRecordDrops(func() RecordDrops { return d })
+	d = RecordDrops{BufferFull: 3, WriteFailed: 500}
+	want := `
+# HELP sluice_records_dropped_total Prediction records (and attempts bumps) dropped instead of written, by reason (buffer_full, write_failed).
+# TYPE sluice_records_dropped_total counter
+sluice_records_dropped_total{reason="buffer_full"} 3
+sluice_records_dropped_total{reason="write_failed"} 500
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "sluice_records_dropped_total"); err != nil {
 		t.Error(err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -108,7 +109,7 @@ func (c *Cache) Get(ctx context.Context, sha string, limit int64, fetch Fetch) (
 	}
 	tmp, err := os.CreateTemp(c.dir, "partial-*")
 	if err != nil {
-		return nil, "", fmt.Errorf("artifact cache: %w", err)
+		return nil, "", fmt.Errorf("artifact cache: %w", noPath(err))
 	}
 	defer os.Remove(tmp.Name()) // a no-op after the rename
 	h := sha256.New()
@@ -121,7 +122,7 @@ func (c *Cache) Get(ctx context.Context, sha string, limit int64, fetch Fetch) (
 		err = cerr
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("fetch artifact %s: %w", sha[:12], err)
+		return nil, "", fmt.Errorf("fetch artifact %s: %w", sha[:12], noPath(err))
 	}
 	if n > limit {
 		return nil, "", fmt.Errorf("fetch artifact %s: more than the limit of %d bytes", sha[:12], limit)
@@ -133,7 +134,7 @@ func (c *Cache) Get(ctx context.Context, sha string, limit int64, fetch Fetch) (
 		return nil, "", fmt.Errorf("fetch artifact %s: got %d bytes, expected %d", sha[:12], n, size)
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
-		return nil, "", fmt.Errorf("artifact cache: %w", err)
+		return nil, "", fmt.Errorf("artifact cache: %w", noPath(err))
 	}
 	c.touch(sha, n)
 	c.evict(sha)
@@ -185,4 +186,18 @@ func (c *Cache) evict(keep string) {
 		c.total -= c.entries[s].size
 		delete(c.entries, s)
 	}
+}
+
+// noPath drops the file path from an OS error: load failures reach clients
+// as a version's reason, and server paths never do (the worker logs them).
+func noPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %w", pe.Op, pe.Err)
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return fmt.Errorf("%s: %w", le.Op, le.Err)
+	}
+	return err
 }

@@ -1,0 +1,87 @@
+package registry_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/sluiceml/sluice/internal/errs"
+	"github.com/sluiceml/sluice/internal/registry"
+	"github.com/sluiceml/sluice/internal/registry/registrytest"
+)
+
+// fullDisk is an artifact store on a full disk: Put fails as os.File.Write
+// does when the file system answers ENOSPC, with the temporary file's path
+// in the error.
+type fullDisk struct {
+	registry.Artifacts
+	root string
+}
+
+func (f fullDisk) Put(ctx context.Context, sha string, r io.Reader) error {
+	return &fs.PathError{Op: "write", Path: filepath.Join(f.root, "sha256", sha[:2], ".tmp-4242"), Err: syscall.ENOSPC}
+}
+
+// Storage failures reach callers as coded errors whose message names the
+// artifact but no server path; the cause stays in the chain for the log.
+func TestStorageErrorsCarryNoPath(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	root := filepath.Join(dir, "artifacts")
+	d, err := registry.NewDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("push on a full disk", func(t *testing.T) {
+		s, err := registry.OpenSQLite(filepath.Join(dir, "sluice.db"), fullDisk{d, root})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		_, _, err = s.Publish(ctx, registrytest.Package("fraud", []byte("weights"), nil))
+		e := errs.As(err)
+		if e.Code != errs.Unavailable || strings.Contains(e.Message, dir) || !strings.Contains(e.Message, "no space left") {
+			t.Errorf("Publish on a full disk = %s %q; want unavailable, no space left, no path", e.Code, e.Message)
+		}
+		if !errors.Is(err, syscall.ENOSPC) {
+			t.Errorf("the cause is lost: %v", err)
+		}
+		if vs, _ := s.List(ctx); len(vs) != 0 {
+			t.Errorf("a version was recorded without its artifact: %v", vs)
+		}
+	})
+
+	t.Run("missing artifact", func(t *testing.T) {
+		art := []byte("weights")
+		sha := registrytest.SHA(art)
+		if err := d.Put(ctx, sha, bytes.NewReader(art)); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Remove(filepath.Join(root, "sha256", sha[:2], sha)); err != nil {
+			t.Fatal(err)
+		}
+		_, err := registry.ReadArtifact(ctx, d, sha)
+		if !errors.Is(err, fs.ErrNotExist) || strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), sha[:12]) || !strings.Contains(err.Error(), "missing") {
+			t.Errorf("ReadArtifact(missing) = %v; want not exist, naming sha256:%s, without %s", err, sha[:12], dir)
+		}
+		var pe *fs.PathError
+		if !errors.As(err, &pe) || !strings.HasPrefix(pe.Path, root) {
+			t.Errorf("the path is not kept in the cause for the log: %v", err)
+		}
+	})
+
+	t.Run("mismatch passes through", func(t *testing.T) {
+		err := registry.StorageError("read", strings.Repeat("a", 64), errors.New("artifact sha256 mismatch: expected a, stored file hashes to b"))
+		if errs.CodeOf(err) != errs.Internal || !strings.Contains(err.Error(), "mismatch") {
+			t.Errorf("StorageError(mismatch) = %v (%s)", err, errs.CodeOf(err))
+		}
+	})
+}
