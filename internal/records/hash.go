@@ -4,9 +4,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/sluiceml/sluice/internal/schema"
 )
@@ -26,65 +27,98 @@ import (
 //   - true, false and null are themselves;
 //   - a composite value (an object or array, which no schema accepts) is {}.
 func InputHash(insts []schema.Instance) string {
-	h := sha256.Sum256(CanonicalJSON(insts))
+	bp := hashBufs.Get().(*[]byte)
+	b := AppendCanonical((*bp)[:0], insts)
+	h := sha256.Sum256(b)
+	if cap(b) <= 4<<20 {
+		*bp = b
+		hashBufs.Put(bp)
+	}
 	return hex.EncodeToString(h[:])
 }
 
+// hashBufs reuses canonical-JSON buffers: a 1,000-row request would
+// otherwise allocate and grow one per call.
+var hashBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
 // CanonicalJSON is the canonical JSON InputHash hashes.
 func CanonicalJSON(insts []schema.Instance) []byte {
-	var b strings.Builder
-	b.WriteByte('[')
-	for i, inst := range insts {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		ms := make([]schema.Member, len(inst))
-		copy(ms, inst)
-		sort.SliceStable(ms, func(a, c int) bool { return ms[a].Name < ms[c].Name })
-		b.WriteByte('{')
-		for j, m := range ms {
-			if j > 0 {
-				b.WriteByte(',')
-			}
-			writeString(&b, m.Name)
-			b.WriteByte(':')
-			switch m.Value.Kind {
-			case schema.Null:
-				b.WriteString("null")
-			case schema.Number:
-				b.WriteString(canonicalNumber(m.Value.Text))
-			case schema.String:
-				writeString(&b, m.Value.Text)
-			case schema.Bool:
-				b.WriteString(strconv.FormatBool(m.Value.Bool))
-			case schema.Array:
-				b.WriteByte('[')
-				for k, it := range m.Value.Items {
-					if k > 0 {
-						b.WriteByte(',')
-					}
-					b.WriteString(canonicalNumber(it))
-				}
-				b.WriteByte(']')
-			default:
-				b.WriteString("{}")
-			}
-		}
-		b.WriteByte('}')
-	}
-	b.WriteByte(']')
-	return []byte(b.String())
+	return AppendCanonical(nil, insts)
 }
 
-func writeString(b *strings.Builder, s string) {
-	q, _ := json.Marshal(s) // marshaling a string cannot fail
-	b.Write(q)
+// AppendCanonical appends the canonical JSON of insts to b.
+func AppendCanonical(b []byte, insts []schema.Instance) []byte {
+	b = append(b, '[')
+	var sorted []schema.Member
+	for i, inst := range insts {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		ms := []schema.Member(inst)
+		if !slices.IsSortedFunc(ms, byName) {
+			sorted = append(sorted[:0], inst...)
+			slices.SortStableFunc(sorted, byName)
+			ms = sorted
+		}
+		b = append(b, '{')
+		for j, m := range ms {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, m.Name)
+			b = append(b, ':')
+			switch m.Value.Kind {
+			case schema.Null:
+				b = append(b, "null"...)
+			case schema.Number:
+				b = appendNumber(b, m.Value.Text)
+			case schema.String:
+				b = appendString(b, m.Value.Text)
+			case schema.Bool:
+				b = strconv.AppendBool(b, m.Value.Bool)
+			case schema.Array:
+				b = append(b, '[')
+				for k, it := range m.Value.Items {
+					if k > 0 {
+						b = append(b, ',')
+					}
+					b = appendNumber(b, it)
+				}
+				b = append(b, ']')
+			default:
+				b = append(b, "{}"...)
+			}
+		}
+		b = append(b, '}')
+	}
+	return append(b, ']')
+}
+
+func byName(a, b schema.Member) int { return strings.Compare(a.Name, b.Name) }
+
+// appendString appends s JSON-escaped exactly as encoding/json does
+// (including \u003c, \u003e, \u0026 and invalid UTF-8): the common case of
+// plain printable ASCII is copied as is, anything else goes to json.Marshal.
+func appendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // marshaling a string cannot fail
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // canonicalNumber normalizes a JSON number literal exactly: the result is
 // "0" or [-]d[.ddd][eN] with no redundant zeros. A literal that is not a
 // JSON number is returned as a JSON string, so it cannot collide with one.
-func canonicalNumber(lit string) string {
+func canonicalNumber(lit string) string { return string(appendNumber(nil, lit)) }
+
+// appendNumber appends canonicalNumber(lit) to b without allocating.
+func appendNumber(b []byte, lit string) []byte {
 	s := lit
 	neg := false
 	if strings.HasPrefix(s, "-") {
@@ -94,7 +128,7 @@ func canonicalNumber(lit string) string {
 	if i := strings.IndexAny(s, "eE"); i >= 0 {
 		e, err := strconv.ParseInt(strings.TrimPrefix(s[i+1:], "+"), 10, 64)
 		if err != nil || e > 1<<40 || e < -(1<<40) {
-			return quoted(lit)
+			return append(b, quoted(lit)...)
 		}
 		mant, exp = s[:i], e
 	}
@@ -103,32 +137,46 @@ func canonicalNumber(lit string) string {
 		intPart, frac = mant[:i], mant[i+1:]
 	}
 	if intPart == "" || !allDigits(intPart) || !allDigits(frac) || strings.Contains(mant, ".") && frac == "" {
-		return quoted(lit)
+		return append(b, quoted(lit)...)
 	}
-	// value = 0.digits × 10^(exp+len(intPart)) with digits = intPart+frac.
-	digits := intPart + frac
+	// value = 0.digits × 10^(exp+len(intPart)) with digits = intPart+frac,
+	// read through digit(k) without joining the two.
+	n := len(intPart) + len(frac)
+	digit := func(k int) byte {
+		if k < len(intPart) {
+			return intPart[k]
+		}
+		return frac[k-len(intPart)]
+	}
 	exp += int64(len(intPart))
-	trimmed := strings.TrimLeft(digits, "0")
-	exp -= int64(len(digits) - len(trimmed))
-	digits = strings.TrimRight(trimmed, "0")
-	if digits == "" {
-		return "0"
+	lo := 0
+	for lo < n && digit(lo) == '0' {
+		lo++
+	}
+	exp -= int64(lo)
+	hi := n
+	for hi > lo && digit(hi-1) == '0' {
+		hi--
+	}
+	if lo == hi {
+		return append(b, '0')
 	}
 	// value = d.ddd × 10^(exp-1)
-	var b strings.Builder
 	if neg {
-		b.WriteByte('-')
+		b = append(b, '-')
 	}
-	b.WriteByte(digits[0])
-	if len(digits) > 1 {
-		b.WriteByte('.')
-		b.WriteString(digits[1:])
+	b = append(b, digit(lo))
+	if hi-lo > 1 {
+		b = append(b, '.')
+		for k := lo + 1; k < hi; k++ {
+			b = append(b, digit(k))
+		}
 	}
 	if e := exp - 1; e != 0 {
-		b.WriteByte('e')
-		b.WriteString(strconv.FormatInt(e, 10))
+		b = append(b, 'e')
+		b = strconv.AppendInt(b, e, 10)
 	}
-	return b.String()
+	return b
 }
 
 func quoted(s string) string { q, _ := json.Marshal("number:" + s); return string(q) }
