@@ -41,7 +41,7 @@ func (h workersHost) Start(ctx context.Context, req control.HostRequest) (contro
 		return nil, hosting.Timings{}, fmt.Errorf("load %s: %w", v.ID(), err)
 	}
 	rv, tm, err := h.pool.Start(ctx, cluster.VersionSpec{Model: v.Model, N: v.N, Manifest: v.Manifest, ArtifactSHA: v.ArtifactSHA,
-		ArtifactBytes: v.ArtifactBytes, Spec: req.Spec})
+		ArtifactBytes: v.ArtifactBytes, Spec: req.Spec, Observer: req.Observer})
 	if err != nil {
 		return nil, tm, err
 	}

@@ -34,6 +34,7 @@ import (
 	"github.com/sluiceml/sluice/internal/modelpkg"
 	"github.com/sluiceml/sluice/internal/oip"
 	"github.com/sluiceml/sluice/internal/oip/inferencepb"
+	"github.com/sluiceml/sluice/internal/serving"
 	"github.com/sluiceml/sluice/internal/workerpb"
 )
 
@@ -103,7 +104,14 @@ type worker struct {
 	ready    map[string]bool   // version key → ready here
 	failed   map[string]string // version key → why its load failed in this session
 	queued   map[string]int64  // version key → queued instances at the last heartbeat
+	counts   map[string]counts // version key → cumulative counters at the last heartbeat
 }
+
+// maxEventsPerBeat bounds the events one heartbeat can forward.
+const maxEventsPerBeat = 100_000
+
+// counts are a version's cumulative event counters on one worker process.
+type counts struct{ crashes, expired int64 }
 
 // New starts a Pool; Close stops it.
 func New(cfg Config) *Pool {
@@ -231,7 +239,7 @@ func (p *Pool) Register(_ context.Context, req *workerpb.RegisterRequest) (*work
 		}
 		w.conn, w.infer, w.ctl = conn, inferencepb.NewGRPCInferenceServiceClient(conn), workerpb.NewWorkerClient(conn)
 		w.session++
-		w.ready, w.failed, w.queued = map[string]bool{}, map[string]string{}, map[string]int64{}
+		w.ready, w.failed, w.queued, w.counts = map[string]bool{}, map[string]string{}, map[string]int64{}, map[string]counts{}
 	}
 	w.addr, w.pid, w.status, w.lastBeat = st.Address, st.Pid, st, time.Now()
 	w.live, w.why = true, ""
@@ -259,6 +267,17 @@ func (p *Pool) applyStatusLocked(w *worker, st *workerpb.WorkerStatus) {
 	for _, vs := range st.Versions {
 		k := key(vs.Model, vs.Version)
 		w.queued[k] = vs.QueuedInstances
+		// Counters grow within a process (a session): forward the growth.
+		prev, now := w.counts[k], counts{crashes: vs.Crashes, expired: vs.ExpiredInQueue}
+		w.counts[k] = now
+		if v := p.versions[k]; v != nil && v.spec.Observer != nil {
+			for i := prev.crashes; i < min(now.crashes, prev.crashes+maxEventsPerBeat); i++ {
+				v.spec.Observer.ReplicaCrash()
+			}
+			for i := prev.expired; i < min(now.expired, prev.expired+maxEventsPerBeat); i++ {
+				v.spec.Observer.ExpiredInQueue()
+			}
+		}
 		switch vs.State {
 		case "ready":
 			ok := vs.ReadyReplicas > 0
@@ -334,6 +353,9 @@ type VersionSpec struct {
 	ArtifactSHA   string
 	ArtifactBytes int64
 	Spec          *modelpkg.Spec
+	// Observer is told of replica crashes and expired requests on the
+	// workers (from their heartbeats' counters; nil: nobody).
+	Observer serving.Observer
 }
 
 func key(model string, n int64) string { return fmt.Sprintf("%s@%d", model, n) }

@@ -270,3 +270,44 @@ func TestNoWorkerIsNotReady(t *testing.T) {
 		t.Error("a dead worker was called")
 	}
 }
+
+type countingObserver struct{ crashes, expired atomic.Int64 }
+
+func (o *countingObserver) Batch(int, time.Duration) {}
+func (o *countingObserver) ExpiredInQueue()          { o.expired.Add(1) }
+func (o *countingObserver) ReplicaCrash()            { o.crashes.Add(1) }
+func (o *countingObserver) ReplicaRestart()          {}
+
+// Replica crashes and expired requests on workers reach the gateway's
+// observer once each, from the growth of the heartbeats' counters; a
+// restarted worker's counters start again from zero.
+func TestWorkerEventsReachObserver(t *testing.T) {
+	p := New(Config{Known: []string{"a"}, HeartbeatInterval: time.Hour})
+	t.Cleanup(p.Close)
+	a := startFake(t, "a")
+	a.register(t, p, 1)
+	obs := &countingObserver{}
+	vs := testSpec(t)
+	vs.Observer = obs
+	if _, _, err := p.Start(t.Context(), vs); err != nil {
+		t.Fatal(err)
+	}
+	beat := func(pid, crashes, expired int64) {
+		st := &workerpb.WorkerStatus{Id: "a", Address: a.addr, Pid: pid, Versions: []*workerpb.VersionStatus{
+			{Model: "m", Version: 1, State: "ready", ReadyReplicas: 1, Crashes: crashes, ExpiredInQueue: expired}}}
+		if resp, err := p.Heartbeat(t.Context(), st); err != nil || !resp.Known {
+			t.Fatalf("heartbeat: %v %v", resp, err)
+		}
+	}
+	beat(1, 2, 5)
+	beat(1, 2, 5)
+	beat(1, 3, 9)
+	if c, e := obs.crashes.Load(), obs.expired.Load(); c != 3 || e != 9 {
+		t.Fatalf("crashes %d expired %d, want 3 and 9", c, e)
+	}
+	a.register(t, p, 2) // restarted: a new process
+	beat(2, 1, 0)
+	if c := obs.crashes.Load(); c != 4 {
+		t.Errorf("after a restart: crashes %d, want 4", c)
+	}
+}
