@@ -43,6 +43,7 @@ func newServeCmd() *cobra.Command {
 		shardSize           int
 		pprofAddr           string
 		initStore           bool
+		workerNice          int
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -128,6 +129,10 @@ func newServeCmd() *cobra.Command {
 					if sup, err = localWorkers(ids, cp.ln.Addr().String(), data, logFormat, logLevel, onnxLib, log, pool); err != nil {
 						return err
 					}
+					if workerNice < 0 || workerNice > 19 {
+						return fmt.Errorf("--worker-nice %d: use 0 (off) to 19", workerNice)
+					}
+					sup.Nice = workerNice
 					sctx, stopWorkers := context.WithCancel(context.Background())
 					supDone := make(chan struct{})
 					go func() { defer close(supDone); sup.Run(sctx, grace) }()
@@ -217,6 +222,7 @@ func newServeCmd() *cobra.Command {
 	f.DurationVar(&grace, "grace", 30*time.Second, "how long shutdown waits for in-flight and queued requests")
 	f.IntVar(&workers, "workers", 0, "start and supervise N local worker processes that host the replicas (0: replicas in this process, no hop)")
 	f.StringVar(&pprofAddr, "pprof-addr", "", "serve Go profiles (/debug/pprof/) on this admin address, e.g. 127.0.0.1:6060 (default: off)")
+	f.IntVar(&workerNice, "worker-nice", 0, "lower the local workers' CPU priority by this much (0-19): the server's admission, refusals and health checks run first when the CPUs are busy")
 	f.IntVar(&shardSize, "shard-size", 2, "how many workers hold each model (its shard, chosen by rendezvous hashing of the model name)")
 	f.StringVar(&controlAddr, "control-addr", "", "where workers register (sluice worker --join ADDR); set it to attach workers started elsewhere (default with --workers: 127.0.0.1:0)")
 	return cmd

@@ -363,3 +363,23 @@ func TestAttachedWorker(t *testing.T) {
 	}
 	srv.stop(t)
 }
+
+// --worker-nice lowers the local workers' CPU priority (Linux).
+func TestWorkerNice(t *testing.T) {
+	srv := startServer(t, "--data", t.TempDir(), "--workers", "1", "--shard-size", "1", "--worker-nice", "7")
+	wl := workers(t, srv.url)
+	if len(wl.Workers) != 1 {
+		t.Fatalf("workers: %+v", wl)
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", wl.Workers[0].PID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Fields after the command's closing parenthesis: state is field 3,
+	// nice is field 19.
+	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+2:]))
+	if len(f) < 17 || f[16] != "7" {
+		t.Errorf("worker nice = %v, want 7 (stat %q)", f[16:17], stat)
+	}
+	srv.stop(t)
+}

@@ -5,3 +5,5 @@ package cluster
 import "syscall"
 
 func sysProcAttr() *syscall.SysProcAttr { return nil }
+
+func setNice(int, int) error { return nil }
