@@ -1,0 +1,81 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// copyPackage copies the example package name into a temp folder.
+func copyPackage(t *testing.T, name string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir(filepath.Join("../../examples", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join("../../examples", name, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// A retrained artifact's golden values are rewritten in place: only the
+// numbers change, every comment and space stays.
+func TestCheckUpdateGolden(t *testing.T) {
+	orig, err := os.ReadFile("../../examples/iris/model.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := copyPackage(t, "iris")
+	man := filepath.Join(dir, "model.yaml")
+	stale := strings.NewReplacer("setosa: 0.9531188", "setosa: 0.5", "virginica: 0.9527456", "virginica: 0.25").Replace(string(orig))
+	if stale == string(orig) {
+		t.Fatal("the example's golden values changed; update this test")
+	}
+	os.WriteFile(man, []byte(stale), 0o644)
+	if _, _, err := sluice(t, "check", dir); err == nil {
+		t.Fatal("check passed with stale golden values")
+	}
+	out, stderr, err := sluice(t, "check", "--update-golden", dir)
+	if err != nil {
+		t.Fatalf("check --update-golden: %v\n%s%s", err, out, stderr)
+	}
+	for _, want := range []string{"example 0 setosa: 0.5 -> 0.9531188", "example 2 virginica: 0.25 -> 0.9527456", "example 1 setosa = 0.024172813 (unchanged)", "2 expected value(s) updated"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	got, _ := os.ReadFile(man)
+	if string(got) != string(orig) {
+		t.Fatalf("model.yaml after the update:\n%s\nwant the original byte for byte:\n%s", got, orig)
+	}
+	if out, stderr, err := sluice(t, "check", dir); err != nil {
+		t.Fatalf("check after the update: %v\n%s%s", err, out, stderr)
+	}
+	out, _, err = sluice(t, "check", "--update-golden", dir)
+	if err != nil || !strings.Contains(out, "nothing written") {
+		t.Fatalf("second update: %v\n%s", err, out)
+	}
+
+	// No golden examples: refused, the file untouched.
+	bare := strings.Split(string(orig), "\ngolden:")[0] + "\n"
+	os.WriteFile(man, []byte(bare), 0o644)
+	_, stderr, err = sluice(t, "check", "--update-golden", dir)
+	if err == nil || !strings.Contains(stderr, "no golden examples to update") {
+		t.Fatalf("no golden: err %v, stderr %s", err, stderr)
+	}
+	if got, _ := os.ReadFile(man); string(got) != bare {
+		t.Fatal("model.yaml changed although the update was refused")
+	}
+}
