@@ -242,7 +242,7 @@ func (c *Controller) Deploy(ctx context.Context, model string, version int, plan
 		return nil, err
 	}
 	c.setRolloutLocked(r)
-	c.startDriver(model)
+	c.startDriverLocked(model)
 	cp := *r
 	return &cp, nil
 }
@@ -285,8 +285,8 @@ func (c *Controller) Act(ctx context.Context, model, action, actor, reason strin
 	if err := c.applyLocked(ctx, &next, d, actor, reason); err != nil {
 		return nil, err
 	}
-	if next.Phase.Active() {
-		c.startDriver(model)
+	if next.Phase.Active() && next.Phase != PhasePaused {
+		c.startDriverLocked(model)
 	}
 	cp := next
 	return &cp, nil
@@ -395,14 +395,20 @@ func (c *Controller) restoreRollouts(ctx context.Context) error {
 	return nil
 }
 
-// startDriver runs the rollout of model until it is no longer active.
-func (c *Controller) startDriver(model string) {
+// startDriverLocked runs the rollout of model until it is no longer
+// active, unless a driver of model runs already (rmu held): a rollout
+// resumed before its driver saw the pause keeps that one driver.
+func (c *Controller) startDriverLocked(model string) {
 	c.mu.Lock()
 	closing := c.closing
 	c.mu.Unlock()
-	if closing {
+	if closing || c.driving[model] {
 		return
 	}
+	if c.driving == nil {
+		c.driving = map[string]bool{}
+	}
+	c.driving[model] = true
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
@@ -422,6 +428,7 @@ func (c *Controller) drive(model string) {
 		c.rmu.Lock()
 		r := c.rollouts[model]
 		if r == nil || !r.Phase.Active() || r.Phase == PhasePaused {
+			delete(c.driving, model) // under rmu: the next start sees it
 			c.rmu.Unlock()
 			return
 		}
@@ -454,6 +461,9 @@ func (c *Controller) drive(model string) {
 		c.rmu.Unlock()
 		select {
 		case <-c.ctx.Done():
+			c.rmu.Lock()
+			delete(c.driving, model)
+			c.rmu.Unlock()
 			return
 		case <-wake:
 		case <-tick.C:
