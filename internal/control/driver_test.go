@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/sluiceml/sluice/internal/errs"
 	"github.com/sluiceml/sluice/internal/registry"
 )
 
@@ -104,4 +105,57 @@ func TestOneDriverPerRollout(t *testing.T) {
 			t.Fatalf("%d drivers after resume, want 1", n)
 		}
 	})
+}
+
+func (s *rolloutStore) Policies(context.Context, string) ([]registry.Policy, error) { return nil, nil }
+func (s *rolloutStore) Events(context.Context, string) ([]registry.Event, error)    { return nil, nil }
+
+// The history of a model nobody published is a 404, like its deployment.
+func TestHistoryOfUnknownModel(t *testing.T) {
+	c := New(&rolloutStore{states: map[string][]byte{}}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	_, _, err := c.History(context.Background(), "nope")
+	if errs.CodeOf(err) != errs.NotFound || !strings.Contains(err.Error(), `model "nope" not found`) {
+		t.Fatalf("History(nope) = %v, want not_found", err)
+	}
+}
+
+func TestRollbackTarget(t *testing.T) {
+	full := func(v int, reason string) registry.Policy {
+		return registry.Policy{Targets: []registry.Target{{Version: v, Weight: 100}}, Reason: reason}
+	}
+	split := func(a, b, pct int) registry.Policy {
+		return registry.Policy{Targets: []registry.Target{{Version: a, Weight: 100 - pct}, {Version: b, Weight: pct}}}
+	}
+	for _, c := range []struct {
+		name string
+		ps   []registry.Policy
+		want int
+		err  string
+	}{
+		{"none", nil, 0, "has no deployment"},
+		{"first version only", []registry.Policy{full(1, "first ready version")}, 0, "no earlier version"},
+		{"promoted", []registry.Policy{full(1, ""), split(1, 2, 10), full(2, "")}, 1, ""},
+		{"mid canary", []registry.Policy{full(1, ""), split(1, 2, 10)}, 1, ""},
+		// The second rollback would undo the first: refused, --to goes further.
+		{"after a rollback", []registry.Policy{full(1, ""), full(2, ""), full(1, "rollback: bad")}, 0, "m@1 already took all the traffic back from m@2 by a rollback"},
+		{"after a rollback, traffic re-set", []registry.Policy{full(1, ""), full(2, ""), full(1, "rollback: bad"), full(1, "same")}, 0, "by a rollback"},
+		{"three versions", []registry.Policy{full(1, ""), full(2, ""), full(3, "")}, 2, ""},
+		{"rollback then a new release", []registry.Policy{full(1, ""), full(2, ""), full(1, "rollback: "), full(3, "")}, 1, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for i := range c.ps {
+				c.ps[i].Version = i + 1
+			}
+			got, err := rollbackTarget("m", c.ps)
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) || errs.CodeOf(err) != errs.NotFound {
+					t.Fatalf("got %d, %v; want not_found %q", got, err, c.err)
+				}
+				return
+			}
+			if err != nil || got != c.want {
+				t.Fatalf("got %d, %v; want %d", got, err, c.want)
+			}
+		})
+	}
 }
