@@ -1,6 +1,7 @@
 package modelpkg
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -46,6 +47,39 @@ golden:
 			_, err := SetGoldenExpect("model.yaml", []byte(c.src), c.vals)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("err = %v, want it to contain %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestParsePlan(t *testing.T) {
+	for _, c := range []struct {
+		name, src string
+		steps     []int
+		bake      string
+		err       string
+	}{
+		{"yaml", "# canary\nsteps: [5, 50, 100]\nbake: 30s\ngates: {maxErrorRate: 0.02}\n", []int{5, 50, 100}, "30s", ""},
+		{"release: wrapper", "release:\n  steps: [10, 100]\n  bake: 1m\n", []int{10, 100}, "1m0s", ""},
+		{"json", `{"steps": [1, 100], "bake": "2s", "onFail": "pause"}`, []int{1, 100}, "2s", ""},
+		{"bad step", "steps: [50, 10]\nbake: 30s\n", nil, "", "plan.yaml:1: steps[1]: steps must increase, got 10 after 50"},
+		{"unknown key", "steps: [100]\nbak: 30s\n", nil, "", "plan.yaml:2: bak"},
+		{"bare duration", "steps: [100]\nbake: 30\n", nil, "", "bake"},
+		{"bad wrapped", "release:\n  steps: [10, 90]\n", nil, "", "plan.yaml:2: release.steps: must end at 100"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := ParsePlan("plan.yaml", []byte(c.src))
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("err = %v, want %q", err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(r.Steps) != fmt.Sprint(c.steps) || r.Bake.String() != c.bake {
+				t.Fatalf("got %+v", r)
 			}
 		})
 	}
