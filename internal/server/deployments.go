@@ -13,9 +13,9 @@ import (
 	"github.com/sluiceml/sluice/internal/api"
 	"github.com/sluiceml/sluice/internal/control"
 	"github.com/sluiceml/sluice/internal/errs"
-	"github.com/sluiceml/sluice/internal/schema"
 	"github.com/sluiceml/sluice/internal/modelpkg"
 	"github.com/sluiceml/sluice/internal/registry"
+	"github.com/sluiceml/sluice/internal/schema"
 	"github.com/sluiceml/sluice/internal/tenant"
 	"github.com/sluiceml/sluice/internal/vstats"
 )
