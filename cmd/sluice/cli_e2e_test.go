@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -77,5 +78,29 @@ func TestCheckUpdateGolden(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(man); string(got) != bare {
 		t.Fatal("model.yaml changed although the update was refused")
+	}
+}
+
+func TestVersionCommand(t *testing.T) {
+	out, stderr, err := sluice(t, "version")
+	if err != nil || !strings.HasPrefix(out, "sluice dev (go") {
+		t.Fatalf("sluice version: %v\n%s%s", err, out, stderr)
+	}
+}
+
+// A port in use is reported before the data directory is created.
+func TestServePortInUse(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	data := filepath.Join(t.TempDir(), "data")
+	_, stderr, err := sluice(t, "serve", "--addr", ln.Addr().String(), "--data", data)
+	if err == nil || !strings.Contains(stderr, "listen on "+ln.Addr().String()) {
+		t.Fatalf("serve on a used port: %v\n%s", err, stderr)
+	}
+	if _, err := os.Stat(data); !os.IsNotExist(err) {
+		t.Fatalf("the data directory was touched: %v", err)
 	}
 }

@@ -61,6 +61,14 @@ func newServeCmd() *cobra.Command {
 			}
 			log := slog.New(handler)
 			cfg.Logger = log
+			// Listen first: a port in use is reported before the data
+			// directory is created or opened. Requests wait in the accept
+			// queue until Serve starts.
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				return fmt.Errorf("listen on %s: %w (nothing was started; the data directory was not touched)", addr, err)
+			}
+			defer ln.Close()
 			if onnxLib != "" {
 				onnx.SetLibraryPath(onnxLib)
 			}
@@ -161,10 +169,6 @@ func newServeCmd() *cobra.Command {
 				return err
 			}
 			ctl.MarkStarted()
-			ln, err := net.Listen("tcp", addr)
-			if err != nil {
-				return fmt.Errorf("listen on %s: %w", addr, err)
-			}
 			log.Info("serving", "addr", ln.Addr().String(), "data", data, "models", display)
 			return server.New(cfg, ctl).Serve(ctx, ln, grace)
 		},
