@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"net"
 	"os"
 	"path/filepath"
@@ -103,4 +104,60 @@ func TestServePortInUse(t *testing.T) {
 	if _, err := os.Stat(data); !os.IsNotExist(err) {
 		t.Fatalf("the data directory was touched: %v", err)
 	}
+}
+
+// sluice init writes a model.yaml that passes sluice check as written, with
+// the artifact's own feature names, and never overwrites one.
+func TestInitThenCheck(t *testing.T) {
+	var m map[string]any
+	if err := json.Unmarshal(mustRead(t, "../../examples/fraud/model.json"), &m); err != nil {
+		t.Fatal(err)
+	}
+	l := m["learner"].(map[string]any)
+	l["feature_names"] = []string{"amount_log", "accountAgeDays", "declines5m", "country US", "country GB", "country DE"}
+	l["feature_types"] = []string{"float", "int", "int", "i", "i", "i"}
+	art, _ := json.Marshal(m)
+	src := filepath.Join(t.TempDir(), "booster.json")
+	os.WriteFile(src, art, 0o644)
+	out := filepath.Join(t.TempDir(), "risk")
+	stdout, stderr, err := sluice(t, "init", src, "--out", out)
+	if err != nil {
+		t.Fatalf("init: %v\n%s%s", err, stdout, stderr)
+	}
+	y := string(mustRead(t, filepath.Join(out, "model.yaml")))
+	for _, want := range []string{"name: risk\n", "runtime: xgboost\n", "artifact: booster.json\n", "{name: accountAgeDays, type: int}", `{name: country_US, type: bool}   # the artifact calls it "country US"; XGBoost feature type i (indicator)`, "{name: probability}", "expect: {probability: 0."} {
+		if !strings.Contains(y, want) {
+			t.Errorf("model.yaml lacks %q:\n%s", want, y)
+		}
+	}
+	if stdout, stderr, err := sluice(t, "check", out); err != nil || !strings.HasSuffix(stdout, "ok\n") {
+		t.Fatalf("check of the generated package: %v\n%s%s", err, stdout, stderr)
+	}
+	if _, stderr, err := sluice(t, "init", src, "--out", out); err == nil || !strings.Contains(stderr, "never overwrites") {
+		t.Fatalf("second init: %v %s", err, stderr)
+	}
+	if string(mustRead(t, filepath.Join(out, "model.yaml"))) != y {
+		t.Fatal("the second init changed model.yaml")
+	}
+
+	if os.Getenv("SLUICE_ONNXRUNTIME_LIB") == "" {
+		t.Log("SLUICE_ONNXRUNTIME_LIB unset: the ONNX part is skipped")
+		return
+	}
+	out = filepath.Join(t.TempDir(), "mlp")
+	if stdout, stderr, err := sluice(t, "init", "../../examples/mlp/model.onnx", "--out", out); err != nil {
+		t.Fatalf("init onnx: %v\n%s%s", err, stdout, stderr)
+	}
+	if stdout, stderr, err := sluice(t, "check", out); err != nil || !strings.Contains(stdout, "30 fields -> 30 features") {
+		t.Fatalf("check of the generated onnx package: %v\n%s%s", err, stdout, stderr)
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
