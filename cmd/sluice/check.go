@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -10,11 +13,13 @@ import (
 	"github.com/sluiceml/sluice/internal/control"
 	"github.com/sluiceml/sluice/internal/hosting"
 	"github.com/sluiceml/sluice/internal/modelpkg"
+	"github.com/sluiceml/sluice/internal/runtime"
 )
 
 func newCheckCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "check DIR",
+	var updateGolden bool
+	cmd := &cobra.Command{
+		Use:   "check DIR [--update-golden]",
 		Short: "Validate a model package: model.yaml, artifact, feature vector, golden examples",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -47,6 +52,9 @@ func newCheckCmd() *cobra.Command {
 				}
 				fmt.Fprintf(out, "drift     %s: %d reference rows, %d bins per feature\n", d.Reference, len(rows), d.Bins)
 			}
+			if updateGolden {
+				return writeGolden(cmd.Context(), out, args[0], p, model)
+			}
 			res, err := hosting.CompareGolden(context.Background(), p.Spec, model)
 			if err != nil {
 				return err
@@ -71,4 +79,67 @@ func newCheckCmd() *cobra.Command {
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&updateGolden, "update-golden", false, "rewrite the golden examples' expected outputs in model.yaml with what the artifact answers now (only the numbers change)")
+	return cmd
+}
+
+// writeGolden rewrites DIR/model.yaml's expected golden outputs with what
+// model answers, printing old -> new per example and output.
+func writeGolden(ctx context.Context, out io.Writer, dir string, p *modelpkg.Package, model runtime.Model) error {
+	file := filepath.Join(dir, modelpkg.ManifestFile)
+	b, res, err := hosting.UpdateGolden(ctx, file, p, model)
+	if err != nil {
+		return err
+	}
+	changed := 0
+	for _, r := range res {
+		now := modelpkg.FormatFloat32(r.Got)
+		if float32(r.Got) == float32(r.Want) {
+			fmt.Fprintf(out, "golden    example %d %s = %s (unchanged)\n", r.Example, r.Output, now)
+			continue
+		}
+		changed++
+		fmt.Fprintf(out, "golden    example %d %s: %.9g -> %s\n", r.Example, r.Output, r.Want, now)
+	}
+	if changed == 0 {
+		fmt.Fprintf(out, "%s: the golden examples already hold what the artifact answers; nothing written\n", file)
+		return nil
+	}
+	if err := writeFileAtomic(file, b); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "%s: %d expected value(s) updated\n", file, changed)
+	return nil
+}
+
+// writeFileAtomic replaces name with data, keeping its mode: a crash leaves
+// either the old file or the new one.
+func writeFileAtomic(name string, data []byte) error {
+	st, err := os.Stat(name)
+	if err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(st.Mode().Perm())
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, name)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	return nil
 }

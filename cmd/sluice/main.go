@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	goruntime "runtime"
 
 	"github.com/spf13/cobra"
 
@@ -29,7 +30,7 @@ func main() {
 		Version:       version,
 	}
 	root.AddCommand(newServeCmd(), newCheckCmd(), newPushCmd(), newModelsCmd(), newPredictCmd(), newBenchCmd(), newTenantCmd(),
-		newDeployCmd(), newTrafficCmd(), newShadowCmd(), newRolloutCmd(), newRollbackCmd(), newHistoryCmd(), newRecordsCmd(), newTopCmd(), newWorkerCmd(), newWorkersCmd())
+		newDeployCmd(), newTrafficCmd(), newShadowCmd(), newRolloutCmd(), newRollbackCmd(), newHistoryCmd(), newRecordsCmd(), newTopCmd(), newWorkerCmd(), newWorkersCmd(), newVersionCmd(), newInitCmd())
 	if err := root.Execute(); err != nil {
 		var ce *client.Error
 		if errors.As(err, &ce) {
@@ -38,6 +39,18 @@ func main() {
 			fmt.Fprintln(os.Stderr, "sluice:", err)
 		}
 		os.Exit(1)
+	}
+}
+
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version of this binary (as --version does)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			fmt.Fprintf(cmd.OutOrStdout(), "sluice %s (%s, %s/%s)\n", version, goruntime.Version(), goruntime.GOOS, goruntime.GOARCH)
+			return nil
+		},
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluiceml/sluice/internal/api"
+	"github.com/sluiceml/sluice/internal/modelpkg"
 )
 
 // parseModelVersion splits "fraud@18".
@@ -87,8 +88,13 @@ func newDeployCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if err := json.Unmarshal(b, &plan); err != nil {
-					return fmt.Errorf("%s: a plan is a JSON object (see docs/releases.md): %w", planFile, err)
+				rel, err := modelpkg.ParsePlan(planFile, b)
+				if err != nil {
+					return err
+				}
+				jb, _ := json.Marshal(rel)
+				if err := json.Unmarshal(jb, &plan); err != nil {
+					return err
 				}
 			}
 			if steps != "" {
@@ -128,7 +134,7 @@ func newDeployCmd() *cobra.Command {
 	serverFlag(cmd, &server)
 	f := cmd.Flags()
 	f.StringVar(&reason, "reason", "", "why (recorded in the audit trail)")
-	f.StringVar(&planFile, "plan", "", "a JSON release plan file (docs/releases.md); flags below override it")
+	f.StringVar(&planFile, "plan", "", "a release plan file: YAML like model.yaml's release: (or JSON), see docs/releases.md; flags below override it")
 	f.StringVar(&steps, "steps", "", "canary percents, e.g. 1,5,25,50,100")
 	f.StringVar(&bake, "bake", "", "time at each step, e.g. 30s")
 	f.IntVar(&shadowN, "shadow", 0, "run a shadow phase of N compared requests first")

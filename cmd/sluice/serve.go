@@ -65,6 +65,19 @@ func newServeCmd() *cobra.Command {
 			}
 			log := slog.New(handler)
 			cfg.Logger, cfg.Version = log, version
+			// Listen first: a port in use is reported before the data
+			// directory is created or opened. Requests wait in the accept
+			// queue until Serve starts.
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				return fmt.Errorf("listen on %s: %w (nothing was started; the data directory was not touched)", addr, err)
+			}
+			defer ln.Close()
+			if grpcAddr != "" {
+				if cfg.GRPCListener, err = net.Listen("tcp", grpcAddr); err != nil {
+					return fmt.Errorf("listen on --grpc-addr %s: %w (nothing was started; the data directory was not touched)", grpcAddr, err)
+				}
+			}
 			if onnxLib != "" {
 				onnx.SetLibraryPath(onnxLib)
 			}
@@ -187,15 +200,6 @@ func newServeCmd() *cobra.Command {
 				return err
 			}
 			ctl.MarkStarted()
-			ln, err := net.Listen("tcp", addr)
-			if err != nil {
-				return fmt.Errorf("listen on %s: %w", addr, err)
-			}
-			if grpcAddr != "" {
-				if cfg.GRPCListener, err = net.Listen("tcp", grpcAddr); err != nil {
-					return fmt.Errorf("listen on --grpc-addr %s: %w", grpcAddr, err)
-				}
-			}
 			log.Info("serving", "addr", ln.Addr().String(), "data", data, "models", display)
 			return server.New(cfg, ctl).Serve(ctx, ln, grace)
 		},

@@ -55,8 +55,9 @@ type Controller struct {
 	closing  bool
 	started  bool
 
-	rmu      sync.Mutex // guards rollouts; serializes every policy change
+	rmu      sync.Mutex // guards rollouts and driving; serializes every policy change
 	rollouts map[string]*Rollout
+	driving  map[string]bool // models whose rollout driver runs (see startDriverLocked)
 	// rolloutView holds a copy of each rollout for readers (model → *Rollout).
 	rolloutView sync.Map
 	wake        chan struct{} // closed and replaced when a version's state changes

@@ -32,7 +32,21 @@ func (c *Controller) History(ctx context.Context, model string) ([]registry.Poli
 		return nil, nil, err
 	}
 	es, err := c.store.Events(ctx, model)
-	return ps, es, err
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(ps) == 0 && len(es) == 0 {
+		c.mu.Lock()
+		known := false
+		for _, l := range c.versions {
+			known = known || l.Version.Model == model
+		}
+		c.mu.Unlock()
+		if !known {
+			return nil, nil, errs.New(errs.NotFound, "model %q not found", model)
+		}
+	}
+	return ps, es, nil
 }
 
 // PolicyAt returns the policy of model in force at t.
@@ -242,7 +256,7 @@ func (c *Controller) Deploy(ctx context.Context, model string, version int, plan
 		return nil, err
 	}
 	c.setRolloutLocked(r)
-	c.startDriver(model)
+	c.startDriverLocked(model)
 	cp := *r
 	return &cp, nil
 }
@@ -285,8 +299,8 @@ func (c *Controller) Act(ctx context.Context, model, action, actor, reason strin
 	if err := c.applyLocked(ctx, &next, d, actor, reason); err != nil {
 		return nil, err
 	}
-	if next.Phase.Active() {
-		c.startDriver(model)
+	if next.Phase.Active() && next.Phase != PhasePaused {
+		c.startDriverLocked(model)
 	}
 	cp := next
 	return &cp, nil
@@ -329,7 +343,7 @@ func (c *Controller) Rollback(ctx context.Context, model string, to int, actor, 
 			}
 		}
 	}
-	p, err := c.setTargetsLocked(ctx, model, []registry.Target{{Version: to, Weight: 100}}, actor, "rollback: "+reason, -1)
+	p, err := c.setTargetsLocked(ctx, model, []registry.Target{{Version: to, Weight: 100}}, actor, rollbackReason+reason, -1)
 	if err != nil {
 		return p, err
 	}
@@ -350,23 +364,41 @@ func (c *Controller) lastFull(ctx context.Context, model string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	return rollbackTarget(model, ps)
+}
+
+// rollbackReason starts the reason of every policy Rollback writes.
+const rollbackReason = "rollback: "
+
+// rollbackTarget is where a plain rollback (no --to) sends the traffic,
+// given model's policy history (oldest first): the last version that held
+// 100 % before the current one. When the current version got 100 % from a
+// rollback by hand, there is nothing to roll back to: a second rollback
+// would only undo the first, so going further back needs --to.
+func rollbackTarget(model string, ps []registry.Policy) (int, error) {
 	if len(ps) == 0 {
 		return 0, errs.New(errs.NotFound, "model %s has no deployment", model)
 	}
-	cur := ps[len(ps)-1]
-	curFull := 0
-	if len(cur.Targets) > 0 && largest(cur.Targets) != 0 {
-		for _, t := range cur.Targets {
-			if t.Weight == 100 {
-				curFull = t.Version
+	full := func(p registry.Policy) int {
+		for _, t := range p.Targets {
+			if !t.Shadow && t.Weight == 100 {
+				return t.Version
 			}
 		}
+		return 0
+	}
+	cur := full(ps[len(ps)-1])
+	j := len(ps) - 1 // the policy that gave cur all the traffic
+	for cur != 0 && j > 0 && full(ps[j-1]) == cur {
+		j--
+	}
+	if cur != 0 && j > 0 && strings.HasPrefix(ps[j].Reason, rollbackReason) {
+		from := largest(ps[j-1].Targets)
+		return 0, errs.New(errs.NotFound, "%s@%d already took all the traffic back from %s@%d by a rollback (policy v%d); nothing to roll back to: name a version to go further back (sluice rollback %s --to N)", model, cur, model, from, ps[j].Version, model)
 	}
 	for i := len(ps) - 2; i >= 0; i-- {
-		for _, t := range ps[i].Targets {
-			if !t.Shadow && t.Weight == 100 && t.Version != curFull {
-				return t.Version, nil
-			}
+		if v := full(ps[i]); v != 0 && v != cur {
+			return v, nil
 		}
 	}
 	return 0, errs.New(errs.NotFound, "no earlier version of %s held 100%% of the traffic; name one with --to", model)
@@ -395,14 +427,20 @@ func (c *Controller) restoreRollouts(ctx context.Context) error {
 	return nil
 }
 
-// startDriver runs the rollout of model until it is no longer active.
-func (c *Controller) startDriver(model string) {
+// startDriverLocked runs the rollout of model until it is no longer
+// active, unless a driver of model runs already (rmu held): a rollout
+// resumed before its driver saw the pause keeps that one driver.
+func (c *Controller) startDriverLocked(model string) {
 	c.mu.Lock()
 	closing := c.closing
 	c.mu.Unlock()
-	if closing {
+	if closing || c.driving[model] {
 		return
 	}
+	if c.driving == nil {
+		c.driving = map[string]bool{}
+	}
+	c.driving[model] = true
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
@@ -422,6 +460,7 @@ func (c *Controller) drive(model string) {
 		c.rmu.Lock()
 		r := c.rollouts[model]
 		if r == nil || !r.Phase.Active() || r.Phase == PhasePaused {
+			delete(c.driving, model) // under rmu: the next start sees it
 			c.rmu.Unlock()
 			return
 		}
@@ -454,6 +493,9 @@ func (c *Controller) drive(model string) {
 		c.rmu.Unlock()
 		select {
 		case <-c.ctx.Done():
+			c.rmu.Lock()
+			delete(c.driving, model)
+			c.rmu.Unlock()
 			return
 		case <-wake:
 		case <-tick.C:

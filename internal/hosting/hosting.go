@@ -325,3 +325,37 @@ func warmup(ctx context.Context, spec *modelpkg.Spec, m runtime.Model, srv *serv
 	}
 	return nil
 }
+
+// UpdateGolden runs p's golden examples on m and rewrites the expected
+// outputs in p's model.yaml with what m answers (only the numbers change;
+// see modelpkg.SetGoldenExpect). It returns the new model.yaml and, per
+// example and output, the old value (Want) and the new one (Got). It
+// refuses a package without golden examples, and checks that the new
+// manifest parses and that m passes its golden examples before returning.
+func UpdateGolden(ctx context.Context, file string, p *modelpkg.Package, m runtime.Model) ([]byte, []GoldenResult, error) {
+	if len(p.Spec.Golden) == 0 {
+		return nil, nil, fmt.Errorf("%s: no golden examples to update; add golden: with instances and the outputs to expect (docs/model-yaml.md)", file)
+	}
+	res, err := CompareGolden(ctx, p.Spec, m)
+	if err != nil {
+		return nil, nil, err
+	}
+	var vals []modelpkg.GoldenValue
+	for _, r := range res {
+		if float32(r.Got) != float32(r.Want) { // a value that reads as the same float32 keeps its text
+			vals = append(vals, modelpkg.GoldenValue{Example: r.Example, Output: r.Output, Value: r.Got})
+		}
+	}
+	out, err := modelpkg.SetGoldenExpect(file, p.ManifestYAML, vals)
+	if err != nil {
+		return nil, nil, err
+	}
+	spec, err := modelpkg.Parse(file, out)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the updated manifest does not parse (nothing written): %w", err)
+	}
+	if err := CheckGolden(ctx, spec.Manifest.Name, spec, m); err != nil {
+		return nil, nil, fmt.Errorf("the updated golden examples do not pass (nothing written): %w", err)
+	}
+	return out, res, nil
+}

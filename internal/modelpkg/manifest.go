@@ -298,7 +298,9 @@ func validate(m *Manifest) (*Spec, []Problem) {
 		add("serving.maxBatchDelay", "must be between 0 (opportunistic batching) and 1s, got %s", s.MaxBatchDelay)
 	}
 	if s.MaxQueueInstances == 0 {
-		s.MaxQueueInstances = DefaultMaxQueueInstances
+		// The default grows to fit an explicit maxInstancesPerRequest: one
+		// full-size request must always be queueable.
+		s.MaxQueueInstances = max(DefaultMaxQueueInstances, s.MaxInstancesPerRequest)
 	}
 	if s.MaxQueueInstances < 0 {
 		add("serving.maxQueueInstances", "must be > 0, got %d", s.MaxQueueInstances)

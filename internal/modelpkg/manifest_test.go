@@ -115,3 +115,25 @@ func TestWarmupCanBeTurnedOff(t *testing.T) {
 		t.Fatalf("default warmup: %v", err)
 	}
 }
+
+// A default never contradicts an explicit setting: the default queue bound
+// grows to fit an explicit maxInstancesPerRequest; an explicit one that is
+// too small is still refused.
+func TestQueueDefaultFitsRequestLimit(t *testing.T) {
+	y := "name: m\nruntime: linear\nartifact: m.json\ninput: {schema: s@1, fields: [{name: x, type: float}]}\noutput: {schema: o@1, fields: [{name: y}]}\n"
+	spec, err := Parse("m.yaml", []byte(y+"serving: {maxInstancesPerRequest: 5000}\n"))
+	if err != nil {
+		t.Fatalf("maxInstancesPerRequest 5000 alone: %v", err)
+	}
+	if s := spec.Manifest.Serving; s.MaxQueueInstances != 5000 {
+		t.Errorf("maxQueueInstances = %d, want 5000 (the default grown to fit)", s.MaxQueueInstances)
+	}
+	spec, err = Parse("m.yaml", []byte(y+"serving: {maxInstancesPerRequest: 10}\n"))
+	if err != nil || spec.Manifest.Serving.MaxQueueInstances != DefaultMaxQueueInstances {
+		t.Fatalf("small request limit: %v %+v", err, spec)
+	}
+	_, err = Parse("m.yaml", []byte(y+"serving: {maxInstancesPerRequest: 5000, maxQueueInstances: 4096}\n"))
+	if err == nil || !strings.Contains(err.Error(), "must be >= serving.maxInstancesPerRequest (5000), got 4096") {
+		t.Fatalf("explicit queue bound below the request limit: %v", err)
+	}
+}

@@ -2,7 +2,12 @@ package modelpkg
 
 import (
 	"fmt"
+	"strings"
 	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/sluiceml/sluice/internal/strictyaml"
 )
 
 // Release is a rollout plan (model.yaml release:, or sent with `sluice
@@ -117,4 +122,45 @@ func (r *Release) Check(prefix string) []Problem {
 		add(".keepWarm", "must be >= 0, got %s", r.KeepWarm)
 	}
 	return probs
+}
+
+// ParsePlan decodes a release plan file (`sluice deploy --plan FILE`):
+// YAML written like model.yaml's release: (its keys at the top, or under
+// one top-level release: key), or the same as JSON, which is YAML too.
+// Decoding is strict and every problem names the file, line and key path.
+// Defaults are not filled in: the server does that.
+func ParsePlan(file string, data []byte) (*Release, error) {
+	if len(data) > MaxManifestBytes {
+		return nil, &Error{File: file, Problems: []Problem{{Message: fmt.Sprintf("is %d bytes, the limit is %d", len(data), MaxManifestBytes)}}}
+	}
+	var top yaml.Node
+	wrapped := false
+	if yaml.Unmarshal(data, &top) == nil && len(top.Content) == 1 {
+		m := top.Content[0]
+		wrapped = m.Kind == yaml.MappingNode && len(m.Content) == 2 && m.Content[0].Value == "release"
+	}
+	var r Release
+	var idx strictyaml.Index
+	var err error
+	prefix := ""
+	if wrapped {
+		var w struct {
+			Release Release `yaml:"release"`
+		}
+		idx, err = strictyaml.Decode(file, data, &w)
+		r, prefix = w.Release, "release"
+	} else {
+		idx, err = strictyaml.Decode(file, data, &r)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if probs := r.Check(prefix); len(probs) > 0 {
+		for i := range probs {
+			probs[i].Path = strings.TrimPrefix(probs[i].Path, ".")
+			probs[i].Line = idx.Line(probs[i].Path)
+		}
+		return nil, &Error{File: file, Problems: probs}
+	}
+	return &r, nil
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/sluiceml/sluice/internal/errs"
 )
@@ -99,7 +101,7 @@ func DecodeInstance(raw []byte, path string) (Instance, error) {
 	dec.UseNumber()
 	inst, err := ReadInstance(dec, path)
 	if err != nil {
-		return nil, err
+		return nil, LocateJSON(raw, err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, errs.New(errs.InvalidArgument, "%s: data after the instance object", path)
@@ -150,17 +152,106 @@ func ExpectDelim(dec *json.Decoder, want json.Delim, path string) error {
 
 func syntaxErr(dec *json.Decoder, err error, path string) error {
 	var se *json.SyntaxError
+	var p *jsonPos
 	if errors.As(err, &se) {
-		e := errs.New(errs.InvalidArgument, "malformed JSON at byte %d: %v", se.Offset, se)
+		// After a failed Token, InputOffset is where the offending value
+		// or delimiter starts (se.Offset is relative to an inner buffer).
+		p = syntaxPos(se, dec.InputOffset())
+	} else if err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) {
+		p = &jsonPos{off: dec.InputOffset(), msg: "unexpected end of input"}
+	} else {
+		e := errs.New(errs.InvalidArgument, "malformed JSON: %v", err)
 		e.Field = path
 		return e
 	}
-	if err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) {
-		e := errs.New(errs.InvalidArgument, "malformed JSON: unexpected end of input at byte %d", dec.InputOffset())
-		e.Field = path
-		return e
-	}
-	e := errs.New(errs.InvalidArgument, "malformed JSON: %v", err)
-	e.Field = path
+	p.off = max(p.off, 0)
+	e := errs.New(errs.InvalidArgument, "malformed JSON at byte %d: %s", p.off, p.msg)
+	e.Field, e.Err = path, p
 	return e
+}
+
+func syntaxPos(se *json.SyntaxError, off int64) *jsonPos {
+	p := &jsonPos{off: off, msg: se.Error(), literal: strings.Contains(se.Error(), " in literal ")}
+	if p.literal {
+		p.msg = "not a JSON value (expected an object, array, string, number, true, false or null)"
+	}
+	return p
+}
+
+// jsonPos is the cause of a malformed-JSON error: the byte offset of the
+// offending character and what is wrong there.
+type jsonPos struct {
+	off     int64
+	msg     string
+	literal bool // a bare word (like notjson) where a value was expected
+}
+
+func (p *jsonPos) Error() string { return p.msg }
+
+// LocateJSON rewrites a malformed-JSON error of a decoder reading body so
+// that it quotes the position as line and column ("malformed JSON at line 3,
+// column 14: …") and names a bare word where a value was expected. Other
+// errors are returned as they are.
+func LocateJSON(body []byte, err error) error {
+	var e *errs.Error
+	var p *jsonPos
+	if !errors.As(err, &e) || !errors.As(e.Err, &p) {
+		return err
+	}
+	off, msg := int(min(p.off, int64(len(body)))), p.msg
+	if p.literal {
+		start, end := off, off
+		for start > 0 && isWordByte(body[start-1]) {
+			start--
+		}
+		for end < len(body) && end-start < 40 && isWordByte(body[end]) {
+			end++
+		}
+		off, msg = start, fmt.Sprintf("%q is %s", body[start:end], p.msg)
+	}
+	line, col := LineColumn(body, off)
+	cp := *e
+	cp.Message = fmt.Sprintf("malformed JSON at line %d, column %d: %s", line, col, msg)
+	return &cp
+}
+
+// DescribeJSON renders an error of json.Unmarshal or json.Decoder.Decode
+// over body with its position as line:column; it never blames a literal
+// ("in literal null") for a bare word.
+func DescribeJSON(body []byte, err error) string {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		// Unmarshal and a first Decode count se.Offset from the body's start:
+		// the offending character is the one before it.
+		e := &errs.Error{Code: errs.InvalidArgument, Err: syntaxPos(se, max(se.Offset-1, 0))}
+		return strings.TrimPrefix(errs.As(LocateJSON(body, e)).Message, "malformed JSON ")
+	case errors.As(err, &te):
+		line, col := LineColumn(body, int(te.Offset))
+		where := te.Field
+		if where == "" {
+			where = "the body"
+		}
+		return fmt.Sprintf("at line %d, column %d: %s: expected %s, got a JSON %s", line, col, where, te.Type, te.Value)
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		return "unexpected end of input"
+	}
+	return err.Error()
+}
+
+// LineColumn turns a byte offset of body into a 1-based line and column
+// (the column counted in characters).
+func LineColumn(body []byte, off int) (line, col int) {
+	off = min(max(off, 0), len(body))
+	before := body[:off]
+	line = bytes.Count(before, []byte("\n")) + 1
+	if i := bytes.LastIndexByte(before, '\n'); i >= 0 {
+		before = before[i+1:]
+	}
+	return line, utf8.RuneCount(before) + 1
+}
+
+func isWordByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.' || c == '+'
 }

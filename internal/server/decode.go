@@ -30,6 +30,11 @@ const maxInstancesDecoded = 1_000_000
 // naming the field. encoding/json's struct decoding cannot see duplicate
 // keys or keep number literals per field, so this walks the token stream.
 func decodePredict(body []byte, maxDeadline time.Duration) (*predictBody, error) {
+	p, err := decodePredictTokens(body, maxDeadline)
+	return p, schema.LocateJSON(body, err) // syntax errors quote line:column
+}
+
+func decodePredictTokens(body []byte, maxDeadline time.Duration) (*predictBody, error) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	out := &predictBody{}

@@ -15,6 +15,7 @@ import (
 	"github.com/sluiceml/sluice/internal/errs"
 	"github.com/sluiceml/sluice/internal/modelpkg"
 	"github.com/sluiceml/sluice/internal/registry"
+	"github.com/sluiceml/sluice/internal/schema"
 	"github.com/sluiceml/sluice/internal/tenant"
 	"github.com/sluiceml/sluice/internal/vstats"
 )
@@ -31,7 +32,7 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return errs.New(errs.InvalidArgument, "malformed body: %v", err)
+		return errs.New(errs.InvalidArgument, "malformed body: %s", schema.DescribeJSON(b, err))
 	}
 	if dec.More() {
 		return errs.New(errs.InvalidArgument, "malformed body: data after the JSON object")

@@ -180,13 +180,18 @@ type Server struct {
 	sampleAt int
 	padSum   float64 // see Stats.PaddingRatioSum
 	padN     int64
+	// unreported counts expirations not yet told to the Observer, which is
+	// never called under mu (see reportExpired).
+	unreported int
+	// running counts replica loops (each with the replacement loads it
+	// runs); exited is closed when it is 0 after Close began.
+	running int
+	exited  chan struct{}
 
 	stats struct {
 		batches, rows, expired, crashes, restarts, inflight atomic.Int64
 	}
-	stop    chan struct{}  // closed by Close: stops replacement loads
-	wg      sync.WaitGroup // replica loops (and the replacement loads they run); Add only under mu
-	models  sync.Map       // *replica -> struct{}: models not yet closed
+	stop    chan struct{} // closed by Close: stops replacement loads
 	nextRep atomic.Int64
 }
 
@@ -224,7 +229,7 @@ func New(cfg Config, models []runtime.Model) *Server {
 		cfg.Observer = nopObserver{}
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger.With("version", cfg.Name), changed: make(chan struct{}),
-		cost: cfg.Cost, fitted: cfg.Cost != (CostModel{}), stop: make(chan struct{})}
+		cost: cfg.Cost, fitted: cfg.Cost != (CostModel{}), stop: make(chan struct{}), exited: make(chan struct{})}
 	s.mu.Lock()
 	for _, m := range models {
 		s.startReplicaLocked(m)
@@ -233,20 +238,51 @@ func New(cfg Config, models []runtime.Model) *Server {
 	return s
 }
 
-// startReplicaLocked starts a replica loop for m. The WaitGroup is added to
-// under the lock, so Close (which sets closing under it) cannot already be
-// waiting with a zero count.
+// startReplicaLocked starts a replica loop for m. It is counted in running
+// under the lock, so Close (which sets closing under it) cannot already have
+// seen a zero count. A replacement is started by the crashed replica's own
+// loop, while that loop is still counted.
 func (s *Server) startReplicaLocked(m runtime.Model) *replica {
 	r := &replica{id: s.nextRep.Add(1), model: m, gone: make(chan struct{})}
-	s.models.Store(r, struct{}{})
 	s.live = append(s.live, r)
 	s.broadcastLocked()
-	s.wg.Add(1)
+	s.running++
 	go func() {
-		defer s.wg.Done()
+		defer s.loopExited()
 		s.replicaLoop(r)
 	}()
 	return r
+}
+
+// loopExited uncounts a replica loop that returned.
+func (s *Server) loopExited() {
+	s.mu.Lock()
+	s.running--
+	s.exitedLocked()
+	s.mu.Unlock()
+}
+
+// exitedLocked closes exited once Close began and no replica loop runs.
+func (s *Server) exitedLocked() {
+	if s.closing && s.running == 0 {
+		select {
+		case <-s.exited:
+		default:
+			close(s.exited)
+		}
+	}
+}
+
+// reportExpired tells the Observer about expirations counted under the
+// lock. It is called without mu held.
+func (s *Server) reportExpired() {
+	s.mu.Lock()
+	n := s.unreported
+	s.unreported = 0
+	s.mu.Unlock()
+	for range n {
+		s.cfg.Observer.ExpiredInQueue()
+	}
 }
 
 // AddReplica makes m, a loaded and checked model, a replica that takes
@@ -430,12 +466,13 @@ func (s *Server) Submit(ctx context.Context, w Work) (Result, error) {
 			if expired {
 				s.finishLocked(it, errs.New(errs.ExpiredInQueue, "deadline passed while queued"))
 				s.stats.expired.Add(1)
-				s.cfg.Observer.ExpiredInQueue()
+				s.unreported++
 			} else {
 				s.finishLocked(it, errs.New(errs.DeadlineExceeded, "deadline passed during compute"))
 			}
 		}
 		s.mu.Unlock()
+		s.reportExpired()
 		<-it.done
 	}
 	if it.err != nil {
@@ -515,7 +552,7 @@ func (s *Server) takeLocked(b []piece, room int, now time.Time) ([]piece, int) {
 				*q = removeAt(*q, i)
 				if expired {
 					s.stats.expired.Add(1)
-					s.cfg.Observer.ExpiredInQueue()
+					s.unreported++ // told to the observer off the lock (reportExpired)
 					s.finishLocked(it, errs.New(errs.ExpiredInQueue, "deadline passed while queued"))
 				} else {
 					s.finishLocked(it, errs.New(errs.DeadlineExceeded, "deadline passed while parts were queued"))
@@ -621,6 +658,7 @@ func (s *Server) nextBatch(r *replica) ([]piece, bool) {
 func (s *Server) replicaLoop(r *replica) {
 	for {
 		batch, ok := s.nextBatch(r)
+		s.reportExpired()
 		if !ok {
 			break
 		}
@@ -636,19 +674,21 @@ func (s *Server) replicaLoop(r *replica) {
 	retiring := r.retiring
 	if !retiring {
 		// The server is closing and the queue is drained: the replica
-		// leaves live (RemoveReplica can no longer pick it) and Close
-		// closes its model.
+		// leaves live (RemoveReplica can no longer pick it).
 		s.dropLiveLocked(r)
 	}
 	s.mu.Unlock()
 	if retiring {
 		s.retire(r)
+		return
 	}
+	// The replica closes its own model: at once when it was idle, after its
+	// last batch when Close's ctx ended while it computed.
+	_ = r.model.Close()
 }
 
 // retire closes a removed replica's model and tells RemoveReplica.
 func (s *Server) retire(r *replica) {
-	s.models.Delete(r)
 	_ = r.model.Close()
 	s.mu.Lock()
 	s.draining--
@@ -890,7 +930,6 @@ func (s *Server) Observe(n int, d time.Duration) {
 // until it succeeds or the server closes. A retiring replica that crashed
 // is not replaced.
 func (s *Server) replace(old *replica) {
-	s.models.Delete(old)
 	_ = old.model.Close() // a crashed model may still hold resources
 	s.mu.Lock()
 	retiring := old.retiring
@@ -929,7 +968,7 @@ func (s *Server) replace(old *replica) {
 			s.mu.Lock()
 			s.reload--
 			// Even if Close began meanwhile: this goroutine is counted in
-			// wg, so Close is still waiting, and the replacement drains.
+			// running, so Close is still waiting, and the replacement drains.
 			s.startReplicaLocked(m)
 			s.mu.Unlock()
 			return
@@ -971,8 +1010,11 @@ func (s *Server) Stats() Stats {
 }
 
 // Close stops admitting, lets the replicas finish queued work (each request
-// still bounded by its own deadline), then unloads the models. If ctx ends
-// first, what is still queued is answered with shutting_down.
+// still bounded by its own deadline), then unloads the models: each replica
+// closes its model when it leaves. If ctx ends first, what is still queued
+// is answered with shutting_down and Close returns ctx's error at once; a
+// replica computing a batch then closes its model when the batch is done.
+// Close leaves no goroutine of its own behind.
 func (s *Server) Close(ctx context.Context) error {
 	s.mu.Lock()
 	if !s.closing {
@@ -980,12 +1022,11 @@ func (s *Server) Close(ctx context.Context) error {
 		close(s.stop)
 		s.broadcastLocked()
 	}
+	s.exitedLocked()
 	s.mu.Unlock()
-	done := make(chan struct{})
-	go func() { s.wg.Wait(); close(done) }()
 	var err error
 	select {
-	case <-done:
+	case <-s.exited:
 	case <-ctx.Done():
 		err = ctx.Err()
 		s.mu.Lock()
@@ -1001,12 +1042,5 @@ func (s *Server) Close(ctx context.Context) error {
 		s.broadcastLocked()
 		s.mu.Unlock()
 	}
-	s.models.Range(func(k, _ any) bool {
-		if err == nil { // only close models whose replicas have stopped
-			_ = k.(*replica).model.Close()
-			s.models.Delete(k)
-		}
-		return true
-	})
 	return err
 }

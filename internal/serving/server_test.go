@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	goruntime "runtime"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -422,6 +424,106 @@ func TestCloseWithDeadlineAnswersTheRest(t *testing.T) {
 		}
 		if ok == 0 || shut == 0 || ok+shut != 10 {
 			t.Errorf("ok %d, shutting_down %d: every accepted request must get an answer", ok, shut)
+		}
+	})
+}
+
+// lockCheckObserver records whether the Server's mutex was held when it was
+// called. Only used where no other goroutine can hold the mutex then.
+type lockCheckObserver struct {
+	nopObserver
+	s       *Server
+	mu      sync.Mutex
+	expired int
+	locked  int // calls made with s.mu held
+}
+
+func (o *lockCheckObserver) ExpiredInQueue() {
+	held := !o.s.mu.TryLock()
+	if !held {
+		o.s.mu.Unlock()
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.expired++
+	if held {
+		o.locked++
+	}
+}
+
+// The Observer is called off the lock, as its doc says: an observer that
+// takes the server's lock (or blocks) must not stall every request.
+func TestObserverCalledOffTheLock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := &fakeModel{gate: make(chan struct{})}
+		obs := &lockCheckObserver{}
+		s := newServer(t, Config{MaxBatchSize: 1, Observer: obs}, m)
+		obs.s = s
+		go s.Submit(context.Background(), Work{Rows: rows(1)})
+		synctest.Wait() // the replica holds row 1 at the gate, without the lock
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
+		defer cancel()
+		if _, err := s.Submit(ctx, Work{Rows: rows(2)}); errs.CodeOf(err) != errs.ExpiredInQueue {
+			t.Fatalf("got %v, want expired_in_queue", err)
+		}
+		close(m.gate)
+		synctest.Wait()
+		obs.mu.Lock()
+		defer obs.mu.Unlock()
+		if obs.expired != 1 || obs.locked != 0 {
+			t.Fatalf("ExpiredInQueue called %d times, %d of them under the server's lock", obs.expired, obs.locked)
+		}
+	})
+}
+
+// goroutinesOf counts live goroutines whose stack mentions fn.
+func goroutinesOf(fn string) int {
+	buf := make([]byte, 1<<20)
+	n := 0
+	for _, g := range strings.Split(string(buf[:goruntime.Stack(buf, true)]), "\n\n") {
+		if strings.Contains(g, fn) {
+			n++
+		}
+	}
+	return n
+}
+
+// When Close's ctx ends while a replica computes, the idle replicas' models
+// are closed anyway, the busy one's when its batch is done, and Close leaves
+// no goroutine behind.
+func TestCloseTimeoutClosesModels(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		busy := &fakeModel{gate: make(chan struct{})}
+		idle := &fakeModel{}
+		s := New(Config{MaxBatchSize: 1, MaxQueueInstances: 100, Logger: quiet()}, []runtime.Model{busy})
+		first := submitAsync(context.Background(), s, 1)
+		synctest.Wait() // busy holds row 1 at its gate
+		if err := s.AddReplica(idle); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if err := s.Close(ctx); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Close = %v, want context canceled", err)
+		}
+		if n := goroutinesOf("(*Server).Close"); n != 0 {
+			t.Fatalf("%d goroutines of Close outlive it", n)
+		}
+		synctest.Wait()
+		if idle.closes() != 1 {
+			t.Fatalf("idle model closed %d times after Close timed out, want 1", idle.closes())
+		}
+		if busy.closes() != 0 {
+			t.Fatal("a model was closed while computing a batch")
+		}
+		close(busy.gate)
+		if err := <-first; err != nil {
+			t.Fatalf("the batch being computed: %v", err)
+		}
+		synctest.Wait()
+		if busy.closes() != 1 {
+			t.Fatalf("busy model closed %d times after its batch, want 1", busy.closes())
 		}
 	})
 }

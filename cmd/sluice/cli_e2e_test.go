@@ -1,0 +1,163 @@
+package main
+
+import (
+	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// copyPackage copies the example package name into a temp folder.
+func copyPackage(t *testing.T, name string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir(filepath.Join("../../examples", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join("../../examples", name, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// A retrained artifact's golden values are rewritten in place: only the
+// numbers change, every comment and space stays.
+func TestCheckUpdateGolden(t *testing.T) {
+	orig, err := os.ReadFile("../../examples/iris/model.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := copyPackage(t, "iris")
+	man := filepath.Join(dir, "model.yaml")
+	stale := strings.NewReplacer("setosa: 0.9531188", "setosa: 0.5", "virginica: 0.9527456", "virginica: 0.25").Replace(string(orig))
+	if stale == string(orig) {
+		t.Fatal("the example's golden values changed; update this test")
+	}
+	os.WriteFile(man, []byte(stale), 0o644)
+	if _, _, err := sluice(t, "check", dir); err == nil {
+		t.Fatal("check passed with stale golden values")
+	}
+	out, stderr, err := sluice(t, "check", "--update-golden", dir)
+	if err != nil {
+		t.Fatalf("check --update-golden: %v\n%s%s", err, out, stderr)
+	}
+	for _, want := range []string{"example 0 setosa: 0.5 -> 0.9531188", "example 2 virginica: 0.25 -> 0.9527456", "example 1 setosa = 0.024172813 (unchanged)", "2 expected value(s) updated"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	got, _ := os.ReadFile(man)
+	if string(got) != string(orig) {
+		t.Fatalf("model.yaml after the update:\n%s\nwant the original byte for byte:\n%s", got, orig)
+	}
+	if out, stderr, err := sluice(t, "check", dir); err != nil {
+		t.Fatalf("check after the update: %v\n%s%s", err, out, stderr)
+	}
+	out, _, err = sluice(t, "check", "--update-golden", dir)
+	if err != nil || !strings.Contains(out, "nothing written") {
+		t.Fatalf("second update: %v\n%s", err, out)
+	}
+
+	// No golden examples: refused, the file untouched.
+	bare := strings.Split(string(orig), "\ngolden:")[0] + "\n"
+	os.WriteFile(man, []byte(bare), 0o644)
+	_, stderr, err = sluice(t, "check", "--update-golden", dir)
+	if err == nil || !strings.Contains(stderr, "no golden examples to update") {
+		t.Fatalf("no golden: err %v, stderr %s", err, stderr)
+	}
+	if got, _ := os.ReadFile(man); string(got) != bare {
+		t.Fatal("model.yaml changed although the update was refused")
+	}
+}
+
+func TestVersionCommand(t *testing.T) {
+	out, stderr, err := sluice(t, "version")
+	if err != nil || !strings.HasPrefix(out, "sluice dev (go") {
+		t.Fatalf("sluice version: %v\n%s%s", err, out, stderr)
+	}
+}
+
+// A port in use is reported before the data directory is created.
+func TestServePortInUse(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	data := filepath.Join(t.TempDir(), "data")
+	_, stderr, err := sluice(t, "serve", "--addr", ln.Addr().String(), "--data", data)
+	if err == nil || !strings.Contains(stderr, "listen on "+ln.Addr().String()) {
+		t.Fatalf("serve on a used port: %v\n%s", err, stderr)
+	}
+	if _, err := os.Stat(data); !os.IsNotExist(err) {
+		t.Fatalf("the data directory was touched: %v", err)
+	}
+}
+
+// sluice init writes a model.yaml that passes sluice check as written, with
+// the artifact's own feature names, and never overwrites one.
+func TestInitThenCheck(t *testing.T) {
+	var m map[string]any
+	if err := json.Unmarshal(mustRead(t, "../../examples/fraud/model.json"), &m); err != nil {
+		t.Fatal(err)
+	}
+	l := m["learner"].(map[string]any)
+	l["feature_names"] = []string{"amount_log", "accountAgeDays", "declines5m", "country US", "country GB", "country DE"}
+	l["feature_types"] = []string{"float", "int", "int", "i", "i", "i"}
+	art, _ := json.Marshal(m)
+	src := filepath.Join(t.TempDir(), "booster.json")
+	os.WriteFile(src, art, 0o644)
+	out := filepath.Join(t.TempDir(), "risk")
+	stdout, stderr, err := sluice(t, "init", src, "--out", out)
+	if err != nil {
+		t.Fatalf("init: %v\n%s%s", err, stdout, stderr)
+	}
+	y := string(mustRead(t, filepath.Join(out, "model.yaml")))
+	for _, want := range []string{"name: risk\n", "runtime: xgboost\n", "artifact: booster.json\n", "{name: accountAgeDays, type: int}", `{name: country_US, type: bool}   # the artifact calls it "country US"; XGBoost feature type i (indicator)`, "{name: probability}", "expect: {probability: 0."} {
+		if !strings.Contains(y, want) {
+			t.Errorf("model.yaml lacks %q:\n%s", want, y)
+		}
+	}
+	if stdout, stderr, err := sluice(t, "check", out); err != nil || !strings.HasSuffix(stdout, "ok\n") {
+		t.Fatalf("check of the generated package: %v\n%s%s", err, stdout, stderr)
+	}
+	if _, stderr, err := sluice(t, "init", src, "--out", out); err == nil || !strings.Contains(stderr, "never overwrites") {
+		t.Fatalf("second init: %v %s", err, stderr)
+	}
+	if string(mustRead(t, filepath.Join(out, "model.yaml"))) != y {
+		t.Fatal("the second init changed model.yaml")
+	}
+
+	if os.Getenv("SLUICE_ONNXRUNTIME_LIB") == "" {
+		t.Log("SLUICE_ONNXRUNTIME_LIB unset: the ONNX part is skipped")
+		return
+	}
+	out = filepath.Join(t.TempDir(), "mlp")
+	if stdout, stderr, err := sluice(t, "init", "../../examples/mlp/model.onnx", "--out", out); err != nil {
+		t.Fatalf("init onnx: %v\n%s%s", err, stdout, stderr)
+	}
+	if stdout, stderr, err := sluice(t, "check", out); err != nil || !strings.Contains(stdout, "30 fields -> 30 features") {
+		t.Fatalf("check of the generated onnx package: %v\n%s%s", err, stdout, stderr)
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

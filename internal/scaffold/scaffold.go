@@ -1,0 +1,291 @@
+// Package scaffold writes a starting model.yaml for a model artifact from
+// what the artifact says about itself: its runtime (told apart by content),
+// its input features (names and types when the artifact has them, else
+// numbered), its outputs (from the objective or the output tensor) and one
+// golden example on an all-zero instance whose expected outputs are left at
+// 0 for the caller to compute by running the model (see
+// hosting.UpdateGolden). It reads artifacts; it does not load models, write
+// files or touch the registry.
+package scaffold
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/sluiceml/sluice/internal/runtime/linear"
+	"github.com/sluiceml/sluice/internal/runtime/onnx"
+	"github.com/sluiceml/sluice/internal/runtime/xgboost"
+)
+
+// Field is one input field of the scaffold.
+type Field struct {
+	Name      string
+	Type      string // float, int, bool, sequence
+	MaxLength int    // sequence only
+	Note      string // a comment for the line, e.g. the artifact's own name
+}
+
+// Model is what an artifact says about itself.
+type Model struct {
+	Runtime string
+	Detail  string // one line for the header comment
+	Fields  []Field
+	Outputs []string
+	// Tolerance for the generated golden example: the runtime's float
+	// precision across machines.
+	Tolerance string
+}
+
+// Describe tells the runtime of an artifact (runtimeName "" to detect it by
+// content: xgboost JSON/UBJSON, linear JSON, ONNX) and what it reads and
+// produces.
+func Describe(file string, data []byte, runtimeName string) (*Model, error) {
+	tries := []struct {
+		name string
+		fn   func([]byte) (*Model, error)
+	}{{"xgboost", fromXGBoost}, {"linear", fromLinear}, {"onnx", fromONNX}}
+	var msgs []string
+	for _, t := range tries {
+		if runtimeName != "" && runtimeName != t.name {
+			continue
+		}
+		m, err := t.fn(data)
+		if err == nil {
+			return m, nil
+		}
+		msgs = append(msgs, fmt.Sprintf("%s: %v", t.name, err))
+	}
+	if runtimeName != "" && len(msgs) == 0 {
+		return nil, fmt.Errorf("%s: sluice init knows runtimes xgboost, linear and onnx, not %q; write model.yaml by hand (docs/model-yaml.md)", file, runtimeName)
+	}
+	if runtimeName != "" {
+		return nil, fmt.Errorf("%s: not an artifact of runtime %s: %s", file, runtimeName, strings.Join(msgs, "; "))
+	}
+	return nil, fmt.Errorf("%s: not an artifact sluice init can read (XGBoost JSON or UBJSON from Booster.save_model, a linear-runtime JSON, or ONNX): %s", file, strings.Join(msgs, "; "))
+}
+
+func fromXGBoost(data []byte) (*Model, error) {
+	d, err := xgboost.Describe(data)
+	if err != nil {
+		return nil, errors.New(strings.TrimPrefix(err.Error(), "xgboost: "))
+	}
+	m := &Model{Runtime: "xgboost", Tolerance: "1e-6",
+		Detail: fmt.Sprintf("XGBoost gbtree, objective %s, %d features", d.Objective, d.NumFeature)}
+	names := d.FeatureNames
+	if len(names) == 0 {
+		names = make([]string, d.NumFeature)
+		for i := range names {
+			names[i] = "f" + strconv.Itoa(i) // XGBoost's own name for unnamed features
+		}
+	}
+	for i, n := range names {
+		f := Field{Name: n, Type: "float"}
+		if i < len(d.FeatureTypes) {
+			switch d.FeatureTypes[i] {
+			case "int":
+				f.Type = "int"
+			case "i":
+				f.Type = "bool"
+				f.Note = "XGBoost feature type i (indicator)"
+			case "c":
+				f.Type = "int"
+				f.Note = "XGBoost feature type c: its category codes, as numbers"
+			}
+		}
+		m.Fields = append(m.Fields, f)
+	}
+	switch {
+	case d.Objective == "multi:softprob":
+		for c := range d.NumClass {
+			m.Outputs = append(m.Outputs, "class"+strconv.Itoa(c))
+		}
+	case d.Objective == "multi:softmax":
+		m.Outputs = []string{"class"}
+	case d.Objective == "binary:logistic" || d.Objective == "reg:logistic":
+		m.Outputs = []string{"probability"}
+	case d.Objective == "binary:logitraw":
+		m.Outputs = []string{"margin"}
+	default:
+		m.Outputs = []string{"prediction"}
+	}
+	if len(m.Outputs) != d.Outputs {
+		return nil, fmt.Errorf("objective %s: %d outputs named for %d columns", d.Objective, len(m.Outputs), d.Outputs)
+	}
+	return m, nil
+}
+
+func fromLinear(data []byte) (*Model, error) {
+	if len(bytes.TrimSpace(data)) == 0 || bytes.TrimSpace(data)[0] != '{' {
+		return nil, errors.New("not a JSON object")
+	}
+	lm, err := linear.Decode(data)
+	if err != nil {
+		return nil, errors.New(strings.TrimPrefix(err.Error(), "linear: "))
+	}
+	info := lm.Info()
+	m := &Model{Runtime: "linear", Tolerance: "1e-6", Detail: fmt.Sprintf("linear model, %s", info.Detail)}
+	for i := range info.Inputs {
+		m.Fields = append(m.Fields, Field{Name: "x" + strconv.Itoa(i), Type: "float"})
+	}
+	if info.Outputs == 1 {
+		m.Outputs = []string{"prediction"}
+	} else {
+		for i := range info.Outputs {
+			m.Outputs = append(m.Outputs, "y"+strconv.Itoa(i))
+		}
+	}
+	return m, nil
+}
+
+// defaultMaxLength is the maxLength written for a sequence input: ONNX
+// declares the sequence axis dynamic, so the artifact cannot say it.
+const defaultMaxLength = 128
+
+func fromONNX(data []byte) (*Model, error) {
+	mi, err := onnx.ReadModelInfo(data)
+	if err != nil {
+		return nil, err
+	}
+	c, err := onnx.CheckContract(mi, 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	m := &Model{Runtime: "onnx", Tolerance: "1e-5",
+		Detail: fmt.Sprintf("ONNX (%s, opset %d): input %q %s %s, output %q %s %s", mi.Producer, mi.Opset,
+			c.Input.Name, c.Input.TypeString(), c.Input.ShapeString(), c.Output.Name, c.Output.TypeString(), c.Output.ShapeString())}
+	in := FieldName(c.Input.Name, "input")
+	if c.Sequence {
+		m.Fields = []Field{{Name: in, Type: "sequence", MaxLength: defaultMaxLength,
+			Note: fmt.Sprintf("token ids; set maxLength to the longest sequence the model takes (the artifact does not say; %d written)", defaultMaxLength)}}
+	} else {
+		for i := range c.Features {
+			m.Fields = append(m.Fields, Field{Name: in + "_" + strconv.Itoa(i), Type: "float"})
+		}
+		m.Fields[0].Note = fmt.Sprintf("column %d of input tensor %q; ONNX does not name the columns: rename them", 0, c.Input.Name)
+	}
+	out := FieldName(c.Output.Name, "output")
+	if c.Outputs == 1 {
+		m.Outputs = []string{out}
+	} else {
+		for i := range c.Outputs {
+			m.Outputs = append(m.Outputs, out+"_"+strconv.Itoa(i))
+		}
+	}
+	return m, nil
+}
+
+var nonField = regexp.MustCompile(`[^A-Za-z0-9_]+`)
+
+// FieldName turns an artifact's name for a column into a valid field name
+// (letters, digits and '_', not starting with a digit); fallback when
+// nothing is left.
+func FieldName(s, fallback string) string {
+	n := strings.Trim(nonField.ReplaceAllString(s, "_"), "_")
+	if n == "" {
+		n = fallback
+	}
+	if n[0] >= '0' && n[0] <= '9' {
+		n = "_" + n
+	}
+	return n
+}
+
+var nonName = regexp.MustCompile(`[^a-z0-9-]+`)
+
+// ModelName turns s (a folder or file name) into a valid model name, or
+// "model".
+func ModelName(s string) string {
+	n := strings.Trim(nonName.ReplaceAllString(strings.ToLower(s), "-"), "-")
+	if len(n) > 63 {
+		n = strings.Trim(n[:63], "-")
+	}
+	if n == "" {
+		return "model"
+	}
+	return n
+}
+
+// YAML renders model.yaml for m. With golden, one golden example on an
+// all-zero instance expects 0 for every output: the caller computes the
+// real values by running the artifact (hosting.UpdateGolden).
+func YAML(name, artifact, source string, m *Model, golden bool) []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Written by `sluice init %s` from what the artifact says about itself:\n", source)
+	fmt.Fprintf(&b, "# %s.\n", m.Detail)
+	b.WriteString(`# Check every line before publishing: rename fields, add bounds (min, max),
+# mark the fields that may be absent (optional: true), declare preprocessing,
+# and set the serving limits (docs/model-yaml.md).
+`)
+	fmt.Fprintf(&b, "name: %s\nruntime: %s\nartifact: %s\n", name, m.Runtime, quote(artifact))
+	fmt.Fprintf(&b, "input:\n  schema: %s-input@1\n  fields:                # order = the feature order the model reads\n", name)
+	seen := map[string]int{}
+	for i, f := range m.Fields {
+		n := FieldName(f.Name, "f"+strconv.Itoa(i))
+		if k := seen[n]; k > 0 {
+			n = n + "_" + strconv.Itoa(k+1)
+		}
+		seen[n]++
+		m.Fields[i].Name = n
+		note := f.Note
+		if n != f.Name {
+			note = strings.TrimSuffix(fmt.Sprintf("the artifact calls it %q; %s", f.Name, note), "; ")
+		}
+		line := fmt.Sprintf("    - {name: %s, type: %s", n, f.Type)
+		if f.MaxLength > 0 {
+			line += fmt.Sprintf(", maxLength: %d", f.MaxLength)
+		}
+		line += "}"
+		if note != "" {
+			line += "   # " + note
+		}
+		b.WriteString(line + "\n")
+	}
+	fmt.Fprintf(&b, "output:\n  schema: %s-output@1\n  fields:\n", name)
+	for _, o := range m.Outputs {
+		fmt.Fprintf(&b, "    - {name: %s}\n", o)
+	}
+	if !golden {
+		return []byte(b.String())
+	}
+	b.WriteString(`golden:
+  # Computed by running this artifact on an all-zero instance when this file
+  # was written: it proves the model loads and answers as it does today.
+  # Add examples whose outputs you know from training, then run
+  # sluice check --update-golden DIR only if you trust the artifact.
+  - instance: {`)
+	for i, f := range m.Fields {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		switch f.Type {
+		case "bool":
+			fmt.Fprintf(&b, "%s: false", f.Name)
+		case "sequence":
+			fmt.Fprintf(&b, "%s: [0]", f.Name)
+		default:
+			fmt.Fprintf(&b, "%s: 0", f.Name)
+		}
+	}
+	b.WriteString("}\n    expect: {")
+	for i, o := range m.Outputs {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s: 0", o)
+	}
+	fmt.Fprintf(&b, "}\n    tolerance: %s\n", m.Tolerance)
+	return []byte(b.String())
+}
+
+var plainScalar = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]*$`)
+
+func quote(s string) string {
+	if plainScalar.MatchString(s) {
+		return s
+	}
+	return strconv.Quote(s)
+}
