@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -33,6 +34,7 @@ func newServeCmd() *cobra.Command {
 		retention           time.Duration
 		noRecords           bool
 		noMetrics, noDrift  bool
+		strict              bool
 		onnxLib             string
 		otlpEndpoint        string
 		cfg                 server.Config
@@ -153,11 +155,18 @@ func newServeCmd() *cobra.Command {
 			if err := ctl.Start(ctx); err != nil {
 				return err
 			}
-			pubs, err := ctl.PublishFS(ctx, fsys, root, display)
+			scan, err := ctl.PublishFS(ctx, fsys, root, display)
 			if err != nil {
 				return err
 			}
-			if err := ctl.ReleaseChanged(ctx, pubs); err != nil {
+			if strict && len(scan.Invalid) > 0 {
+				probs := make([]error, len(scan.Invalid))
+				for i, p := range scan.Invalid {
+					probs[i] = errors.New(p.Err)
+				}
+				return fmt.Errorf("--strict: %d invalid package(s) in %s:\n%w", len(probs), display, errors.Join(probs...))
+			}
+			if err := ctl.ReleaseChanged(ctx, scan.Published); err != nil {
 				return err
 			}
 			ctl.MarkStarted()
@@ -175,7 +184,8 @@ func newServeCmd() *cobra.Command {
 	f.StringVar(&onnxLib, "onnxruntime-lib", "", "path of ONNX Runtime's shared library for runtime onnx (default: $SLUICE_ONNXRUNTIME_LIB, then the cache of scripts/fetch-onnxruntime.sh, then standard locations)")
 	f.StringVar(&otlpEndpoint, "otlp-endpoint", "", "export OpenTelemetry spans (one per predict call) over OTLP/HTTP to this collector, e.g. http://127.0.0.1:4318 (default: off)")
 	f.StringVar(&tenantsFile, "tenants", "", "tenants file (API key hashes, allowed models, quotas); without it authentication is off")
-	f.StringVar(&models, "models", "", "folder of model packages to publish at start (default: the built-in examples)")
+	f.StringVar(&models, "models", "", "a model package folder, or a folder of them, to publish at start (default: the built-in examples)")
+	f.BoolVar(&strict, "strict", false, "exit non-zero when a package in --models is invalid (default: serve the valid ones, report the invalid ones as failed)")
 	f.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", 1<<20, "largest predict request body")
 	f.Int64Var(&cfg.MaxUploadBytes, "max-upload-bytes", 512<<20, "largest package upload")
 	f.DurationVar(&cfg.MaxDeadline, "max-deadline", time.Minute, "largest deadlineMs a request may ask for")

@@ -116,6 +116,16 @@ type Model struct {
 	// version's while none serves).
 	Input  *Input  `json:"input,omitempty"`
 	Output *Output `json:"output,omitempty"`
+	// InvalidPackage is set when the model's package in the models folder
+	// (sluice serve --models) could not be read: it was not published.
+	InvalidPackage *InvalidPackage `json:"invalidPackage,omitempty"`
+}
+
+// InvalidPackage is a package folder that failed to parse or validate.
+type InvalidPackage struct {
+	Dir   string `json:"dir"`
+	State string `json:"state"` // always "failed"
+	Error string `json:"error"` // file:line: key: message, one line per problem
 }
 
 // ModelList is GET /v1/models.

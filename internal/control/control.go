@@ -15,6 +15,7 @@ import (
 	"path"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -46,12 +47,15 @@ type Controller struct {
 	// NoDrift turns drift monitors off even for versions that declare one.
 	NoDrift bool
 
-	mu       sync.Mutex // guards versions, policies, dirty, closing, started
+	mu       sync.Mutex // guards versions, policies, dirty, closing, started, invalid, emptyFolder
 	versions map[string]*Loaded
 	policies map[string]registry.Policy // current policy per model
 	dirty    map[string]*Loaded         // state not yet persisted (store outage)
 	closing  bool
 	started  bool
+	// invalid and emptyFolder are the latest models folder scan's problems.
+	invalid     []PackageProblem
+	emptyFolder string
 
 	rmu      sync.Mutex // guards rollouts; serializes every policy change
 	rollouts map[string]*Rollout
@@ -91,7 +95,8 @@ func New(store registry.Store, host Host, log *slog.Logger) *Controller {
 func key(model string, n int) string { return fmt.Sprintf("%s@%d", model, n) }
 
 // Start restores the deployments and rollouts from the store and starts
-// loading every published version. Versions published before MarkStarted
+// loading every published version, except those that failed or were
+// archived: they stay so until published again or loaded by hand (Load). Versions published before MarkStarted
 // are "startup" versions: readiness waits for them.
 func (c *Controller) Start(ctx context.Context) error {
 	ps, err := c.store.Policies(ctx, "")
@@ -111,7 +116,7 @@ func (c *Controller) Start(ctx context.Context) error {
 		return err
 	}
 	for _, v := range vs {
-		c.startLoad(v)
+		c.startLoad(v, false) // a failed or archived version stays so until asked
 	}
 	c.wg.Add(1)
 	go func() {
@@ -129,30 +134,51 @@ func (c *Controller) MarkStarted() {
 }
 
 // Publish stores a package as a new version (or finds the identical one)
-// and starts loading it if it is not loaded.
+// and starts loading it if it is not loaded. Publishing a failed, archived
+// or deleted version again loads it again (its artifact may have been
+// repaired by the upload).
 func (c *Controller) Publish(ctx context.Context, p *modelpkg.Package) (registry.Version, bool, error) {
+	return c.publish(ctx, p, true)
+}
+
+// publish stores p; again says whether an identical version that failed or
+// was archived is loaded again (an upload) or left as it is (a folder scan).
+func (c *Controller) publish(ctx context.Context, p *modelpkg.Package, again bool) (registry.Version, bool, error) {
 	v, created, err := c.store.Publish(ctx, p)
 	if err != nil {
 		return v, false, err
 	}
-	c.startLoad(v)
+	c.startLoad(v, again || created)
 	return v, created, nil
 }
 
-func (c *Controller) startLoad(v registry.Version) *Loaded {
+// dormant reports whether a version in state st is not loaded until asked:
+// it failed, or was archived (deleted models' versions too).
+func dormant(st registry.State) bool {
+	return st == registry.Failed || st == registry.Archived || st == registry.Deleted
+}
+
+// startLoad loads v unless it is loaded or loading. A version that failed
+// or was archived is loaded again only when again is true (an upload or an
+// explicit load); otherwise it is only listed, with its recorded state.
+func (c *Controller) startLoad(v registry.Version, again bool) *Loaded {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if l, ok := c.versions[v.ID()]; ok {
 		select {
 		case <-l.done:
-			if l.State != registry.Failed {
+			if !dormant(l.State) || !again {
 				return l
 			}
-			// A failed version is tried again (its artifact may have been
-			// repaired by publishing the same package again).
 		default:
 			return l
 		}
+	} else if dormant(v.State) && !again {
+		l := &Loaded{Version: v, State: v.State, Reason: v.Reason, Timings: v.Timings, done: make(chan struct{})}
+		close(l.done)
+		c.versions[v.ID()] = l
+		c.publishLocked()
+		return l
 	}
 	l := &Loaded{Version: v, State: registry.Loading, done: make(chan struct{}), startup: !c.started}
 	c.versions[v.ID()] = l
@@ -245,6 +271,14 @@ func (c *Controller) load(l *Loaded) {
 	v := l.Version
 	log := c.log.With("model", v.Model, "version", v.N)
 	fail := func(err error) {
+		if c.ctx.Err() != nil {
+			// Stopped by shutdown, not by the version: the store keeps its
+			// earlier state, so the next start loads it again.
+			c.mu.Lock()
+			l.State, l.Reason = registry.Failed, "server shutting down"
+			c.mu.Unlock()
+			return
+		}
 		log.Error("version failed", "reason", err.Error())
 		if c.Metrics != nil {
 			c.mu.Lock()
@@ -322,29 +356,84 @@ type Published struct {
 	Release   *modelpkg.Release // the package's release plan, if any
 }
 
-// PublishFS publishes every package folder under root of fsys (folders with
-// a model.yaml). It stops at the first invalid package: a server must not
-// start with half of its declared models.
-func (c *Controller) PublishFS(ctx context.Context, fsys fs.FS, root, display string) ([]Published, error) {
+// PackageProblem is a package folder that could not be read: its version
+// is not published, the other packages are.
+type PackageProblem struct {
+	Dir   string // the folder as displayed ("models/fraud")
+	Model string // the model it declares, else the folder's name
+	Err   string // the strict parser's message: file:line: key: message
+}
+
+// Scan is what one PublishFS found in the models folder.
+type Scan struct {
+	Published []Published
+	Invalid   []PackageProblem
+	Empty     bool // the folder holds no package at all
+}
+
+// PublishFS publishes the packages of root in fsys: root itself when it
+// holds a model.yaml, else every folder under it that holds one. An invalid
+// package does not stop the others: it is listed in Scan.Invalid and
+// reported (models listing, readiness warnings) until a later PublishFS
+// finds it valid or gone. The error is for what stops every package: an
+// unreadable folder or a store that refuses to publish.
+func (c *Controller) PublishFS(ctx context.Context, fsys fs.FS, root, display string) (Scan, error) {
+	var sc Scan
 	dirs, err := modelpkg.Packages(fsys, root)
 	if err != nil {
-		return nil, fmt.Errorf("read models folder %s: %w", display, err)
+		return sc, fmt.Errorf("read models folder %s: %w", display, err)
 	}
-	var out []Published
+	sc.Empty = len(dirs) == 0
 	for _, d := range dirs {
-		p, err := modelpkg.ReadFS(fsys, d, path.Join(display, path.Base(d)))
+		shown := display
+		if d != root {
+			shown = path.Join(display, path.Base(d))
+		}
+		p, err := modelpkg.ReadFS(fsys, d, shown)
 		if err != nil {
-			return out, err
+			name := path.Base(shown)
+			if b, rerr := fs.ReadFile(fsys, path.Join(d, modelpkg.ManifestFile)); rerr == nil {
+				if n := modelpkg.NameOf(b); n != "" {
+					name = n
+				}
+			}
+			c.log.Error("invalid model package: not published", "dir", shown, "model", name, "err", err.Error())
+			sc.Invalid = append(sc.Invalid, PackageProblem{Dir: shown, Model: name, Err: err.Error()})
+			continue
 		}
 		_, had := c.Policy(p.Spec.Manifest.Name)
-		v, created, err := c.Publish(ctx, p)
+		v, created, err := c.publish(ctx, p, false)
 		if err != nil {
-			return out, err
+			c.setScan(display, sc)
+			return sc, fmt.Errorf("publish %s: %w", shown, err)
 		}
 		c.log.Info("published", "model", v.Model, "version", v.N, "new", created, "sha256", v.ArtifactSHA[:12])
-		out = append(out, Published{Version: v, Created: created, HadPolicy: had, Release: p.Spec.Manifest.Release})
+		sc.Published = append(sc.Published, Published{Version: v, Created: created, HadPolicy: had, Release: p.Spec.Manifest.Release})
 	}
-	return out, nil
+	if sc.Empty {
+		c.log.Warn("models folder holds no model package (a folder with model.yaml, or a folder of such folders)", "models", display)
+	}
+	c.setScan(display, sc)
+	return sc, nil
+}
+
+// setScan records the problems of the latest scan of the models folder.
+func (c *Controller) setScan(display string, sc Scan) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.invalid = append([]PackageProblem(nil), sc.Invalid...)
+	c.emptyFolder = ""
+	if sc.Empty {
+		c.emptyFolder = display
+	}
+}
+
+// InvalidPackages lists the packages of the models folder that the latest
+// scan could not read, by folder.
+func (c *Controller) InvalidPackages() []PackageProblem {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]PackageProblem(nil), c.invalid...)
 }
 
 // publishLocked rebuilds and swaps in the routing snapshot from the
@@ -464,6 +553,9 @@ func (c *Controller) Readiness() (ready bool, problems, warnings []string) {
 	sort.Strings(pending)
 	has := map[string]bool{}
 	for _, s := range c.Versions() {
+		if s.State == registry.Deleted {
+			continue
+		}
 		has[s.Version.Model] = has[s.Version.Model] || s.State == registry.Ready
 	}
 	for m, ok := range has {
@@ -471,6 +563,14 @@ func (c *Controller) Readiness() (ready bool, problems, warnings []string) {
 			warnings = append(warnings, "model "+m+" has no ready version")
 		}
 	}
+	c.mu.Lock()
+	for _, p := range c.invalid {
+		warnings = append(warnings, fmt.Sprintf("package %s (model %s) is invalid and was not published: %s", p.Dir, p.Model, strings.ReplaceAll(p.Err, "\n", "; ")))
+	}
+	if c.emptyFolder != "" {
+		warnings = append(warnings, "models folder "+c.emptyFolder+" holds no model package (a folder with model.yaml, or a folder of such folders)")
+	}
+	c.mu.Unlock()
 	sort.Strings(warnings)
 	return len(pending) == 0, pending, warnings
 }

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"gopkg.in/yaml.v3"
 )
 
 // MaxArchiveEntries bounds the number of entries of an uploaded package.
@@ -68,9 +70,13 @@ func readLimited(fsys fs.FS, name, display string, limit int64) ([]byte, error) 
 	return b, nil
 }
 
-// Packages lists the package folders directly under root (those holding a
-// model.yaml), sorted.
+// Packages lists the package folders of root: root itself when it holds a
+// model.yaml (a single package), else the folders directly under it that
+// hold one, sorted. A folder with neither gives an empty list, no error.
 func Packages(fsys fs.FS, root string) ([]string, error) {
+	if _, err := fs.Stat(fsys, path.Join(root, ManifestFile)); err == nil {
+		return []string{root}, nil
+	}
 	ents, err := fs.ReadDir(fsys, root)
 	if err != nil {
 		return nil, err
@@ -87,6 +93,19 @@ func Packages(fsys fs.FS, root string) ([]string, error) {
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// NameOf returns the model name a manifest declares, read leniently (the
+// manifest may be invalid otherwise), or "" when it names none that is valid.
+// It lets a broken package be reported under its model's name.
+func NameOf(manifest []byte) string {
+	var m struct {
+		Name string `yaml:"name"`
+	}
+	if yaml.Unmarshal(manifest, &m) != nil || !nameRE.MatchString(m.Name) {
+		return ""
+	}
+	return m.Name
 }
 
 // ErrTooLarge is wrapped by archive errors about the size limit.

@@ -17,6 +17,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -28,6 +29,7 @@ import (
 	"github.com/sluiceml/sluice/internal/gateway"
 	"github.com/sluiceml/sluice/internal/modelpkg"
 	"github.com/sluiceml/sluice/internal/records"
+	"github.com/sluiceml/sluice/internal/registry"
 	"github.com/sluiceml/sluice/internal/telemetry"
 	"github.com/sluiceml/sluice/internal/tenant"
 )
@@ -480,6 +482,9 @@ func (s *Server) modelsJSON() []api.Model {
 	specs := map[string]*modelpkg.Spec{}
 	for _, st := range s.ctl.Versions() { // sorted by model, then version
 		v := st.Version
+		if st.State == registry.Deleted {
+			continue // its model was deleted: hidden from listings
+		}
 		i, ok := idx[v.Model]
 		if !ok {
 			i = len(out)
@@ -502,6 +507,16 @@ func (s *Server) modelsJSON() []api.Model {
 			out[i].Input, out[i].Output = contract(sp)
 		}
 	}
+	for _, p := range s.ctl.InvalidPackages() {
+		i, ok := idx[p.Model]
+		if !ok {
+			i = len(out)
+			idx[p.Model] = i
+			out = append(out, api.Model{Name: p.Model, Versions: []api.VersionSummary{}})
+		}
+		out[i].InvalidPackage = &api.InvalidPackage{Dir: p.Dir, State: "failed", Error: p.Err}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
 

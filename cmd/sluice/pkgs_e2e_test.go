@@ -1,0 +1,102 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sluiceml/sluice/internal/api"
+)
+
+func readiness(t *testing.T, url string) api.Readiness {
+	t.Helper()
+	resp, err := http.Get(url + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var rd api.Readiness
+	if err := json.NewDecoder(resp.Body).Decode(&rd); err != nil {
+		t.Fatal(err)
+	}
+	return rd
+}
+
+// --models accepts one package folder as well as a folder of packages, and
+// warns when the folder holds none.
+func TestServeModelsFolderShapes(t *testing.T) {
+	single := writePackage(t, filepath.Join(t.TempDir(), "calc"), []float64{1, 2}, 3.5)
+	srv := startServer(t, "--data", t.TempDir(), "--models", single)
+	if p := predict(t, srv.url, `{"x":1,"z":2}`); p.ModelVersion != "calc@1" {
+		t.Fatalf("single package folder: served by %q", p.ModelVersion)
+	}
+	srv.stop(t)
+
+	empty := t.TempDir()
+	srv = startServer(t, "--data", t.TempDir(), "--models", empty)
+	rd := readiness(t, srv.url)
+	if !rd.Ready || len(rd.Warnings) != 1 || !strings.Contains(rd.Warnings[0], "models folder "+empty+" holds no model package") {
+		t.Fatalf("empty folder readiness: %+v", rd)
+	}
+	if !strings.Contains(srv.logs.String(), "models folder holds no model package") {
+		t.Fatalf("no warning in the log:\n%s", srv.logs)
+	}
+	srv.stop(t)
+}
+
+// A typo in one package does not stop the server: the others serve and the
+// bad one is reported as failed with the parser's message, in readiness,
+// GET /v1/models and `sluice models`. With --strict the server exits non-zero.
+func TestServeInvalidPackage(t *testing.T) {
+	models := t.TempDir()
+	writePackage(t, filepath.Join(models, "calc"), []float64{1, 2}, 3.5)
+	bad := writePackage(t, filepath.Join(models, "bad"), []float64{1, 2}, 3.5)
+	manifest, err := os.ReadFile(filepath.Join(bad, "model.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest = []byte(strings.Replace(strings.Replace(string(manifest), "name: calc", "name: broken", 1), "golden:", "goldn:", 1))
+	if err := os.WriteFile(filepath.Join(bad, "model.yaml"), manifest, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := filepath.Join(models, "bad", "model.yaml") + ":10: goldn"
+
+	srv := startServer(t, "--data", t.TempDir(), "--models", models)
+	if p := predict(t, srv.url, `{"x":1,"z":2}`); p.ModelVersion != "calc@1" {
+		t.Fatalf("good package: served by %q", p.ModelVersion)
+	}
+	if rd := readiness(t, srv.url); !rd.Ready || len(rd.Warnings) != 1 || !strings.Contains(rd.Warnings[0], "(model broken) is invalid") || !strings.Contains(rd.Warnings[0], want) {
+		t.Fatalf("readiness: %+v (want %q)", rd, want)
+	}
+	out, stderr, err := sluice(t, "models", "--json", "--server", srv.url)
+	if err != nil {
+		t.Fatalf("models --json: %v %s", err, stderr)
+	}
+	var ms []api.Model
+	if err := json.Unmarshal([]byte(out), &ms); err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	for _, m := range ms {
+		if m.Name == "broken" {
+			found = m.InvalidPackage != nil && m.InvalidPackage.State == "failed" && strings.Contains(m.InvalidPackage.Error, want) && len(m.Versions) == 0
+		}
+	}
+	if !found {
+		t.Fatalf("GET /v1/models has no failed package broken: %s", out)
+	}
+	if out, _, err = sluice(t, "models", "--server", srv.url); err != nil || !strings.Contains(out, "package:failed") || !strings.Contains(out, "broken: package "+filepath.Join(models, "bad")+" is invalid") || !strings.Contains(out, want) {
+		t.Fatalf("sluice models: %v\n%s", err, out)
+	}
+	srv.stop(t)
+
+	cmd := exec.Command(binary, "serve", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--models", models, "--strict")
+	b, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() == 0 || !strings.Contains(string(b), "--strict: 1 invalid package(s)") || !strings.Contains(string(b), want) {
+		t.Fatalf("--strict: %v\n%s", err, b)
+	}
+}
