@@ -100,3 +100,47 @@ func TestServeInvalidPackage(t *testing.T) {
 		t.Fatalf("--strict: %v\n%s", err, b)
 	}
 }
+
+// sluice archive, load and delete through the binary, with their audit
+// events, across a restart.
+func TestArchiveLoadDeleteCLI(t *testing.T) {
+	data, pkgs := t.TempDir(), t.TempDir()
+	srv := startServer(t, "--data", data, "--models", t.TempDir(), "--delete-quiet", "0s")
+	for i, w := range [][]float64{{1, 2}, {2, 2}} {
+		dir := writePackage(t, filepath.Join(pkgs, string(rune('a'+i))), w, w[0]+w[1]+0.5)
+		if out, stderr, err := sluice(t, "push", dir, "--server", srv.url); err != nil {
+			t.Fatalf("push: %v %s %s", err, out, stderr)
+		}
+	}
+	if _, stderr, err := sluice(t, "archive", "calc@1", "--server", srv.url); err == nil || !strings.Contains(stderr, "409 already_exists: calc@1 takes 100% of calc's traffic") {
+		t.Fatalf("archive of the serving version: %v %q", err, stderr)
+	}
+	if out, stderr, err := sluice(t, "archive", "calc@2", "--reason", "superseded", "--server", srv.url); err != nil || !strings.Contains(out, "calc@2 archived (archived by default: superseded)") {
+		t.Fatalf("archive: %v %q %q", err, out, stderr)
+	}
+	if out, _, err := sluice(t, "models", "--server", srv.url); err != nil || !strings.Contains(out, "1:ready 2:archived") {
+		t.Fatalf("models after archive: %v\n%s", err, out)
+	}
+	if out, stderr, err := sluice(t, "load", "calc@2", "--server", srv.url); err != nil || !strings.Contains(out, "calc@2 ready") {
+		t.Fatalf("load: %v %q %q", err, out, stderr)
+	}
+	if out, stderr, err := sluice(t, "delete", "calc", "--reason", "retired", "--server", srv.url); err != nil || !strings.Contains(out, "calc deleted: calc@1, calc@2 archived and hidden") {
+		t.Fatalf("delete: %v %q %q", err, out, stderr)
+	}
+	out, _, err := sluice(t, "history", "calc", "--server", srv.url)
+	for _, want := range []string{"archive", "superseded", "load", "delete", "retired"} {
+		if err != nil || !strings.Contains(out, want) {
+			t.Fatalf("history lacks %q: %v\n%s", want, err, out)
+		}
+	}
+	srv.stop(t)
+
+	srv = startServer(t, "--data", data, "--models", t.TempDir())
+	if out, _, err := sluice(t, "models", "--server", srv.url); err != nil || strings.Contains(out, "calc") {
+		t.Fatalf("deleted model listed after restart: %v\n%s", err, out)
+	}
+	if _, stderr, err := sluice(t, "predict", "calc", `{"x":1,"z":2}`, "--server", srv.url); err == nil || !strings.Contains(stderr, "404") {
+		t.Fatalf("predict of a deleted model: %v %q", err, stderr)
+	}
+	srv.stop(t)
+}

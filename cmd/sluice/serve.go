@@ -35,6 +35,7 @@ func newServeCmd() *cobra.Command {
 		noRecords           bool
 		noMetrics, noDrift  bool
 		strict              bool
+		deleteQuiet         time.Duration
 		onnxLib             string
 		otlpEndpoint        string
 		cfg                 server.Config
@@ -133,6 +134,10 @@ func newServeCmd() *cobra.Command {
 				ctl.Metrics, cfg.Metrics = metrics, metrics
 			}
 			ctl.NoDrift = noDrift
+			if deleteQuiet < 0 {
+				return fmt.Errorf("--delete-quiet %s: must be >= 0", deleteQuiet)
+			}
+			ctl.DeleteQuiet = deleteQuiet
 			if !noRecords {
 				rs, err := records.Open(data)
 				if err != nil {
@@ -196,6 +201,7 @@ func newServeCmd() *cobra.Command {
 	f.BoolVar(&noMetrics, "no-metrics", false, "do not serve /metrics or count requests (for overhead measurements)")
 	f.BoolVar(&noDrift, "no-drift", false, "do not run drift monitors, even for models that declare drift:")
 	f.DurationVar(&cfg.IdempotencyWindow, "idempotency-window", 10*time.Minute, "a retry with the same X-Request-Id within this window replays the first answer (negative: off)")
+	f.DurationVar(&deleteQuiet, "delete-quiet", control.DefaultDeleteQuiet, "sluice delete MODEL is refused unless the model had no predict call for this long (0: no check); traffic before the server started counts as traffic at its start")
 	f.DurationVar(&grace, "grace", 30*time.Second, "how long shutdown waits for in-flight and queued requests")
 	f.IntVar(&workers, "workers", 0, "start and supervise N local worker processes that host the replicas (0: replicas in this process, no hop)")
 	f.IntVar(&shardSize, "shard-size", 2, "how many workers hold each model (its shard, chosen by rendezvous hashing of the model name)")

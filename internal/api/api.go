@@ -280,3 +280,15 @@ type Record struct {
 type Records struct {
 	Records []Record `json:"records"`
 }
+
+// Change is the optional body of archive, load and delete calls: why, for
+// the audit trail.
+type Change struct {
+	Reason string `json:"reason"`
+}
+
+// DeletedModel is the body of DELETE /v1/models/{name}.
+type DeletedModel struct {
+	Model    string `json:"model"`
+	Versions []int  `json:"versions"` // now archived and hidden from listings
+}

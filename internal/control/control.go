@@ -46,6 +46,13 @@ type Controller struct {
 	Metrics *telemetry.Metrics
 	// NoDrift turns drift monitors off even for versions that declare one.
 	NoDrift bool
+	// DeleteQuiet is how long a model must have had no predict call before
+	// DeleteModel accepts it (0: no such check). New sets DefaultDeleteQuiet.
+	DeleteQuiet time.Duration
+
+	born    time.Time              // when the controller was made: traffic before it is unknown
+	tmu     sync.Mutex             // guards traffic
+	traffic map[string]trafficSeen // per model: request count when it last changed
 
 	mu       sync.Mutex // guards versions, policies, dirty, closing, started, invalid, emptyFolder
 	versions map[string]*Loaded
@@ -89,7 +96,8 @@ func New(store registry.Store, host Host, log *slog.Logger) *Controller {
 	return &Controller{store: store, host: host, log: log, Table: &routing.Holder{}, ctx: ctx, cancel: cancel,
 		sem: make(chan struct{}, 2), versions: map[string]*Loaded{}, Stats: &vstats.Set{},
 		policies: map[string]registry.Policy{}, dirty: map[string]*Loaded{},
-		rollouts: map[string]*Rollout{}, wake: make(chan struct{})}
+		rollouts: map[string]*Rollout{}, wake: make(chan struct{}),
+		DeleteQuiet: DefaultDeleteQuiet, born: time.Now().UTC(), traffic: map[string]trafficSeen{}}
 }
 
 func key(model string, n int) string { return fmt.Sprintf("%s@%d", model, n) }
@@ -257,6 +265,7 @@ func (c *Controller) catchUp() {
 		}
 		c.retryPolicies()
 		c.exportDrift()
+		c.seenTraffic(time.Now().UTC())
 	}
 }
 
@@ -443,6 +452,9 @@ func (c *Controller) publishLocked() {
 	newest := map[string]*routing.Target{}
 	for _, l := range c.versions {
 		v := l.Version
+		if l.State == registry.Deleted {
+			continue // its model was deleted: unknown to the data plane
+		}
 		e := t.Models[v.Model]
 		if e == nil {
 			e = &routing.Entry{Versions: map[int]*routing.Target{}, NotReady: map[int]string{}}
@@ -464,7 +476,7 @@ func (c *Controller) publishLocked() {
 	}
 	for name, e := range t.Models {
 		p, ok := c.policies[name]
-		if !ok {
+		if !ok || len(p.Targets) == 0 {
 			// No policy yet (its first write may be waiting for the store):
 			// the ready version serves, as the first policy will say.
 			if tg := newest[name]; tg != nil {

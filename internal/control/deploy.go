@@ -45,8 +45,8 @@ func (c *Controller) PolicyAt(ctx context.Context, model string, t time.Time) (r
 func (c *Controller) firstPolicy(v registry.Version) {
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
-	if _, ok := c.Policy(v.Model); ok {
-		return
+	if p, ok := c.Policy(v.Model); ok && len(p.Targets) > 0 {
+		return // a deleted model's policy has no targets: its next version is its first
 	}
 	_, err := c.setTargetsLocked(c.ctx, v.Model, []registry.Target{{Version: v.N, Weight: 100}}, SystemActor, "first ready version", -1)
 	if err != nil {
@@ -60,7 +60,7 @@ func (c *Controller) retryPolicies() {
 	c.mu.Lock()
 	var todo []registry.Version
 	for _, l := range c.versions {
-		if _, ok := c.policies[l.Version.Model]; !ok && l.State == registry.Ready {
+		if p, ok := c.policies[l.Version.Model]; (!ok || len(p.Targets) == 0) && l.State == registry.Ready {
 			todo = append(todo, l.Version)
 		}
 	}
@@ -205,6 +205,12 @@ func (c *Controller) Deploy(ctx context.Context, model string, version int, plan
 	c.mu.Unlock()
 	if !ok {
 		return nil, errs.New(errs.NotFound, "model version %s@%d not found (push it first)", model, version)
+	}
+	c.mu.Lock()
+	st := l.State
+	c.mu.Unlock()
+	if st == registry.Archived || st == registry.Deleted {
+		return nil, errs.New(errs.NotReady, "%s@%d is %s; load it first (sluice load %s@%d)", model, version, st, model, version)
 	}
 	if plan == nil {
 		if spec, err := modelpkg.Parse(l.Version.ID()+"/model.yaml", l.Version.Manifest); err == nil && spec.Manifest.Release != nil {

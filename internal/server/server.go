@@ -291,8 +291,15 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) error {
 			}
 			return s.predict(w, r, tn, name, 0)
 		}
-		if err := method(http.MethodGet); err != nil {
-			return err
+		if r.Method == http.MethodDelete {
+			if err := tn.Check(parts[0]); err != nil {
+				return err
+			}
+			return s.deleteModel(w, r, tn, parts[0])
+		}
+		if r.Method != http.MethodGet {
+			w.Header().Set("Allow", "GET, DELETE")
+			return errs.New(errs.MethodNotAllowed, "%s %s is not allowed; use GET or DELETE", r.Method, r.URL.Path)
 		}
 		if err := tn.Check(parts[0]); err != nil {
 			return err
@@ -335,16 +342,28 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) error {
 		if parts[1] != "versions" {
 			break
 		}
-		vs, predict := strings.CutSuffix(parts[2], ":predict")
+		vs, verb, _ := strings.Cut(parts[2], ":")
 		n, err := strconv.Atoi(vs)
 		if err != nil || n <= 0 {
 			return errs.Field(errs.InvalidArgument, "version", "%q is not a version number (1, 2, …)", vs)
 		}
-		if predict {
+		switch verb {
+		case "predict":
 			if err := method(http.MethodPost); err != nil {
 				return err
 			}
 			return s.predict(w, r, tn, parts[0], n)
+		case "archive", "load":
+			if err := method(http.MethodPost); err != nil {
+				return err
+			}
+			if err := tn.Check(parts[0]); err != nil {
+				return err
+			}
+			return s.versionAction(w, r, tn, parts[0], n, verb)
+		case "":
+		default:
+			return errs.New(errs.NotFound, "no route for %s %s: a version takes :predict, :archive or :load (see docs/api.md)", r.Method, r.URL.Path)
 		}
 		if err := method(http.MethodGet); err != nil {
 			return err
