@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluiceml/sluice/internal/api"
 )
@@ -143,4 +144,31 @@ func TestArchiveLoadDeleteCLI(t *testing.T) {
 		t.Fatalf("predict of a deleted model: %v %q", err, stderr)
 	}
 	srv.stop(t)
+}
+
+// --models-poll publishes a changed package as a new version that takes no
+// traffic (it has no release: plan), and needs --models.
+func TestServeModelsPoll(t *testing.T) {
+	models := t.TempDir()
+	writePackage(t, filepath.Join(models, "calc"), []float64{1, 2}, 3.5)
+	srv := startServer(t, "--data", t.TempDir(), "--models", models, "--models-poll", "50ms")
+	writePackage(t, filepath.Join(models, "calc"), []float64{2, 2}, 4.5)
+	waitFor(t, 30*time.Second, func() bool {
+		resp, err := http.Get(srv.url + "/v1/models/calc/versions/2")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		var v api.Version
+		return resp.StatusCode == 200 && json.NewDecoder(resp.Body).Decode(&v) == nil && v.State == "ready"
+	})
+	if p := predict(t, srv.url, `{"x":1,"z":2}`); p.ModelVersion != "calc@1" {
+		t.Fatalf("a polled change moved traffic: served by %s", p.ModelVersion)
+	}
+	srv.stop(t) // the poll loop stops with the server
+
+	out, err := exec.Command(binary, "serve", "--models-poll", "5s", "--data", t.TempDir()).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "needs --models") {
+		t.Fatalf("--models-poll without --models: %v %s", err, out)
+	}
 }

@@ -36,6 +36,7 @@ func newServeCmd() *cobra.Command {
 		noMetrics, noDrift  bool
 		strict              bool
 		deleteQuiet         time.Duration
+		poll                time.Duration
 		onnxLib             string
 		otlpEndpoint        string
 		cfg                 server.Config
@@ -150,6 +151,9 @@ func newServeCmd() *cobra.Command {
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 
+			if poll < 0 || (poll > 0 && models == "") {
+				return fmt.Errorf("--models-poll %s: must be > 0 (0: off) and needs --models (the built-in examples never change)", poll)
+			}
 			var fsys fs.FS = examples.FS
 			root, display := ".", "examples (built in)"
 			if models != "" {
@@ -159,6 +163,9 @@ func newServeCmd() *cobra.Command {
 			// that changed there is released with its plan.
 			if err := ctl.Start(ctx); err != nil {
 				return err
+			}
+			if poll > 0 {
+				ctl.Watch(fsys, root, display, poll) // before the first scan: a change made during it is seen
 			}
 			scan, err := ctl.PublishFS(ctx, fsys, root, display)
 			if err != nil {
@@ -190,6 +197,7 @@ func newServeCmd() *cobra.Command {
 	f.StringVar(&otlpEndpoint, "otlp-endpoint", "", "export OpenTelemetry spans (one per predict call) over OTLP/HTTP to this collector, e.g. http://127.0.0.1:4318 (default: off)")
 	f.StringVar(&tenantsFile, "tenants", "", "tenants file (API key hashes, allowed models, quotas); without it authentication is off")
 	f.StringVar(&models, "models", "", "a model package folder, or a folder of them, to publish at start (default: the built-in examples)")
+	f.DurationVar(&poll, "models-poll", 0, "poll --models this often (e.g. 5s) and publish new and changed packages as new versions; a change moves traffic only with a release: plan (0: read --models at start only)")
 	f.BoolVar(&strict, "strict", false, "exit non-zero when a package in --models is invalid (default: serve the valid ones, report the invalid ones as failed)")
 	f.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", 1<<20, "largest predict request body")
 	f.Int64Var(&cfg.MaxUploadBytes, "max-upload-bytes", 512<<20, "largest package upload")

@@ -61,8 +61,10 @@ type Controller struct {
 	closing  bool
 	started  bool
 	// invalid and emptyFolder are the latest models folder scan's problems.
-	invalid     []PackageProblem
+	invalid     map[string]PackageProblem // by folder as displayed
 	emptyFolder string
+
+	scanMu sync.Mutex // serializes scans of the models folder
 
 	rmu      sync.Mutex // guards rollouts; serializes every policy change
 	rollouts map[string]*Rollout
@@ -97,7 +99,7 @@ func New(store registry.Store, host Host, log *slog.Logger) *Controller {
 		sem: make(chan struct{}, 2), versions: map[string]*Loaded{}, Stats: &vstats.Set{},
 		policies: map[string]registry.Policy{}, dirty: map[string]*Loaded{},
 		rollouts: map[string]*Rollout{}, wake: make(chan struct{}),
-		DeleteQuiet: DefaultDeleteQuiet, born: time.Now().UTC(), traffic: map[string]trafficSeen{}}
+		invalid: map[string]PackageProblem{}, DeleteQuiet: DefaultDeleteQuiet, born: time.Now().UTC(), traffic: map[string]trafficSeen{}}
 }
 
 func key(model string, n int) string { return fmt.Sprintf("%s@%d", model, n) }
@@ -359,6 +361,7 @@ func (c *Controller) load(l *Loaded) {
 
 // Published is one package published by PublishFS.
 type Published struct {
+	Dir       string // the package folder as displayed
 	Version   registry.Version
 	Created   bool
 	HadPolicy bool              // the model had a deployment before this publish
@@ -383,21 +386,35 @@ type Scan struct {
 // PublishFS publishes the packages of root in fsys: root itself when it
 // holds a model.yaml, else every folder under it that holds one. An invalid
 // package does not stop the others: it is listed in Scan.Invalid and
-// reported (models listing, readiness warnings) until a later PublishFS
-// finds it valid or gone. The error is for what stops every package: an
+// reported (models listing, readiness warnings) until a later scan finds
+// it valid or gone. The error is for what stops every package: an
 // unreadable folder or a store that refuses to publish.
 func (c *Controller) PublishFS(ctx context.Context, fsys fs.FS, root, display string) (Scan, error) {
-	var sc Scan
+	c.scanMu.Lock()
+	defer c.scanMu.Unlock()
 	dirs, err := modelpkg.Packages(fsys, root)
 	if err != nil {
-		return sc, fmt.Errorf("read models folder %s: %w", display, err)
+		return Scan{}, fmt.Errorf("read models folder %s: %w", display, err)
 	}
-	sc.Empty = len(dirs) == 0
-	for _, d := range dirs {
-		shown := display
-		if d != root {
-			shown = path.Join(display, path.Base(d))
-		}
+	return c.publishDirsLocked(ctx, fsys, root, display, dirs, dirs)
+}
+
+// shownDir names package folder d of root in messages.
+func shownDir(root, display, d string) string {
+	if d == root {
+		return display
+	}
+	return path.Join(display, path.Base(d))
+}
+
+// publishDirsLocked publishes the packages in todo, a subset of all (every
+// package folder of root now), and updates the problems reported for the
+// models folder. scanMu held.
+func (c *Controller) publishDirsLocked(ctx context.Context, fsys fs.FS, root, display string, all, todo []string) (Scan, error) {
+	sc := Scan{Empty: len(all) == 0}
+	defer func() { c.setScan(root, display, all, sc) }()
+	for _, d := range todo {
+		shown := shownDir(root, display, d)
 		p, err := modelpkg.ReadFS(fsys, d, shown)
 		if err != nil {
 			name := path.Base(shown)
@@ -410,27 +427,42 @@ func (c *Controller) PublishFS(ctx context.Context, fsys fs.FS, root, display st
 			sc.Invalid = append(sc.Invalid, PackageProblem{Dir: shown, Model: name, Err: err.Error()})
 			continue
 		}
-		_, had := c.Policy(p.Spec.Manifest.Name)
+		pol, had := c.Policy(p.Spec.Manifest.Name)
+		had = had && len(pol.Targets) > 0 // a deleted model's deployment has none
 		v, created, err := c.publish(ctx, p, false)
 		if err != nil {
-			c.setScan(display, sc)
 			return sc, fmt.Errorf("publish %s: %w", shown, err)
 		}
 		c.log.Info("published", "model", v.Model, "version", v.N, "new", created, "sha256", v.ArtifactSHA[:12])
-		sc.Published = append(sc.Published, Published{Version: v, Created: created, HadPolicy: had, Release: p.Spec.Manifest.Release})
+		sc.Published = append(sc.Published, Published{Dir: shown, Version: v, Created: created, HadPolicy: had, Release: p.Spec.Manifest.Release})
 	}
 	if sc.Empty {
 		c.log.Warn("models folder holds no model package (a folder with model.yaml, or a folder of such folders)", "models", display)
 	}
-	c.setScan(display, sc)
 	return sc, nil
 }
 
-// setScan records the problems of the latest scan of the models folder.
-func (c *Controller) setScan(display string, sc Scan) {
+// setScan records the problems of a scan of the models folder: those of the
+// packages it read replace theirs, those of folders that are gone are
+// dropped, the others stay.
+func (c *Controller) setScan(root, display string, all []string, sc Scan) {
+	present := map[string]bool{}
+	for _, d := range all {
+		present[shownDir(root, display, d)] = true
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.invalid = append([]PackageProblem(nil), sc.Invalid...)
+	for dir := range c.invalid {
+		if !present[dir] {
+			delete(c.invalid, dir)
+		}
+	}
+	for _, p := range sc.Published {
+		delete(c.invalid, p.Dir)
+	}
+	for _, p := range sc.Invalid {
+		c.invalid[p.Dir] = p
+	}
 	c.emptyFolder = ""
 	if sc.Empty {
 		c.emptyFolder = display
@@ -438,11 +470,16 @@ func (c *Controller) setScan(display string, sc Scan) {
 }
 
 // InvalidPackages lists the packages of the models folder that the latest
-// scan could not read, by folder.
+// scans could not read, by folder.
 func (c *Controller) InvalidPackages() []PackageProblem {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]PackageProblem(nil), c.invalid...)
+	out := make([]PackageProblem, 0, len(c.invalid))
+	for _, p := range c.invalid {
+		out = append(out, p)
+	}
+	c.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Dir < out[j].Dir })
+	return out
 }
 
 // publishLocked rebuilds and swaps in the routing snapshot from the
@@ -575,10 +612,10 @@ func (c *Controller) Readiness() (ready bool, problems, warnings []string) {
 			warnings = append(warnings, "model "+m+" has no ready version")
 		}
 	}
-	c.mu.Lock()
-	for _, p := range c.invalid {
+	for _, p := range c.InvalidPackages() {
 		warnings = append(warnings, fmt.Sprintf("package %s (model %s) is invalid and was not published: %s", p.Dir, p.Model, strings.ReplaceAll(p.Err, "\n", "; ")))
 	}
+	c.mu.Lock()
 	if c.emptyFolder != "" {
 		warnings = append(warnings, "models folder "+c.emptyFolder+" holds no model package (a folder with model.yaml, or a folder of such folders)")
 	}

@@ -467,13 +467,15 @@ func (c *Controller) drive(model string) {
 	}
 }
 
-// ReleaseChanged releases versions that PublishFS created for models that
-// already had a deployment, each with its package's plan (default:
-// immediate), so editing a package in --models and restarting releases it.
+// ReleaseChanged rolls out the versions that a scan of the models folder
+// created for models that already have a deployment, when their package
+// declares a release: plan, with that plan. Without a plan a new version
+// moves no traffic, like any publish (a new model's first ready version
+// gets 100 % by itself).
 func (c *Controller) ReleaseChanged(ctx context.Context, pubs []Published) error {
 	for _, p := range pubs {
-		if !p.Created || !p.HadPolicy {
-			continue // unchanged, or a new model: its first ready version gets 100 % by itself
+		if !p.Created || !p.HadPolicy || p.Release == nil {
+			continue
 		}
 		if _, err := c.Deploy(ctx, p.Version.Model, p.Version.N, p.Release, SystemActor, "package changed in the models folder"); err != nil {
 			return fmt.Errorf("release %s: %w", p.Version.ID(), err)

@@ -3,6 +3,8 @@ package modelpkg
 import (
 	"archive/tar"
 	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -93,6 +95,32 @@ func Packages(fsys fs.FS, root string) ([]string, error) {
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// Fingerprint summarises the files of the package folder dir: every
+// file's path, size and modification time, not its content. It changes when
+// a file is added, removed or rewritten, so a poll can skip reading and
+// hashing packages that did not change.
+func Fingerprint(fsys fs.FS, dir string) (string, error) {
+	h := sha256.New()
+	err := fs.WalkDir(fsys, dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%q %d %d\n", p, info.Size(), info.ModTime().UnixNano())
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // NameOf returns the model name a manifest declares, read leniently (the
