@@ -112,41 +112,53 @@ type trafficSeen struct {
 // workers) and records it archived: it stays listed with its record and
 // never serves until loaded again (Load) or published again.
 func (c *Controller) Archive(ctx context.Context, model string, n int, actor, reason string) (Status, error) {
-	c.rmu.Lock() // no policy may change while the refusal is judged and written
+	servers, st, err := c.archiveLocked(ctx, model, n, actor, reason)
+	if err != nil {
+		return st, err
+	}
+	c.closeAll(ctx, servers) // out of the routing snapshot already, and rmu released
+	c.log.Info("version archived", "model", model, "version", n, "actor", actor, "reason", reason)
+	return st, nil
+}
+
+// archiveLocked judges and records the archive under rmu (no policy may
+// change meanwhile) and returns the servers to close.
+func (c *Controller) archiveLocked(ctx context.Context, model string, n int, actor, reason string) ([]Hosted, Status, error) {
+	c.rmu.Lock()
 	defer c.rmu.Unlock()
 	c.mu.Lock()
 	l, ok := c.versions[key(model, n)]
 	var st registry.State
+	var tm registry.Timings
 	if ok {
-		st = l.State
+		st, tm = l.State, l.Timings
 	}
 	c.mu.Unlock()
 	switch {
 	case !ok || st == registry.Deleted:
-		return Status{}, errs.New(errs.NotFound, "model version %s@%d not found", model, n)
+		return nil, Status{}, errs.New(errs.NotFound, "model version %s@%d not found", model, n)
 	case st == registry.Archived:
-		return c.statusOf(l), nil // archived already: nothing to do
+		return nil, c.statusOf(l), nil // archived already: nothing to do
 	case !isDone(l):
-		return Status{}, errs.New(errs.AlreadyExists, "%s@%d is %s; archive it once it is ready or failed", model, n, st)
+		return nil, Status{}, errs.New(errs.AlreadyExists, "%s@%d is %s; archive it once it is ready or failed", model, n, st)
 	}
 	p, _ := c.Policy(model)
 	if why := archiveRefusal(model, n, p.Targets, c.rollouts[model], time.Now().UTC()); why != "" {
-		return Status{}, errs.New(errs.AlreadyExists, "%s", why)
+		return nil, Status{}, errs.New(errs.AlreadyExists, "%s", why)
 	}
 	where := c.host.Name()
 	why := "archived by " + actor
 	if reason != "" {
 		why += ": " + reason
 	}
-	if err := c.store.SetState(ctx, model, n, registry.Archived, why, l.Timings); err != nil {
-		return Status{}, err
+	if err := c.store.SetState(ctx, model, n, registry.Archived, why, tm); err != nil {
+		return nil, Status{}, err
 	}
 	if err := c.store.Audit(ctx, registry.Event{Model: model, Actor: actor, Action: "archive", What: fmt.Sprintf("%s@%d archived (was %s, unloaded from %s)", model, n, st, where), Reason: reason}); err != nil {
 		c.log.Warn("archive: audit event not recorded", "model", model, "version", n, "err", err)
 	}
-	c.unload(ctx, []*Loaded{l}, registry.Archived, why)
-	c.log.Info("version archived", "model", model, "version", n, "actor", actor, "reason", reason)
-	return c.statusOf(l), nil
+	servers := c.unrouteLocked([]*Loaded{l}, registry.Archived, why)
+	return servers, c.statusOf(l), nil
 }
 
 // DeleteModel archives every version of model and hides them from
@@ -155,6 +167,18 @@ func (c *Controller) Archive(ctx context.Context, model string, n int, actor, re
 // predict calls in the last DeleteQuiet. The versions stay in the registry:
 // publishing one again, or a new one, brings the model back.
 func (c *Controller) DeleteModel(ctx context.Context, model, actor, reason string) ([]int, error) {
+	nums, servers, err := c.deleteLocked(ctx, model, actor, reason)
+	c.closeAll(ctx, servers) // those unrouted before any error, too
+	if err != nil {
+		return nil, err
+	}
+	c.log.Info("model deleted", "model", model, "versions", fmt.Sprint(nums), "actor", actor, "reason", reason)
+	return nums, nil
+}
+
+// deleteLocked judges and records the delete under rmu and returns the
+// servers to close.
+func (c *Controller) deleteLocked(ctx context.Context, model, actor, reason string) ([]int, []Hosted, error) {
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
 	c.mu.Lock()
@@ -166,14 +190,14 @@ func (c *Controller) DeleteModel(ctx context.Context, model, actor, reason strin
 	}
 	c.mu.Unlock()
 	if len(ls) == 0 {
-		return nil, errs.New(errs.NotFound, "model %q not found", model)
+		return nil, nil, errs.New(errs.NotFound, "model %q not found", model)
 	}
 	sort.Slice(ls, func(i, j int) bool { return ls[i].Version.N < ls[j].Version.N })
 	var ns []string
 	var nums []int
 	for _, l := range ls {
 		if !isDone(l) {
-			return nil, errs.New(errs.AlreadyExists, "%s is loading; delete %s once it is ready or failed", l.Version.ID(), model)
+			return nil, nil, errs.New(errs.AlreadyExists, "%s is loading; delete %s once it is ready or failed", l.Version.ID(), model)
 		}
 		ns = append(ns, strconv.Itoa(l.Version.N))
 		nums = append(nums, l.Version.N)
@@ -181,7 +205,7 @@ func (c *Controller) DeleteModel(ctx context.Context, model, actor, reason strin
 	now := time.Now().UTC()
 	last := c.seenTraffic(now)[model]
 	if why := deleteRefusal(model, c.rollouts[model], last, now, c.DeleteQuiet); why != "" {
-		return nil, errs.New(errs.AlreadyExists, "%s", why)
+		return nil, nil, errs.New(errs.AlreadyExists, "%s", why)
 	}
 	why := "model deleted by " + actor
 	if reason != "" {
@@ -192,24 +216,27 @@ func (c *Controller) DeleteModel(ctx context.Context, model, actor, reason strin
 	if p, ok := c.Policy(model); ok && len(p.Targets) > 0 {
 		np, err := c.store.SetPolicy(ctx, registry.Policy{Model: model, Targets: []registry.Target{}, Actor: actor, Reason: why, Diff: Diff(model, p.Targets, nil)}, -1)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		c.mu.Lock()
 		c.policies[model] = np
 		c.publishLocked()
 		c.mu.Unlock()
 	}
+	var servers []Hosted
 	for _, l := range ls {
-		if err := c.store.SetState(ctx, model, l.Version.N, registry.Deleted, why, l.Timings); err != nil {
-			return nil, fmt.Errorf("delete %s: %w (the versions before it are deleted; delete again to finish)", l.Version.ID(), err)
+		c.mu.Lock()
+		tm := l.Timings
+		c.mu.Unlock()
+		if err := c.store.SetState(ctx, model, l.Version.N, registry.Deleted, why, tm); err != nil {
+			return nil, servers, fmt.Errorf("delete %s: %w (the versions before it are deleted; delete again to finish)", l.Version.ID(), err)
 		}
-		c.unload(ctx, []*Loaded{l}, registry.Deleted, why)
+		servers = append(servers, c.unrouteLocked([]*Loaded{l}, registry.Deleted, why)...)
 	}
 	if err := c.store.Audit(ctx, registry.Event{Model: model, Actor: actor, Action: "delete", What: fmt.Sprintf("model %s deleted: versions %s archived and hidden", model, strings.Join(ns, ", ")), Reason: reason}); err != nil {
 		c.log.Warn("delete: audit event not recorded", "model", model, "err", err)
 	}
-	c.log.Info("model deleted", "model", model, "versions", strings.Join(ns, ","), "actor", actor, "reason", reason)
-	return nums, nil
+	return nums, servers, nil
 }
 
 // Load loads model@n again when it failed, was archived or belongs to a
@@ -236,10 +263,10 @@ func (c *Controller) Load(ctx context.Context, model string, n int, actor, reaso
 	return c.statusOf(c.startLoad(v, true)), nil
 }
 
-// unload takes versions out of the routing snapshot, records their new
-// state in memory and closes their servers (draining what they queued,
-// bounded by unloadTimeout). The state is in the store already.
-func (c *Controller) unload(ctx context.Context, ls []*Loaded, st registry.State, reason string) {
+// unrouteLocked takes versions out of the routing snapshot and records
+// their new state in memory (it is in the store already); it returns their
+// servers for closeAll. rmu held.
+func (c *Controller) unrouteLocked(ls []*Loaded, st registry.State, reason string) []Hosted {
 	var servers []Hosted
 	c.mu.Lock()
 	for _, l := range ls {
@@ -257,6 +284,16 @@ func (c *Controller) unload(ctx context.Context, ls []*Loaded, st registry.State
 		if c.Metrics != nil {
 			c.Metrics.SetVersionState(l.Version.Model, strconv.Itoa(l.Version.N), string(st))
 		}
+	}
+	return servers
+}
+
+// closeAll closes servers that no snapshot routes to any more, draining
+// what they queued (bounded by unloadTimeout): in this process, or on every
+// worker that holds them.
+func (c *Controller) closeAll(ctx context.Context, servers []Hosted) {
+	if len(servers) == 0 {
+		return
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unloadTimeout)
 	defer cancel()

@@ -10,6 +10,7 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/sluiceml/sluice/internal/modelpkg"
 	"github.com/sluiceml/sluice/internal/registry"
 	_ "github.com/sluiceml/sluice/internal/runtime/linear"
 )
@@ -172,5 +173,21 @@ func TestPublishFSInvalidPackageDoesNotStopOthers(t *testing.T) {
 	}
 	if st, why := h.state("fraud", 1); st != registry.Ready {
 		t.Fatalf("fraud@1 is %s: %s", st, why)
+	}
+}
+
+// A release that cannot start does not stop the others, and none moves
+// traffic without a plan.
+func TestReleaseChangedReportsEveryFailure(t *testing.T) {
+	h := start(t, t.TempDir())
+	plan := modelpkg.Immediate()
+	pubs := []Published{
+		{Version: registry.Version{Model: "a", N: 2}, Created: true, HadPolicy: true, Release: &plan},
+		{Version: registry.Version{Model: "b", N: 2}, Created: true, HadPolicy: true}, // no plan: skipped
+		{Version: registry.Version{Model: "c", N: 2}, Created: true, HadPolicy: true, Release: &plan},
+	}
+	err := h.ctl.ReleaseChanged(context.Background(), pubs)
+	if err == nil || !strings.Contains(err.Error(), "release a@2") || !strings.Contains(err.Error(), "release c@2") || strings.Contains(err.Error(), "b@2") {
+		t.Fatalf("ReleaseChanged = %v", err)
 	}
 }

@@ -3,6 +3,7 @@ package control
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -472,16 +473,19 @@ func (c *Controller) drive(model string) {
 // declares a release: plan, with that plan. Without a plan a new version
 // moves no traffic, like any publish (a new model's first ready version
 // gets 100 % by itself).
+// One release that cannot start (a rollout already active, say) does not
+// stop the others: the error joins every failure.
 func (c *Controller) ReleaseChanged(ctx context.Context, pubs []Published) error {
+	var fails []error
 	for _, p := range pubs {
 		if !p.Created || !p.HadPolicy || p.Release == nil {
 			continue
 		}
 		if _, err := c.Deploy(ctx, p.Version.Model, p.Version.N, p.Release, SystemActor, "package changed in the models folder"); err != nil {
-			return fmt.Errorf("release %s: %w", p.Version.ID(), err)
+			fails = append(fails, fmt.Errorf("release %s: %w", p.Version.ID(), err))
 		}
 	}
-	return nil
+	return errors.Join(fails...)
 }
 
 // ShadowFigures returns the shadow comparison figures of model@n.
