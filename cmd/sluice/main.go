@@ -30,7 +30,8 @@ func main() {
 		Version:       version,
 	}
 	root.AddCommand(newServeCmd(), newCheckCmd(), newPushCmd(), newModelsCmd(), newPredictCmd(), newBenchCmd(), newTenantCmd(),
-		newDeployCmd(), newTrafficCmd(), newShadowCmd(), newRolloutCmd(), newRollbackCmd(), newHistoryCmd(), newRecordsCmd(), newTopCmd(), newWorkerCmd(), newWorkersCmd(), newVersionCmd(), newInitCmd())
+		newDeployCmd(), newTrafficCmd(), newShadowCmd(), newRolloutCmd(), newRollbackCmd(), newHistoryCmd(), newRecordsCmd(), newTopCmd(), newWorkerCmd(), newWorkersCmd(), newVersionCmd(), newInitCmd(),
+		newArchiveCmd(), newLoadCmd(), newDeleteCmd())
 	if err := root.Execute(); err != nil {
 		var ce *client.Error
 		if errors.As(err, &ce) {

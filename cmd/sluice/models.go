@@ -37,13 +37,27 @@ func newModelsCmd() *cobra.Command {
 				for _, v := range m.Versions {
 					vs = append(vs, fmt.Sprintf("%d:%s", v.Version, v.State))
 				}
+				if m.InvalidPackage != nil {
+					vs = append(vs, "package:failed")
+				}
+				if len(vs) == 0 {
+					vs = []string{"-"}
+				}
 				schema := "-"
 				if m.Input != nil {
 					schema = m.Input.Schema
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.Name, serving, strings.Join(vs, " "), schema)
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			for _, m := range ms {
+				if p := m.InvalidPackage; p != nil {
+					fmt.Fprintf(cmd.OutOrStdout(), "\n%s: package %s is invalid and was not published:\n  %s\n", m.Name, p.Dir, strings.ReplaceAll(p.Error, "\n", "\n  "))
+				}
+			}
+			return nil
 		},
 	}
 	serverFlag(cmd, &server)

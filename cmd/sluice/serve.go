@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -34,6 +35,9 @@ func newServeCmd() *cobra.Command {
 		retention           time.Duration
 		noRecords           bool
 		noMetrics, noDrift  bool
+		strict              bool
+		deleteQuiet         time.Duration
+		poll                time.Duration
 		onnxLib             string
 		otlpEndpoint        string
 		cfg                 server.Config
@@ -163,6 +167,10 @@ func newServeCmd() *cobra.Command {
 				ctl.Metrics, cfg.Metrics = metrics, metrics
 			}
 			ctl.NoDrift = noDrift
+			if deleteQuiet < 0 {
+				return fmt.Errorf("--delete-quiet %s: must be >= 0", deleteQuiet)
+			}
+			ctl.DeleteQuiet = deleteQuiet
 			if !noRecords {
 				rs, err := records.OpenWith(data, records.Options{InitStore: initStore})
 				if err != nil {
@@ -182,6 +190,9 @@ func newServeCmd() *cobra.Command {
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 
+			if poll < 0 || (poll > 0 && models == "") {
+				return fmt.Errorf("--models-poll %s: must be > 0 (0: off) and needs --models (the built-in examples never change)", poll)
+			}
 			var fsys fs.FS = examples.FS
 			root, display := ".", "examples (built in)"
 			if models != "" {
@@ -192,12 +203,26 @@ func newServeCmd() *cobra.Command {
 			if err := ctl.Start(ctx); err != nil {
 				return err
 			}
-			pubs, err := ctl.PublishFS(ctx, fsys, root, display)
+			if poll > 0 {
+				ctl.Watch(fsys, root, display, poll) // before the first scan: a change made during it is seen
+			}
+			scan, err := ctl.PublishFS(ctx, fsys, root, display)
 			if err != nil {
 				return err
 			}
-			if err := ctl.ReleaseChanged(ctx, pubs); err != nil {
-				return err
+			if strict && len(scan.Invalid) > 0 {
+				probs := make([]error, len(scan.Invalid))
+				for i, p := range scan.Invalid {
+					probs[i] = errors.New(p.Err)
+				}
+				return fmt.Errorf("--strict: %d invalid package(s) in %s:\n%w", len(probs), display, errors.Join(probs...))
+			}
+			if err := ctl.ReleaseChanged(ctx, scan.Published); err != nil {
+				if strict {
+					return fmt.Errorf("--strict: %w", err)
+				}
+				// Published, not released: the operator deploys it by hand.
+				log.Error("changed package published but not released; deploy it by hand (sluice deploy)", "err", err)
 			}
 			ctl.MarkStarted()
 			log.Info("serving", "addr", ln.Addr().String(), "data", data, "models", display)
@@ -212,7 +237,9 @@ func newServeCmd() *cobra.Command {
 	f.StringVar(&onnxLib, "onnxruntime-lib", "", "path of ONNX Runtime's shared library for runtime onnx (default: $SLUICE_ONNXRUNTIME_LIB, then the cache of scripts/fetch-onnxruntime.sh, then standard locations)")
 	f.StringVar(&otlpEndpoint, "otlp-endpoint", "", "export OpenTelemetry spans (one per predict call) over OTLP/HTTP to this collector, e.g. http://127.0.0.1:4318 (default: off)")
 	f.StringVar(&tenantsFile, "tenants", "", "tenants file (API key hashes, allowed models, quotas); without it authentication is off")
-	f.StringVar(&models, "models", "", "folder of model packages to publish at start (default: the built-in examples)")
+	f.StringVar(&models, "models", "", "a model package folder, or a folder of them, to publish at start (default: the built-in examples)")
+	f.DurationVar(&poll, "models-poll", 0, "poll --models this often (e.g. 5s) and publish new and changed packages as new versions; a change moves traffic only with a release: plan (0: read --models at start only)")
+	f.BoolVar(&strict, "strict", false, "exit non-zero when a package in --models is invalid (default: serve the valid ones, report the invalid ones as failed)")
 	f.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", 1<<20, "largest predict request body")
 	f.Int64Var(&cfg.MaxUploadBytes, "max-upload-bytes", 512<<20, "largest package upload")
 	f.DurationVar(&cfg.MaxDeadline, "max-deadline", time.Minute, "largest deadlineMs a request may ask for")
@@ -223,6 +250,7 @@ func newServeCmd() *cobra.Command {
 	f.BoolVar(&noMetrics, "no-metrics", false, "do not serve /metrics or count requests (for overhead measurements)")
 	f.BoolVar(&noDrift, "no-drift", false, "do not run drift monitors, even for models that declare drift:")
 	f.DurationVar(&cfg.IdempotencyWindow, "idempotency-window", 10*time.Minute, "a retry with the same X-Request-Id within this window replays the first answer (negative: off)")
+	f.DurationVar(&deleteQuiet, "delete-quiet", control.DefaultDeleteQuiet, "sluice delete MODEL is refused unless the model had no predict call for this long (0: no check); traffic before the server started counts as traffic at its start")
 	f.DurationVar(&grace, "grace", 30*time.Second, "how long shutdown waits for in-flight and queued requests")
 	f.IntVar(&workers, "workers", 0, "start and supervise N local worker processes that host the replicas (0: replicas in this process, no hop)")
 	f.StringVar(&pprofAddr, "pprof-addr", "", "serve Go profiles (/debug/pprof/) on this admin address, e.g. 127.0.0.1:6060 (default: off)")

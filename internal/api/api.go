@@ -116,6 +116,16 @@ type Model struct {
 	// version's while none serves).
 	Input  *Input  `json:"input,omitempty"`
 	Output *Output `json:"output,omitempty"`
+	// InvalidPackage is set when the model's package in the models folder
+	// (sluice serve --models) could not be read: it was not published.
+	InvalidPackage *InvalidPackage `json:"invalidPackage,omitempty"`
+}
+
+// InvalidPackage is a package folder that failed to parse or validate.
+type InvalidPackage struct {
+	Dir   string `json:"dir"`
+	State string `json:"state"` // always "failed"
+	Error string `json:"error"` // file:line: key: message, one line per problem
 }
 
 // ModelList is GET /v1/models.
@@ -269,4 +279,16 @@ type Record struct {
 // Records is GET /v1/records.
 type Records struct {
 	Records []Record `json:"records"`
+}
+
+// Change is the optional body of archive, load and delete calls: why, for
+// the audit trail.
+type Change struct {
+	Reason string `json:"reason"`
+}
+
+// DeletedModel is the body of DELETE /v1/models/{name}.
+type DeletedModel struct {
+	Model    string `json:"model"`
+	Versions []int  `json:"versions"` // now archived and hidden from listings
 }

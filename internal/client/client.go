@@ -176,3 +176,41 @@ func (c *Client) Ready(ctx context.Context) (*api.Readiness, error) {
 	}
 	return &rd, nil
 }
+
+func versionPath(model string, n int) string {
+	return fmt.Sprintf("/v1/models/%s/versions/%d", url.PathEscape(model), n)
+}
+
+// Archive unloads model@n everywhere it runs and keeps its record, state
+// archived. The server refuses a version that holds traffic.
+func (c *Client) Archive(ctx context.Context, model string, n int, reason string) (*api.Version, error) {
+	var v api.Version
+	if err := c.sendJSON(ctx, http.MethodPost, versionPath(model, n)+":archive", api.Change{Reason: reason}, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// Load loads model@n again (failed, archived or deleted). wait > 0 asks the
+// server to answer once it is ready or failed (at most wait).
+func (c *Client) Load(ctx context.Context, model string, n int, reason string, wait time.Duration) (*api.Version, error) {
+	path := versionPath(model, n) + ":load"
+	if wait > 0 {
+		path += "?wait=" + wait.String()
+	}
+	var v api.Version
+	if err := c.sendJSON(ctx, http.MethodPost, path, api.Change{Reason: reason}, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// DeleteModel archives every version of model and hides them from
+// listings. The server refuses a model with recent traffic or a rollout.
+func (c *Client) DeleteModel(ctx context.Context, model, reason string) (*api.DeletedModel, error) {
+	var d api.DeletedModel
+	if err := c.sendJSON(ctx, http.MethodDelete, "/v1/models/"+url.PathEscape(model), api.Change{Reason: reason}, &d); err != nil {
+		return nil, err
+	}
+	return &d, nil
+}

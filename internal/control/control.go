@@ -47,13 +47,25 @@ type Controller struct {
 	Metrics *telemetry.Metrics
 	// NoDrift turns drift monitors off even for versions that declare one.
 	NoDrift bool
+	// DeleteQuiet is how long a model must have had no predict call before
+	// DeleteModel accepts it (0: no such check). New sets DefaultDeleteQuiet.
+	DeleteQuiet time.Duration
 
-	mu       sync.Mutex // guards versions, policies, dirty, closing, started
+	born    time.Time              // when the controller was made: traffic before it is unknown
+	tmu     sync.Mutex             // guards traffic
+	traffic map[string]trafficSeen // per model: request count when it last changed
+
+	mu       sync.Mutex // guards versions, policies, dirty, closing, started, invalid, emptyFolder
 	versions map[string]*Loaded
 	policies map[string]registry.Policy // current policy per model
 	dirty    map[string]*Loaded         // state not yet persisted (store outage)
 	closing  bool
 	started  bool
+	// invalid and emptyFolder are the latest models folder scan's problems.
+	invalid     map[string]PackageProblem // by folder as displayed
+	emptyFolder string
+
+	scanMu sync.Mutex // serializes scans of the models folder
 
 	rmu      sync.Mutex // guards rollouts and driving; serializes every policy change
 	rollouts map[string]*Rollout
@@ -88,13 +100,15 @@ func New(store registry.Store, host Host, log *slog.Logger) *Controller {
 	return &Controller{store: store, host: host, log: log, Table: &routing.Holder{}, ctx: ctx, cancel: cancel,
 		sem: make(chan struct{}, 2), versions: map[string]*Loaded{}, Stats: &vstats.Set{},
 		policies: map[string]registry.Policy{}, dirty: map[string]*Loaded{},
-		rollouts: map[string]*Rollout{}, wake: make(chan struct{})}
+		rollouts: map[string]*Rollout{}, wake: make(chan struct{}),
+		invalid: map[string]PackageProblem{}, DeleteQuiet: DefaultDeleteQuiet, born: time.Now().UTC(), traffic: map[string]trafficSeen{}}
 }
 
 func key(model string, n int) string { return fmt.Sprintf("%s@%d", model, n) }
 
 // Start restores the deployments and rollouts from the store and starts
-// loading every published version. Versions published before MarkStarted
+// loading every published version, except those that failed or were
+// archived: they stay so until published again or loaded by hand (Load). Versions published before MarkStarted
 // are "startup" versions: readiness waits for them.
 func (c *Controller) Start(ctx context.Context) error {
 	ps, err := c.store.Policies(ctx, "")
@@ -114,7 +128,7 @@ func (c *Controller) Start(ctx context.Context) error {
 		return err
 	}
 	for _, v := range vs {
-		c.startLoad(v)
+		c.startLoad(v, false) // a failed or archived version stays so until asked
 	}
 	c.wg.Add(1)
 	go func() {
@@ -132,30 +146,51 @@ func (c *Controller) MarkStarted() {
 }
 
 // Publish stores a package as a new version (or finds the identical one)
-// and starts loading it if it is not loaded.
+// and starts loading it if it is not loaded. Publishing a failed, archived
+// or deleted version again loads it again (its artifact may have been
+// repaired by the upload).
 func (c *Controller) Publish(ctx context.Context, p *modelpkg.Package) (registry.Version, bool, error) {
+	return c.publish(ctx, p, true)
+}
+
+// publish stores p; again says whether an identical version that failed or
+// was archived is loaded again (an upload) or left as it is (a folder scan).
+func (c *Controller) publish(ctx context.Context, p *modelpkg.Package, again bool) (registry.Version, bool, error) {
 	v, created, err := c.store.Publish(ctx, p)
 	if err != nil {
 		return v, false, err
 	}
-	c.startLoad(v)
+	c.startLoad(v, again || created)
 	return v, created, nil
 }
 
-func (c *Controller) startLoad(v registry.Version) *Loaded {
+// dormant reports whether a version in state st is not loaded until asked:
+// it failed, or was archived (deleted models' versions too).
+func dormant(st registry.State) bool {
+	return st == registry.Failed || st == registry.Archived || st == registry.Deleted
+}
+
+// startLoad loads v unless it is loaded or loading. A version that failed
+// or was archived is loaded again only when again is true (an upload or an
+// explicit load); otherwise it is only listed, with its recorded state.
+func (c *Controller) startLoad(v registry.Version, again bool) *Loaded {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if l, ok := c.versions[v.ID()]; ok {
 		select {
 		case <-l.done:
-			if l.State != registry.Failed {
+			if !dormant(l.State) || !again {
 				return l
 			}
-			// A failed version is tried again (its artifact may have been
-			// repaired by publishing the same package again).
 		default:
 			return l
 		}
+	} else if dormant(v.State) && !again {
+		l := &Loaded{Version: v, State: v.State, Reason: v.Reason, Timings: v.Timings, done: make(chan struct{})}
+		close(l.done)
+		c.versions[v.ID()] = l
+		c.publishLocked()
+		return l
 	}
 	l := &Loaded{Version: v, State: registry.Loading, done: make(chan struct{}), startup: !c.started}
 	c.versions[v.ID()] = l
@@ -234,6 +269,7 @@ func (c *Controller) catchUp() {
 		}
 		c.retryPolicies()
 		c.exportDrift()
+		c.seenTraffic(time.Now().UTC())
 	}
 }
 
@@ -248,6 +284,14 @@ func (c *Controller) load(l *Loaded) {
 	v := l.Version
 	log := c.log.With("model", v.Model, "version", v.N)
 	fail := func(err error) {
+		if c.ctx.Err() != nil {
+			// Stopped by shutdown, not by the version: the store keeps its
+			// earlier state, so the next start loads it again.
+			c.mu.Lock()
+			l.State, l.Reason = registry.Failed, "server shutting down"
+			c.mu.Unlock()
+			return
+		}
 		if e := (*errs.Error)(nil); errors.As(err, &e) && e.Err != nil && !strings.Contains(err.Error(), e.Err.Error()) {
 			// The reason leaves out what the client must not see (server
 			// paths); the log has it.
@@ -325,35 +369,125 @@ func (c *Controller) load(l *Loaded) {
 
 // Published is one package published by PublishFS.
 type Published struct {
+	Dir       string // the package folder as displayed
 	Version   registry.Version
 	Created   bool
 	HadPolicy bool              // the model had a deployment before this publish
 	Release   *modelpkg.Release // the package's release plan, if any
 }
 
-// PublishFS publishes every package folder under root of fsys (folders with
-// a model.yaml). It stops at the first invalid package: a server must not
-// start with half of its declared models.
-func (c *Controller) PublishFS(ctx context.Context, fsys fs.FS, root, display string) ([]Published, error) {
+// PackageProblem is a package folder that could not be read: its version
+// is not published, the other packages are.
+type PackageProblem struct {
+	Dir   string // the folder as displayed ("models/fraud")
+	Model string // the model it declares, else the folder's name
+	Err   string // the strict parser's message: file:line: key: message
+}
+
+// Scan is what one PublishFS found in the models folder.
+type Scan struct {
+	Published []Published
+	Invalid   []PackageProblem
+	Empty     bool // the folder holds no package at all
+}
+
+// PublishFS publishes the packages of root in fsys: root itself when it
+// holds a model.yaml, else every folder under it that holds one. An invalid
+// package does not stop the others: it is listed in Scan.Invalid and
+// reported (models listing, readiness warnings) until a later scan finds
+// it valid or gone. The error is for what stops every package: an
+// unreadable folder or a store that refuses to publish.
+func (c *Controller) PublishFS(ctx context.Context, fsys fs.FS, root, display string) (Scan, error) {
+	c.scanMu.Lock()
+	defer c.scanMu.Unlock()
 	dirs, err := modelpkg.Packages(fsys, root)
 	if err != nil {
-		return nil, fmt.Errorf("read models folder %s: %w", display, err)
+		return Scan{}, fmt.Errorf("read models folder %s: %w", display, err)
 	}
-	var out []Published
-	for _, d := range dirs {
-		p, err := modelpkg.ReadFS(fsys, d, path.Join(display, path.Base(d)))
+	return c.publishDirsLocked(ctx, fsys, root, display, dirs, dirs)
+}
+
+// shownDir names package folder d of root in messages.
+func shownDir(root, display, d string) string {
+	if d == root {
+		return display
+	}
+	return path.Join(display, path.Base(d))
+}
+
+// publishDirsLocked publishes the packages in todo, a subset of all (every
+// package folder of root now), and updates the problems reported for the
+// models folder. scanMu held.
+func (c *Controller) publishDirsLocked(ctx context.Context, fsys fs.FS, root, display string, all, todo []string) (Scan, error) {
+	sc := Scan{Empty: len(all) == 0}
+	defer func() { c.setScan(root, display, all, sc) }()
+	for _, d := range todo {
+		shown := shownDir(root, display, d)
+		p, err := modelpkg.ReadFS(fsys, d, shown)
 		if err != nil {
-			return out, err
+			name := path.Base(shown)
+			if b, rerr := fs.ReadFile(fsys, path.Join(d, modelpkg.ManifestFile)); rerr == nil {
+				if n := modelpkg.NameOf(b); n != "" {
+					name = n
+				}
+			}
+			c.log.Error("invalid model package: not published", "dir", shown, "model", name, "err", err.Error())
+			sc.Invalid = append(sc.Invalid, PackageProblem{Dir: shown, Model: name, Err: err.Error()})
+			continue
 		}
-		_, had := c.Policy(p.Spec.Manifest.Name)
-		v, created, err := c.Publish(ctx, p)
+		pol, had := c.Policy(p.Spec.Manifest.Name)
+		had = had && len(pol.Targets) > 0 // a deleted model's deployment has none
+		v, created, err := c.publish(ctx, p, false)
 		if err != nil {
-			return out, err
+			return sc, fmt.Errorf("publish %s: %w", shown, err)
 		}
 		c.log.Info("published", "model", v.Model, "version", v.N, "new", created, "sha256", v.ArtifactSHA[:12])
-		out = append(out, Published{Version: v, Created: created, HadPolicy: had, Release: p.Spec.Manifest.Release})
+		sc.Published = append(sc.Published, Published{Dir: shown, Version: v, Created: created, HadPolicy: had, Release: p.Spec.Manifest.Release})
 	}
-	return out, nil
+	if sc.Empty {
+		c.log.Warn("models folder holds no model package (a folder with model.yaml, or a folder of such folders)", "models", display)
+	}
+	return sc, nil
+}
+
+// setScan records the problems of a scan of the models folder: those of the
+// packages it read replace theirs, those of folders that are gone are
+// dropped, the others stay.
+func (c *Controller) setScan(root, display string, all []string, sc Scan) {
+	present := map[string]bool{}
+	for _, d := range all {
+		present[shownDir(root, display, d)] = true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for dir := range c.invalid {
+		if !present[dir] {
+			delete(c.invalid, dir)
+		}
+	}
+	for _, p := range sc.Published {
+		delete(c.invalid, p.Dir)
+	}
+	for _, p := range sc.Invalid {
+		c.invalid[p.Dir] = p
+	}
+	c.emptyFolder = ""
+	if sc.Empty {
+		c.emptyFolder = display
+	}
+}
+
+// InvalidPackages lists the packages of the models folder that the latest
+// scans could not read, by folder.
+func (c *Controller) InvalidPackages() []PackageProblem {
+	c.mu.Lock()
+	out := make([]PackageProblem, 0, len(c.invalid))
+	for _, p := range c.invalid {
+		out = append(out, p)
+	}
+	c.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Dir < out[j].Dir })
+	return out
 }
 
 // publishLocked rebuilds and swaps in the routing snapshot from the
@@ -363,6 +497,9 @@ func (c *Controller) publishLocked() {
 	newest := map[string]*routing.Target{}
 	for _, l := range c.versions {
 		v := l.Version
+		if l.State == registry.Deleted {
+			continue // its model was deleted: unknown to the data plane
+		}
 		e := t.Models[v.Model]
 		if e == nil {
 			e = &routing.Entry{Versions: map[int]*routing.Target{}, NotReady: map[int]string{}}
@@ -384,7 +521,7 @@ func (c *Controller) publishLocked() {
 	}
 	for name, e := range t.Models {
 		p, ok := c.policies[name]
-		if !ok {
+		if !ok || len(p.Targets) == 0 {
 			// No policy yet (its first write may be waiting for the store):
 			// the ready version serves, as the first policy will say.
 			if tg := newest[name]; tg != nil {
@@ -474,7 +611,17 @@ func (c *Controller) Readiness() (ready bool, problems, warnings []string) {
 		return false, []string{"starting"}, nil
 	}
 	sort.Strings(pending)
-	return len(pending) == 0, pending, servingWarnings(c.Table.Load())
+	warnings = servingWarnings(c.Table.Load())
+	for _, p := range c.InvalidPackages() {
+		warnings = append(warnings, fmt.Sprintf("package %s (model %s) is invalid and was not published: %s", p.Dir, p.Model, strings.ReplaceAll(p.Err, "\n", "; ")))
+	}
+	c.mu.Lock()
+	if c.emptyFolder != "" {
+		warnings = append(warnings, "models folder "+c.emptyFolder+" holds no model package (a folder with model.yaml, or a folder of such folders)")
+	}
+	c.mu.Unlock()
+	sort.Strings(warnings)
+	return len(pending) == 0, pending, warnings
 }
 
 // Close marks the controller closing, stops loads and drains every

@@ -3,6 +3,7 @@ package control
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -59,8 +60,8 @@ func (c *Controller) PolicyAt(ctx context.Context, model string, t time.Time) (r
 func (c *Controller) firstPolicy(v registry.Version) {
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
-	if _, ok := c.Policy(v.Model); ok {
-		return
+	if p, ok := c.Policy(v.Model); ok && len(p.Targets) > 0 {
+		return // a deleted model's policy has no targets: its next version is its first
 	}
 	_, err := c.setTargetsLocked(c.ctx, v.Model, []registry.Target{{Version: v.N, Weight: 100}}, SystemActor, "first ready version", -1)
 	if err != nil {
@@ -74,7 +75,7 @@ func (c *Controller) retryPolicies() {
 	c.mu.Lock()
 	var todo []registry.Version
 	for _, l := range c.versions {
-		if _, ok := c.policies[l.Version.Model]; !ok && l.State == registry.Ready {
+		if p, ok := c.policies[l.Version.Model]; (!ok || len(p.Targets) == 0) && l.State == registry.Ready {
 			todo = append(todo, l.Version)
 		}
 	}
@@ -219,6 +220,12 @@ func (c *Controller) Deploy(ctx context.Context, model string, version int, plan
 	c.mu.Unlock()
 	if !ok {
 		return nil, errs.New(errs.NotFound, "model version %s@%d not found (push it first)", model, version)
+	}
+	c.mu.Lock()
+	st := l.State
+	c.mu.Unlock()
+	if st == registry.Archived || st == registry.Deleted {
+		return nil, errs.New(errs.NotReady, "%s@%d is %s; load it first (sluice load %s@%d)", model, version, st, model, version)
 	}
 	if plan == nil {
 		if spec, err := modelpkg.Parse(l.Version.ID()+"/model.yaml", l.Version.Manifest); err == nil && spec.Manifest.Release != nil {
@@ -503,19 +510,24 @@ func (c *Controller) drive(model string) {
 	}
 }
 
-// ReleaseChanged releases versions that PublishFS created for models that
-// already had a deployment, each with its package's plan (default:
-// immediate), so editing a package in --models and restarting releases it.
+// ReleaseChanged rolls out the versions that a scan of the models folder
+// created for models that already have a deployment, when their package
+// declares a release: plan, with that plan. Without a plan a new version
+// moves no traffic, like any publish (a new model's first ready version
+// gets 100 % by itself).
+// One release that cannot start (a rollout already active, say) does not
+// stop the others: the error joins every failure.
 func (c *Controller) ReleaseChanged(ctx context.Context, pubs []Published) error {
+	var fails []error
 	for _, p := range pubs {
-		if !p.Created || !p.HadPolicy {
-			continue // unchanged, or a new model: its first ready version gets 100 % by itself
+		if !p.Created || !p.HadPolicy || p.Release == nil {
+			continue
 		}
 		if _, err := c.Deploy(ctx, p.Version.Model, p.Version.N, p.Release, SystemActor, "package changed in the models folder"); err != nil {
-			return fmt.Errorf("release %s: %w", p.Version.ID(), err)
+			fails = append(fails, fmt.Errorf("release %s: %w", p.Version.ID(), err))
 		}
 	}
-	return nil
+	return errors.Join(fails...)
 }
 
 // ShadowFigures returns the shadow comparison figures of model@n.

@@ -37,8 +37,8 @@ type Rollout struct {
 	Baseline   int              `json:"baseline"`
 	Plan       modelpkg.Release `json:"plan"`
 	Phase      Phase            `json:"phase"`
-	Step       int              `json:"step"` // index into Plan.Steps while in canary
-	StepStart  time.Time        `json:"stepStart"`
+	Step       int              `json:"step"`      // index into Plan.Steps while in canary
+	StepStart  time.Time        `json:"stepStart"` // when the current step began; once promoted, when it was promoted
 	PausedFrom Phase            `json:"pausedFrom,omitempty"`
 	Reason     string           `json:"reason,omitempty"` // why it stopped, paused or failed
 	Started    time.Time        `json:"started"`
@@ -190,7 +190,7 @@ func Act(r Rollout, action string, now time.Time) (Rollout, Decision, error) {
 		if r.Phase == PhaseWaiting || (r.Phase == PhasePaused && r.PausedFrom == PhaseWaiting) {
 			return r, Decision{}, fmt.Errorf("%s@%d is not ready yet; it cannot be promoted", r.Model, r.Candidate)
 		}
-		r.Phase, r.Reason, r.Step = PhasePromoted, "promoted by hand", len(r.Plan.Steps)-1
+		r.Phase, r.Reason, r.Step, r.StepStart = PhasePromoted, "promoted by hand", len(r.Plan.Steps)-1, now // keepWarm counts from here
 		return r, Decision{Targets: weights(r.Baseline, r.Candidate, 100, false), Event: fmt.Sprintf("%s@%d promoted by hand", r.Model, r.Candidate)}, nil
 	}
 	return r, Decision{}, fmt.Errorf("unknown action %q (pause, resume, abort, promote)", action)

@@ -3,6 +3,8 @@ package modelpkg
 import (
 	"archive/tar"
 	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +14,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"gopkg.in/yaml.v3"
 )
 
 // MaxArchiveEntries bounds the number of entries of an uploaded package.
@@ -68,9 +72,13 @@ func readLimited(fsys fs.FS, name, display string, limit int64) ([]byte, error) 
 	return b, nil
 }
 
-// Packages lists the package folders directly under root (those holding a
-// model.yaml), sorted.
+// Packages lists the package folders of root: root itself when it holds a
+// model.yaml (a single package), else the folders directly under it that
+// hold one, sorted. A folder with neither gives an empty list, no error.
 func Packages(fsys fs.FS, root string) ([]string, error) {
+	if _, err := fs.Stat(fsys, path.Join(root, ManifestFile)); err == nil {
+		return []string{root}, nil
+	}
 	ents, err := fs.ReadDir(fsys, root)
 	if err != nil {
 		return nil, err
@@ -87,6 +95,45 @@ func Packages(fsys fs.FS, root string) ([]string, error) {
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// Fingerprint summarises the files of the package folder dir: every
+// file's path, size and modification time, not its content. It changes when
+// a file is added, removed or rewritten, so a poll can skip reading and
+// hashing packages that did not change.
+func Fingerprint(fsys fs.FS, dir string) (string, error) {
+	h := sha256.New()
+	err := fs.WalkDir(fsys, dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%q %d %d\n", p, info.Size(), info.ModTime().UnixNano())
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// NameOf returns the model name a manifest declares, read leniently (the
+// manifest may be invalid otherwise), or "" when it names none that is valid.
+// It lets a broken package be reported under its model's name.
+func NameOf(manifest []byte) string {
+	var m struct {
+		Name string `yaml:"name"`
+	}
+	if yaml.Unmarshal(manifest, &m) != nil || !nameRE.MatchString(m.Name) {
+		return ""
+	}
+	return m.Name
 }
 
 // ErrTooLarge is wrapped by archive errors about the size limit.

@@ -20,13 +20,19 @@ import (
 // State is a version's load state.
 type State string
 
-// Version states: published → loading → validating → ready | failed.
+// Version states: published → loading → validating → ready | failed;
+// any of them → archived (unloaded by hand, record kept) or deleted (its
+// model was deleted: archived and hidden from listings). A failed, archived
+// or deleted version is loaded again only when published again or loaded
+// by an explicit call.
 const (
 	Published  State = "published"
 	Loading    State = "loading"
 	Validating State = "validating"
 	Ready      State = "ready"
 	Failed     State = "failed"
+	Archived   State = "archived"
+	Deleted    State = "deleted"
 )
 
 // Version is one immutable model version.

@@ -17,6 +17,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -29,6 +30,7 @@ import (
 	"github.com/sluiceml/sluice/internal/modelpkg"
 	"github.com/sluiceml/sluice/internal/records"
 	"github.com/sluiceml/sluice/internal/server/oipgrpc"
+	"github.com/sluiceml/sluice/internal/registry"
 	"github.com/sluiceml/sluice/internal/telemetry"
 	"github.com/sluiceml/sluice/internal/tenant"
 )
@@ -287,8 +289,15 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) error {
 			}
 			return s.predict(w, r, tn, name, 0)
 		}
-		if err := method(http.MethodGet); err != nil {
-			return err
+		if r.Method == http.MethodDelete {
+			if err := tn.Check(parts[0]); err != nil {
+				return err
+			}
+			return s.deleteModel(w, r, tn, parts[0])
+		}
+		if r.Method != http.MethodGet {
+			w.Header().Set("Allow", "GET, DELETE")
+			return errs.New(errs.MethodNotAllowed, "%s %s is not allowed; use GET or DELETE", r.Method, r.URL.Path)
 		}
 		if err := tn.Check(parts[0]); err != nil {
 			return err
@@ -331,16 +340,28 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) error {
 		if parts[1] != "versions" {
 			break
 		}
-		vs, predict := strings.CutSuffix(parts[2], ":predict")
+		vs, verb, _ := strings.Cut(parts[2], ":")
 		n, err := strconv.Atoi(vs)
 		if err != nil || n <= 0 {
 			return errs.Field(errs.InvalidArgument, "version", "%q is not a version number (1, 2, …)", vs)
 		}
-		if predict {
+		switch verb {
+		case "predict":
 			if err := method(http.MethodPost); err != nil {
 				return err
 			}
 			return s.predict(w, r, tn, parts[0], n)
+		case "archive", "load":
+			if err := method(http.MethodPost); err != nil {
+				return err
+			}
+			if err := tn.Check(parts[0]); err != nil {
+				return err
+			}
+			return s.versionAction(w, r, tn, parts[0], n, verb)
+		case "":
+		default:
+			return errs.New(errs.NotFound, "no route for %s %s: a version takes :predict, :archive or :load (see docs/api.md)", r.Method, r.URL.Path)
 		}
 		if err := method(http.MethodGet); err != nil {
 			return err
@@ -478,6 +499,9 @@ func (s *Server) modelsJSON() []api.Model {
 	specs := map[string]*modelpkg.Spec{}
 	for _, st := range s.ctl.Versions() { // sorted by model, then version
 		v := st.Version
+		if st.State == registry.Deleted {
+			continue // its model was deleted: hidden from listings
+		}
 		i, ok := idx[v.Model]
 		if !ok {
 			i = len(out)
@@ -500,6 +524,16 @@ func (s *Server) modelsJSON() []api.Model {
 			out[i].Input, out[i].Output = contract(sp)
 		}
 	}
+	for _, p := range s.ctl.InvalidPackages() {
+		i, ok := idx[p.Model]
+		if !ok {
+			i = len(out)
+			idx[p.Model] = i
+			out = append(out, api.Model{Name: p.Model, Versions: []api.VersionSummary{}})
+		}
+		out[i].InvalidPackage = &api.InvalidPackage{Dir: p.Dir, State: "failed", Error: p.Err}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
 

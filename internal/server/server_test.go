@@ -242,7 +242,7 @@ func TestRoutesAndMethods(t *testing.T) {
 	if st, _ := get("/v1/models/fraud:predict"); st != 405 {
 		t.Errorf("GET predict: %d", st)
 	}
-	for _, c := range []struct{ method, path string }{{"POST", "/healthz"}, {"POST", "/readyz"}, {"POST", "/v1/models"}, {"DELETE", "/v1/models/fraud"}} {
+	for _, c := range []struct{ method, path string }{{"POST", "/healthz"}, {"POST", "/readyz"}, {"POST", "/v1/models"}, {"PUT", "/v1/models/fraud"}} {
 		req, _ := http.NewRequest(c.method, ts.URL+c.path, nil)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
