@@ -17,12 +17,13 @@ MODELS=${MODELS-bench/models/exp1}
 NAME=$MODEL${TAG:+-$TAG}
 RUN_IDS=${RUN_IDS:-1 2 3}
 build_sluice
-[ "${SKIP_BUILD:-0}" = 1 ] || go build -o /tmp/issue3-bench/overload ./bench/overload
+OVERLOAD=${OVERLOAD:-/tmp/issue3-bench/overload}
+[ "${SKIP_BUILD:-0}" = 1 ] || go build -o "$OVERLOAD" ./bench/overload
 start_server "$MODELS"
 trap stop_server EXIT
 load "$MODEL" ${PAYLOAD:+--payload "$PAYLOAD"} --rate 200 --duration 3s >/dev/null   # warm-up
 for i in $RUN_IDS; do
-	$NICE taskset -c 1 /tmp/issue3-bench/overload --server "$SERVER" --model "$MODEL" ${PAYLOAD:+--payload "$PAYLOAD"} --deadline-ms 50 --seed "$i" \
+	$NICE taskset -c 1 "$OVERLOAD" --server "$SERVER" --model "$MODEL" ${PAYLOAD:+--payload "$PAYLOAD"} --deadline-ms 50 --seed "$i" \
 		--phases "$((CAP * 2)):30s,$((CAP / 2)):10s" --json bench/results/exp3-$NAME-run$i.json
 	sleep 2
 done
