@@ -21,6 +21,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,6 +57,7 @@ func main() {
 	jsonOut := flag.String("json", "", "write the summary as JSON to this file")
 	closed := flag.Int("closed", 0, "closed loop instead: N workers, each sending its next request when the last is answered, for --closed-duration; reports throughput")
 	closedDur := flag.Duration("closed-duration", 5*time.Second, "duration of the closed-loop run")
+	execAt := flag.String("exec-at-phase", "", "N:CMD: run CMD (sh -c, in the background, output to stderr) when phase N (1-based) starts, e.g. to kill a worker at a known time")
 	flag.Parse()
 	if *model == "" {
 		log.Fatal("--model is required")
@@ -125,10 +127,41 @@ func main() {
 	}
 	time.Sleep(200 * time.Millisecond)
 
+	execPhase, execCmd := -1, ""
+	if *execAt != "" {
+		n, c, ok := strings.Cut(*execAt, ":")
+		k, err := strconv.Atoi(n)
+		if !ok || err != nil || k < 1 || k > len(phases) || c == "" {
+			log.Fatalf("bad --exec-at-phase %q (want N:CMD, 1 <= N <= %d)", *execAt, len(phases))
+		}
+		execPhase, execCmd = k-1, c
+	}
+	var execDone chan struct{}
+	runExec := func() {
+		cmd := exec.Command("sh", "-c", execCmd)
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		execDone = make(chan struct{})
+		go func() {
+			defer close(execDone)
+			if err := cmd.Run(); err != nil {
+				log.Printf("--exec-at-phase: %v", err)
+			}
+		}()
+	}
+
 	recs := make([]record, len(plan))
 	var wg sync.WaitGroup
 	start := time.Now()
+	if execPhase == 0 {
+		runExec()
+	}
 	for i, a := range plan {
+		if execPhase > 0 && execDone == nil && a.at >= phaseStart[execPhase] {
+			if d := time.Until(start.Add(phaseStart[execPhase])); d > 0 {
+				time.Sleep(d)
+			}
+			runExec()
+		}
 		if d := time.Until(start.Add(a.at)); d > 0 {
 			time.Sleep(d)
 		}
@@ -163,6 +196,9 @@ func main() {
 		}(i, a, lag)
 	}
 	wg.Wait()
+	if execDone != nil {
+		<-execDone
+	}
 
 	summary := map[string]any{"model": *model, "deadlineMs": *deadlineMs, "phases": []any{}}
 	for pi, p := range phases {
@@ -173,6 +209,7 @@ func main() {
 		var okByWin = map[int][]float64{}
 		var nByWin = map[int]int{}
 		var goodByWin = map[int]int{}
+		var badByWin = map[int]int{}
 		n := 0
 		for _, r := range recs {
 			if r.phase != pi {
@@ -194,6 +231,7 @@ func main() {
 			} else {
 				rej = append(rej, ms)
 				byCode[r.code]++
+				badByWin[w]++
 			}
 		}
 		secs := p.dur.Seconds()
@@ -219,13 +257,13 @@ func main() {
 		fmt.Printf("  by status %v, by code %v\n", byStatus, byCode)
 		if pi > 0 {
 			var wins []any
-			fmt.Printf("  first %s by %s window (intended send time): n, 2xx p50/p99/max, good\n", *series, *window)
+			fmt.Printf("  first %s by %s window (intended send time): n, 2xx p50/p99/max, good, non-2xx\n", *series, *window)
 			for w := 0; time.Duration(w)**window < *series && time.Duration(w)**window < p.dur; w++ {
 				q := pct(okByWin[w])
-				fmt.Printf("    %5.1fs-%5.1fs  n %4d  p50 %7.2fms  p99 %7.2fms  max %7.2fms  good %d\n",
+				fmt.Printf("    %5.1fs-%5.1fs  n %4d  p50 %7.2fms  p99 %7.2fms  max %7.2fms  good %d  non-2xx %d\n",
 					(time.Duration(w) * *window).Seconds(), (time.Duration(w+1) * *window).Seconds(),
-					nByWin[w], q["p50"], q["p99"], q["max"], goodByWin[w])
-				wins = append(wins, map[string]any{"fromSeconds": (time.Duration(w) * *window).Seconds(), "n": nByWin[w], "okLatencyMs": q, "good": goodByWin[w]})
+					nByWin[w], q["p50"], q["p99"], q["max"], goodByWin[w], badByWin[w])
+				wins = append(wins, map[string]any{"fromSeconds": (time.Duration(w) * *window).Seconds(), "n": nByWin[w], "okLatencyMs": q, "good": goodByWin[w], "non2xx": badByWin[w]})
 			}
 			var first2 []float64
 			for _, r := range recs {

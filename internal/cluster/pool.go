@@ -67,6 +67,16 @@ type Config struct {
 	Logger          *slog.Logger
 }
 
+// Flow-control windows of the hop, both ways (the gateway's client and the
+// worker's server use the same): static, so gRPC does not estimate the
+// bandwidth-delay product with a PING per received message. 4 MiB per
+// stream carries a batch of ~30k rows of 32 float32 without waiting for a
+// window update; 16 MiB per connection is where BDP estimation would stop.
+const (
+	StreamWindowBytes = 4 << 20
+	ConnWindowBytes   = 16 << 20
+)
+
 // Pool tracks workers and the versions they hold.
 type Pool struct {
 	cfg    Config
@@ -232,7 +242,12 @@ func (p *Pool) Register(_ context.Context, req *workerpb.RegisterRequest) (*work
 			_ = w.conn.Close()
 		}
 		conn, err := grpc.NewClient(st.Address, grpc.WithTransportCredentials(insecure.NewCredentials()),
-			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(p.cfg.MaxMessageBytes), grpc.MaxCallSendMsgSize(p.cfg.MaxMessageBytes)))
+			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(p.cfg.MaxMessageBytes), grpc.MaxCallSendMsgSize(p.cfg.MaxMessageBytes)),
+			// Static flow-control windows: no BDP estimation, whose PING
+			// and WINDOW_UPDATE frames cost a write and a wake-up on both
+			// sides for nearly every small answer (docs/benchmarks.md,
+			// issue 9).
+			grpc.WithStaticStreamWindowSize(StreamWindowBytes), grpc.WithStaticConnWindowSize(ConnWindowBytes))
 		if err != nil {
 			p.mu.Unlock()
 			return nil, oip.Status(errs.Field(errs.InvalidArgument, "address", "%v", err))

@@ -53,6 +53,14 @@ type Config struct {
 	Build           string
 }
 
+// Flow-control windows of the hop's server side: static (the same sizes as
+// the gateway's client, cluster.StreamWindowBytes), so gRPC does not send a
+// BDP-estimation PING for nearly every small request it receives.
+const (
+	streamWindowBytes = 4 << 20
+	connWindowBytes   = 16 << 20
+)
+
 // Worker is one worker process's state.
 type Worker struct {
 	cfg     Config
@@ -149,7 +157,8 @@ func (w *Worker) Run(ctx context.Context, grace time.Duration) error {
 	if w.cfg.Advertise != "" {
 		w.addr = w.cfg.Advertise
 	}
-	gs := grpc.NewServer(grpc.MaxRecvMsgSize(w.cfg.MaxMessageBytes), grpc.MaxSendMsgSize(w.cfg.MaxMessageBytes))
+	gs := grpc.NewServer(grpc.MaxRecvMsgSize(w.cfg.MaxMessageBytes), grpc.MaxSendMsgSize(w.cfg.MaxMessageBytes),
+		grpc.StaticStreamWindowSize(streamWindowBytes), grpc.StaticConnWindowSize(connWindowBytes))
 	inferencepb.RegisterGRPCInferenceServiceServer(gs, w)
 	workerpb.RegisterWorkerServer(gs, w)
 	hs := health.NewServer()
