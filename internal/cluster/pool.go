@@ -101,6 +101,10 @@ type worker struct {
 
 	// in flight from this gateway, in instances (load signal between heartbeats)
 	outstanding atomic.Int64
+	// seen is when (unix ns) the worker last answered a call: a worker that
+	// answers is alive even when its heartbeats are late (a saturated core
+	// delays the heartbeat goroutine, not the answers).
+	seen atomic.Int64
 
 	// guarded by Pool.mu
 	addr     string
@@ -177,6 +181,7 @@ func (p *Pool) watch() {
 	t := time.NewTicker(p.cfg.HeartbeatInterval)
 	defer t.Stop()
 	limit := time.Duration(p.cfg.MissedHeartbeats) * p.cfg.HeartbeatInterval
+	last := time.Now()
 	for {
 		select {
 		case <-p.ctx.Done():
@@ -184,14 +189,31 @@ func (p *Pool) watch() {
 		case <-t.C:
 		}
 		now := time.Now()
+		late := now.Sub(last) > 2*p.cfg.HeartbeatInterval
+		last = now
+		if late {
+			// This goroutine itself waited for a CPU: heartbeats may be
+			// waiting unread too. Judge nobody on a starved clock.
+			continue
+		}
 		p.mu.Lock()
 		for _, w := range p.workers {
-			if w.live && now.Sub(w.lastBeat) > limit {
+			if w.live && Silent(now, w.lastBeat, time.Unix(0, w.seen.Load()), limit) {
 				p.downLocked(w, fmt.Sprintf("missed heartbeats for %s", now.Sub(w.lastBeat).Round(time.Millisecond)))
 			}
 		}
 		p.mu.Unlock()
 	}
+}
+
+// Silent reports whether a worker has been silent for longer than limit:
+// no heartbeat and no answered call since now-limit.
+func Silent(now, lastBeat, lastAnswer time.Time, limit time.Duration) bool {
+	last := lastBeat
+	if lastAnswer.After(last) {
+		last = lastAnswer
+	}
+	return now.Sub(last) > limit
 }
 
 func (p *Pool) downLocked(w *worker, why string) {

@@ -33,6 +33,7 @@ type fakeWorker struct {
 	calls  atomic.Int64
 	mu     sync.Mutex
 	behave error
+	hang   chan struct{} // when set, ModelInfer waits for it or the caller's end
 }
 
 func (f *fakeWorker) Load(context.Context, *workerpb.LoadRequest) (*workerpb.LoadResponse, error) {
@@ -43,11 +44,18 @@ func (f *fakeWorker) Unload(context.Context, *workerpb.UnloadRequest) (*workerpb
 	return &workerpb.UnloadResponse{}, nil
 }
 
-func (f *fakeWorker) ModelInfer(_ context.Context, req *inferencepb.ModelInferRequest) (*inferencepb.ModelInferResponse, error) {
+func (f *fakeWorker) ModelInfer(ctx context.Context, req *inferencepb.ModelInferRequest) (*inferencepb.ModelInferResponse, error) {
 	f.calls.Add(1)
 	f.mu.Lock()
-	err := f.behave
+	err, hang := f.behave, f.hang
 	f.mu.Unlock()
+	if hang != nil {
+		select {
+		case <-hang:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	if err != nil {
 		return nil, oip.Status(err)
 	}
@@ -309,5 +317,54 @@ func TestWorkerEventsReachObserver(t *testing.T) {
 	beat(2, 1, 0)
 	if c := obs.crashes.Load(); c != 4 {
 		t.Errorf("after a restart: crashes %d, want 4", c)
+	}
+}
+
+func TestSilent(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	s := time.Second
+	cases := []struct {
+		name         string
+		beat, answer time.Duration // before now
+		want         bool
+	}{
+		{"recent heartbeat", 200 * time.Millisecond, 10 * s, false},
+		{"late heartbeats but answering", 3 * s, 10 * time.Millisecond, false},
+		{"silent both ways", 2 * s, 2 * s, true},
+		{"never answered, heartbeats stopped", 1500 * time.Millisecond, 1000 * s, true},
+		{"exactly at the limit", s, 5 * s, false},
+	}
+	for _, c := range cases {
+		if got := Silent(t0, t0.Add(-c.beat), t0.Add(-c.answer), s); got != c.want {
+			t.Errorf("%s: Silent = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// A request whose deadline passes while its worker is busy fails with
+// deadline_exceeded and leaves the worker in routing (under overload many
+// deadlines pass; taking workers out for it would refuse everything).
+func TestDeadlineDoesNotTakeWorkerOut(t *testing.T) {
+	p, v, a, b := twoWorkers(t)
+	block := make(chan struct{})
+	defer close(block)
+	for _, f := range []*fakeWorker{a, b} {
+		f.mu.Lock()
+		f.hang = block
+		f.mu.Unlock()
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	_, err := v.Submit(ctx, rows(1))
+	if errs.CodeOf(err) != errs.DeadlineExceeded {
+		t.Fatalf("err %v, want deadline_exceeded", err)
+	}
+	for _, w := range p.Workers() {
+		if w.State != "ready" {
+			t.Errorf("worker %s is %s (%s) after a deadline passed", w.ID, w.State, w.Reason)
+		}
+	}
+	if calls := a.calls.Load() + b.calls.Load(); calls != 1 {
+		t.Errorf("%d calls: a passed deadline is not tried elsewhere", calls)
 	}
 }

@@ -58,7 +58,10 @@ func (v *Version) Submit(ctx context.Context, w serving.Work) (serving.Result, e
 			res.Attempts = attempt
 			return res, nil
 		}
-		if !fromPeer {
+		if !fromPeer && errs.CodeOf(err) == errs.Unavailable {
+			// The connection failed (the worker died or is unreachable).
+			// A deadline that passed while the worker was busy says
+			// nothing against the worker: it stays in routing.
 			v.pool.suspect(c.w, c.session, err)
 		}
 		last = err
@@ -82,8 +85,12 @@ func (v *Version) call(ctx context.Context, c candidate, w serving.Work) (servin
 	c.w.outstanding.Add(-n)
 	if err != nil {
 		e, fromPeer := oip.FromStatus(err)
+		if fromPeer {
+			c.w.seen.Store(time.Now().UnixNano())
+		}
 		return serving.Result{}, e, fromPeer
 	}
+	c.w.seen.Store(time.Now().UnixNano())
 	out, err := oip.DecodeOutput(resp, w.Rows.Rows)
 	if err != nil {
 		return serving.Result{}, errs.Wrap(errs.Internal, err, "%s on worker %s: %v", v.key, c.w.id, err), true
