@@ -130,15 +130,35 @@ func (c *Controller) MarkStarted() {
 	c.mu.Unlock()
 }
 
-// Publish stores a package as a new version (or finds the identical one)
-// and starts loading it if it is not loaded.
-func (c *Controller) Publish(ctx context.Context, p *modelpkg.Package) (registry.Version, bool, error) {
+// Publish stores a package as a new version (or finds the identical one),
+// writes an audit event naming actor (the tenant that pushed it, or
+// SystemActor for the models folder), and starts loading the version if it
+// is not loaded. When the event cannot be written the version stays
+// published and the error says so: publishing again (it is idempotent)
+// writes the event.
+func (c *Controller) Publish(ctx context.Context, p *modelpkg.Package, actor string) (registry.Version, bool, error) {
 	v, created, err := c.store.Publish(ctx, p)
 	if err != nil {
 		return v, false, err
 	}
 	c.startLoad(v)
+	what := fmt.Sprintf("published %s (artifact sha256:%s)", v.ID(), short(v.ArtifactSHA))
+	if !created {
+		what = fmt.Sprintf("published %s again: identical to the stored version (artifact sha256:%s)", v.ID(), short(v.ArtifactSHA))
+	}
+	if err := c.store.Audit(ctx, registry.Event{Model: v.Model, At: time.Now().UTC(), Actor: actor, Action: "publish", What: what}); err != nil {
+		c.log.Error("publish: audit event not written", "model", v.Model, "version", v.N, "actor", actor, "err", err)
+		return v, created, errs.Wrap(errs.Unavailable, err, "%s is published but its audit event could not be written; publish it again to record it", v.ID())
+	}
 	return v, created, nil
+}
+
+// short is the first 12 hex digits of a hash.
+func short(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return sha
 }
 
 func (c *Controller) startLoad(v registry.Version) *Loaded {
@@ -345,7 +365,7 @@ func (c *Controller) PublishFS(ctx context.Context, fsys fs.FS, root, display st
 			return out, err
 		}
 		_, had := c.Policy(p.Spec.Manifest.Name)
-		v, created, err := c.Publish(ctx, p)
+		v, created, err := c.publishFolder(ctx, p, display)
 		if err != nil {
 			return out, err
 		}
@@ -353,6 +373,25 @@ func (c *Controller) PublishFS(ctx context.Context, fsys fs.FS, root, display st
 		out = append(out, Published{Version: v, Created: created, HadPolicy: had, Release: p.Spec.Manifest.Release})
 	}
 	return out, nil
+}
+
+// publishFolder publishes a package of the models folder: an audit event
+// (actor SystemActor) only when it makes a new version, so a restart that
+// reads the same folder again adds none.
+func (c *Controller) publishFolder(ctx context.Context, p *modelpkg.Package, display string) (registry.Version, bool, error) {
+	v, created, err := c.store.Publish(ctx, p)
+	if err != nil {
+		return v, false, err
+	}
+	c.startLoad(v)
+	if created {
+		e := registry.Event{Model: v.Model, At: time.Now().UTC(), Actor: SystemActor, Action: "publish",
+			What: fmt.Sprintf("published %s (artifact sha256:%s) from the models folder %s", v.ID(), short(v.ArtifactSHA), display)}
+		if err := c.store.Audit(ctx, e); err != nil {
+			return v, created, fmt.Errorf("publish %s: write its audit event: %w", v.ID(), err)
+		}
+	}
+	return v, created, nil
 }
 
 // publishLocked rebuilds and swaps in the routing snapshot from the

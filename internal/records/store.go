@@ -9,12 +9,14 @@ package records
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"fmt"
+	"path"
 	"path/filepath"
 	"strings"
 	"time"
 
-	_ "modernc.org/sqlite" // database/sql driver "sqlite"
+	"modernc.org/sqlite" // database/sql driver "sqlite"
 
 	"github.com/sluiceml/sluice/internal/storefile"
 )
@@ -47,6 +49,40 @@ type Filter struct {
 	Outcome   string
 	Since     time.Time // records created at or after Since
 	Limit     int       // 0 = DefaultLimit; at most MaxLimit
+	// Models, when not nil, keeps only records whose model matches one of
+	// these globs (path.Match syntax, as in the tenants file): the models
+	// a tenant may act on. An empty, non-nil list matches nothing.
+	Models []string
+}
+
+// Matches reports whether model is selected by f.Models.
+func (f Filter) Matches(model string) bool {
+	if f.Models == nil {
+		return true
+	}
+	for _, g := range f.Models {
+		if ok, _ := path.Match(g, model); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// globFunc is the SQL function that matches a model against a glob with
+// path.Match, so Filter.Models means in SQL what it means in the tenants
+// file (SQLite's GLOB differs on '/' and escapes).
+const globFunc = "sluice_path_match"
+
+func init() {
+	sqlite.MustRegisterDeterministicScalarFunction(globFunc, 2, func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
+		g, _ := args[0].(string)
+		m, _ := args[1].(string)
+		ok, _ := path.Match(g, m)
+		if ok {
+			return int64(1), nil
+		}
+		return int64(0), nil
+	})
 }
 
 // List limits.
@@ -326,6 +362,14 @@ func (s *SQLite) List(ctx context.Context, f Filter) ([]Record, error) {
 	}
 	if !f.Since.IsZero() {
 		add("created_at >= ?", f.Since.UnixMicro())
+	}
+	if f.Models != nil {
+		ors := []string{"0"}
+		for _, g := range f.Models {
+			ors = append(ors, globFunc+"(?, model)")
+			args = append(args, g)
+		}
+		where = append(where, "("+strings.Join(ors, " OR ")+")")
 	}
 	limit := f.Limit
 	if limit <= 0 {

@@ -302,7 +302,10 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) error {
 			if !tn.Admin {
 				return errs.New(errs.PermissionDenied, "tenant %q may not publish versions (needs admin: true in the tenants file)", tn.Name)
 			}
-			return s.upload(w, r, parts[0])
+			if err := tn.CheckControl("publish", parts[0]); err != nil {
+				return err
+			}
+			return s.upload(w, r, tn, parts[0])
 		}
 	case 4:
 		if parts[1] != "versions" || parts[3] != "drift" {
@@ -353,7 +356,7 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) error {
 	return errs.New(errs.NotFound, "no route for %s %s (see docs/api.md)", r.Method, r.URL.Path)
 }
 
-func (s *Server) upload(w http.ResponseWriter, r *http.Request, model string) error {
+func (s *Server) upload(w http.ResponseWriter, r *http.Request, tn *tenant.Tenant, model string) error {
 	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	switch ct {
 	case "application/gzip", "application/x-gzip", "application/x-tar+gzip", "application/octet-stream":
@@ -383,7 +386,7 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request, model string) er
 	if pkg.Spec.Manifest.Name != model {
 		return errs.Field(errs.InvalidArgument, "name", "the package is model %q but was uploaded to /v1/models/%s/versions", pkg.Spec.Manifest.Name, model)
 	}
-	v, created, err := s.ctl.Publish(r.Context(), pkg)
+	v, created, err := s.ctl.Publish(r.Context(), pkg, tn.Name)
 	if err != nil {
 		return err
 	}

@@ -73,6 +73,11 @@ func Run(t *testing.T, open func(t *testing.T) records.Store) {
 			{"limit", records.Filter{Limit: 1}, "[b2]"},
 			{"everything at once", records.Filter{Tenant: "beta", Model: "fraud", Version: 3, Outcome: "ok", Since: t0}, "[b1]"},
 			{"unknown tenant", records.Filter{Tenant: "nobody"}, "[]"},
+			{"model globs", records.Filter{Models: []string{"fr*"}}, "[b1 a2 a1]"},
+			{"model globs, several", records.Filter{Models: []string{"nope", "ch?rn"}}, "[b2]"},
+			{"model globs with a tenant", records.Filter{Tenant: "beta", Models: []string{"fraud"}}, "[b1]"},
+			{"empty model globs match nothing", records.Filter{Models: []string{}}, "[]"},
+			{"glob semantics of path.Match, not SQL LIKE", records.Filter{Models: []string{"fraud_", "%"}}, "[]"},
 		}
 		for _, tc := range tests {
 			t.Run(tc.name, func(t *testing.T) {
