@@ -118,6 +118,8 @@ type Op struct {
 	// and Record.RequestID).
 	Row    int64
 	Record Record
+
+	ack chan error // durable mode: the writer sends the batch's result (buffered, 1)
 }
 
 // SQLite is the records database, a SQLite file of its own (records.db),
@@ -160,6 +162,12 @@ type Options struct {
 	// created. Without it such a file is refused (a *storefile.Damaged that
 	// names it and the fix).
 	InitStore bool
+	// Durable opens the database with synchronous=FULL: a commit is on the
+	// disk (fsync of the WAL) before it returns, so it survives a power
+	// loss or an OS crash, not only a killed process. The default is
+	// synchronous=NORMAL: a commit survives kill -9 (it is in the OS's
+	// page cache) but the last ones may be lost to a power loss.
+	Durable bool
 }
 
 // Open opens (creating if needed) dir/records.db. A records.db that exists
@@ -183,7 +191,7 @@ func OpenWith(dir string, o Options) (*SQLite, error) {
 	if err != nil {
 		return nil, fmt.Errorf("records: %w", err)
 	}
-	s, err := openDB(path)
+	s, err := openDB(path, o.Durable)
 	if err != nil && storefile.Corrupt(err) {
 		dmg := &storefile.Damaged{Path: path, Problem: "is damaged (" + err.Error() + ")", Store: storeName, Flag: initFlag, Err: err}
 		if !o.InitStore {
@@ -192,7 +200,7 @@ func OpenWith(dir string, o Options) (*SQLite, error) {
 		if aside, err = storefile.MoveAside(path, time.Now()); err != nil {
 			return nil, fmt.Errorf("records: %w", err)
 		}
-		s, err = openDB(path)
+		s, err = openDB(path, o.Durable)
 	}
 	if err != nil {
 		return nil, err
@@ -205,8 +213,12 @@ func OpenWith(dir string, o Options) (*SQLite, error) {
 // when it did not).
 func (s *SQLite) MovedAside() string { return s.aside }
 
-func openDB(path string) (*SQLite, error) {
-	dsn := "file:" + path + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=cache_size(-65536)"
+func openDB(path string, durable bool) (*SQLite, error) {
+	sync := "NORMAL"
+	if durable {
+		sync = "FULL"
+	}
+	dsn := "file:" + path + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(" + sync + ")&_pragma=cache_size(-65536)"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("records: open database: %w", err)
