@@ -320,3 +320,58 @@ func kill9Run(t *testing.T, mode string) (answered, lost, extra int) {
 	}
 	return len(acked), lost, extra
 }
+
+// TestIdempotencyAcrossRestart: a retry with the same X-Request-Id inside
+// the window, sent after the server restarted, is answered from the answer
+// saved with the first record: the same bytes, not computed again, no
+// second record, attempts 2. After a graceful stop in async mode, and
+// after kill -9 in durable mode.
+func TestIdempotencyAcrossRestart(t *testing.T) {
+	for _, c := range []struct {
+		mode string
+		sig  syscall.Signal
+	}{{"async", syscall.SIGTERM}, {"durable", syscall.SIGKILL}} {
+		t.Run(c.mode, func(t *testing.T) {
+			data := t.TempDir()
+			srv := startServer(t, "--data", data, "--records-durability", c.mode)
+			url := srv.url + "/v1/models/fraud:predict"
+			body := `{"instances":[{"amount":800.0,"accountAgeDays":91,"declines5m":3,"country":"US"}]}`
+			id := map[string]string{"X-Request-Id": "restart-1"}
+			first, err := postRaw(t, url, body, id)
+			if err != nil || first.status != 200 {
+				t.Fatalf("first: %v %d %s", err, first.status, first.body)
+			}
+			srv.cmd.Process.Signal(c.sig)
+			<-srv.done
+			srv.cmd.ProcessState = &os.ProcessState{} // already reaped
+			srv = startServer(t, "--data", data, "--records-durability", c.mode)
+			defer srv.stop(t)
+			url = srv.url + "/v1/models/fraud:predict"
+			retry, err := postRaw(t, url, `{"instances":[{"country":"US","declines5m":3,"accountAgeDays":91,"amount":800}]}`, id)
+			if err != nil || retry.status != 200 || !bytes.Equal(retry.body, first.body) || retry.header.Get("Idempotent-Replay") != "true" ||
+				retry.header.Get("X-Model-Version") != first.header.Get("X-Model-Version") {
+				t.Fatalf("retry after restart: %v %d replay=%q\n%s\nvs\n%s", err, retry.status, retry.header.Get("Idempotent-Replay"), retry.body, first.body)
+			}
+			if n := computed(t, srv.url); n != 0 {
+				t.Errorf("the retry was computed again (%v computations since the restart)", n)
+			}
+			// Once more: now from the cache, which the store's answer filled.
+			again, _ := postRaw(t, url, body, id)
+			if again.status != 200 || !bytes.Equal(again.body, first.body) {
+				t.Fatalf("second retry: %d %s", again.status, again.body)
+			}
+			conflict, _ := postRaw(t, url, `{"instances":[{"amount":1,"accountAgeDays":1}]}`, id)
+			if conflict.status != 409 || !strings.Contains(string(conflict.body), "idempotency_conflict") {
+				t.Fatalf("other input with the same id after restart: %d %s", conflict.status, conflict.body)
+			}
+			var rs []api.Record
+			waitFor(t, 10*time.Second, func() bool {
+				rs = listRecords(t, srv.url, "requestId=restart-1", "")
+				return len(rs) == 1 && rs[0].Attempts == 3
+			})
+			if len(rs) != 1 || rs[0].Attempts != 3 {
+				t.Fatalf("records of restart-1: %+v; want one with attempts 3", rs)
+			}
+		})
+	}
+}

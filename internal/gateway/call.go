@@ -144,6 +144,7 @@ func (g *Gateway) Predict(ctx context.Context, c Call) *Answer {
 	rec := records.Record{RequestID: c.RequestID, Tenant: tn.Name, Model: c.Model, Version: c.Version, CreatedAt: c.Received.UTC(), Attempts: 1,
 		Retryable: g.Idem != nil && c.Idempotent}
 	var idemKey bool
+	var key string // the idempotency key: model, pinned version, input hash
 	// finish completes the idempotency entry, records the outcome and
 	// logs the call.
 	finish := func(err error) *Answer {
@@ -155,6 +156,13 @@ func (g *Gateway) Predict(ctx context.Context, c Call) *Answer {
 			rec.Outcome = "ok"
 		}
 		rec.LatencyMs = ms(time.Since(c.Received))
+		if idemKey && g.Saved != nil && records.Cacheable(a.Status()) {
+			// Saved with the record, so that a retry after a restart is
+			// answered from the store.
+			kept := *a
+			kept.Timing = Timing{}
+			rec.Saved = &records.Saved{Key: key, Status: a.Status(), Answer: encodeAnswer(&kept), Until: time.Now().Add(g.Idem.Window())}
+		}
 		if g.Records != nil {
 			// Async: never blocks (a drop is counted by the writer). Durable:
 			// waits for the commit, and an answer without its record is not
@@ -193,7 +201,7 @@ func (g *Gateway) Predict(ctx context.Context, c Call) *Answer {
 	}
 	rec.InputHash = records.InputHash(in.Instances)
 	if g.Idem != nil && c.Idempotent {
-		key := fmt.Sprintf("%s@%d|%s", c.Model, c.Version, rec.InputHash)
+		key = fmt.Sprintf("%s@%d|%s", c.Model, c.Version, rec.InputHash)
 	begin:
 		for {
 			o := g.Idem.Begin(tn.Name, c.RequestID, key)
@@ -203,12 +211,7 @@ func (g *Gateway) Predict(ctx context.Context, c Call) *Answer {
 			case records.Conflict:
 				// The original request's record stands; a conflicting one is
 				// not another attempt.
-				field := c.IDField
-				if field == "" {
-					field = "X-Request-Id"
-				}
-				a.Err = errs.Field(errs.IdempotencyConflict, field, "request id %q was used with a different request within the idempotency window (%s); use a new id", c.RequestID, g.Idem.Window())
-				return a
+				return g.conflict(c)
 			case records.InFlight:
 				resp, err := o.Wait(ctx)
 				if err == nil {
@@ -220,6 +223,13 @@ func (g *Gateway) Predict(ctx context.Context, c Call) *Answer {
 				continue // the first attempt's answer is not replayable: run this one
 			}
 			idemKey = true
+			if g.Saved != nil && g.Idem.MayHaveForgotten(time.Now()) {
+				// The cache may have forgotten this id (a restart, or an
+				// eviction): the records store decides before computing.
+				if sa, done := g.fromStore(ctx, tn, c, key); done {
+					return sa
+				}
+			}
 			break begin
 		}
 	}

@@ -33,6 +33,11 @@ type Record struct {
 	CreatedAt time.Time
 	Attempts  int    // 1, plus one for every retry answered by replay
 	Input     []byte // the sampled payload, only for models that opt in; nil otherwise
+	// Saved, when set, is stored beside the record (in the same
+	// transaction) so that a retry is answered from the store; an insert
+	// with one needs its Row (the Writer assigns rows). List does not
+	// return it.
+	Saved *Saved
 
 	// Retryable marks a record whose request id the client chose, so a
 	// retry may bump its attempts: the writer remembers its row for that.
@@ -107,6 +112,13 @@ type Store interface {
 	// MaxRow returns the largest row id in use (0 when empty), so a Writer
 	// assigns row ids after it.
 	MaxRow(ctx context.Context) (int64, error)
+	// Lookup returns the Saved answer stored with tenant's record of requestID
+	// (and the record's row) if its window has not ended at now; nil when
+	// there is none. It must not wait for writes in progress.
+	Lookup(ctx context.Context, tenant, requestID string, now time.Time) (*Found, error)
+	// ExpireReplays deletes the replays whose window ended before now (the
+	// records stay until DeleteBefore).
+	ExpireReplays(ctx context.Context, now time.Time) (int64, error)
 }
 
 // Op is one write of a batch: the insert of Record, or (Bump) adding one
@@ -125,7 +137,8 @@ type Op struct {
 // SQLite is the records database, a SQLite file of its own (records.db),
 // apart from the registry's so that record writes never contend with it.
 type SQLite struct {
-	db    *sql.DB
+	db    *sql.DB // every write, and List: one connection
+	rdb   *sql.DB // Lookup: read-only connections of their own (WAL readers do not wait for the writer)
 	aside string // where Options.InitStore moved a damaged records.db ("" if not)
 }
 
@@ -224,15 +237,27 @@ func openDB(path string, durable bool) (*SQLite, error) {
 		return nil, fmt.Errorf("records: open database: %w", err)
 	}
 	db.SetMaxOpenConns(1)
-	if _, err := db.Exec(schemaSQL); err != nil {
+	if _, err := db.Exec(schemaSQL + replaysSQL); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("records: create schema in %s: %w", path, err)
 	}
-	return &SQLite{db: db}, nil
+	rdb, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(5000)&_pragma=query_only(1)")
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("records: open database: %w", err)
+	}
+	rdb.SetMaxOpenConns(2)
+	return &SQLite{db: db, rdb: rdb}, nil
 }
 
 // Close closes the database.
-func (s *SQLite) Close() error { return s.db.Close() }
+func (s *SQLite) Close() error {
+	rerr := s.rdb.Close()
+	if err := s.db.Close(); err != nil {
+		return err
+	}
+	return rerr
+}
 
 // Insert adds records in one transaction.
 func (s *SQLite) Insert(ctx context.Context, recs []Record) error {
@@ -289,6 +314,7 @@ func (s *SQLite) Write(ctx context.Context, ops []Op) error {
 		return fmt.Errorf("records: prepare bump: %w", err)
 	}
 	defer bumpRow.Close()
+	var replay *sql.Stmt // prepared on the first record with a Saved answer
 	// Runs of inserts go in multi-row statements of up to chunk rows: one
 	// statement per row costs more than the rows themselves.
 	var chunkStmt *sql.Stmt
@@ -343,6 +369,23 @@ func (s *SQLite) Write(ctx context.Context, ops []Op) error {
 		}
 		if _, err := stmt.ExecContext(ctx, args...); err != nil {
 			return fmt.Errorf("records: insert %s: %w", run[0].Record.RequestID, err)
+		}
+		for _, o := range run {
+			if o.Record.Saved == nil {
+				continue
+			}
+			if o.Row <= 0 {
+				return fmt.Errorf("records: insert %s: a record with a saved answer needs its row", o.Record.RequestID)
+			}
+			if replay == nil {
+				if replay, err = tx.PrepareContext(ctx, insertReplaySQL); err != nil {
+					return fmt.Errorf("records: prepare replay: %w", err)
+				}
+				defer replay.Close()
+			}
+			if err := writeReplay(ctx, replay, o.Row, o.Record); err != nil {
+				return err
+			}
 		}
 		i += len(run)
 	}

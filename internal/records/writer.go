@@ -389,4 +389,7 @@ func (w *Writer) clean(ctx context.Context) {
 	case n > 0:
 		w.cfg.Logger.Info("records: retention deleted old records", "records", n, "before", cut)
 	}
+	if _, err := w.store.ExpireReplays(ctx, w.cfg.Now()); err != nil && ctx.Err() == nil {
+		w.cfg.Logger.Error("records: expire replays", "err", err)
+	}
 }

@@ -90,6 +90,9 @@ func New(cfg Config, ctl *control.Controller) *Server {
 	s.gw.Shadows.Metrics = cfg.Metrics
 	if cfg.IdempotencyWindow > 0 {
 		s.gw.Idem = records.NewIdempotency(cfg.IdempotencyWindow, 100_000)
+		if cfg.Records != nil && cfg.RecordStore != nil {
+			s.gw.Saved = cfg.RecordStore // retries after a restart replay from the records store
+		}
 	}
 	if cfg.Metrics != nil {
 		s.mux.Handle("GET /metrics", cfg.Metrics.Handler())
