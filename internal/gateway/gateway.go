@@ -49,7 +49,7 @@ type Gateway struct {
 	// Saved finds answers saved with their records when Idem does not know
 	// an id (after a restart); nil: only Idem replays. Needs Records.
 	Saved SavedAnswers
-	Log         *slog.Logger         // nil: slog.Default()
+	Log   *slog.Logger // nil: slog.Default()
 }
 
 // Request is one routed predict call (after decoding and idempotency).

@@ -139,7 +139,7 @@ type Op struct {
 type SQLite struct {
 	db    *sql.DB // every write, and List: one connection
 	rdb   *sql.DB // Lookup: read-only connections of their own (WAL readers do not wait for the writer)
-	aside string // where Options.InitStore moved a damaged records.db ("" if not)
+	aside string  // where Options.InitStore moved a damaged records.db ("" if not)
 }
 
 var _ Store = (*SQLite)(nil)
