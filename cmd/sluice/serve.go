@@ -34,6 +34,7 @@ func newServeCmd() *cobra.Command {
 		logFormat, logLevel string
 		retention           time.Duration
 		noRecords           bool
+		durability          string
 		noMetrics, noDrift  bool
 		strict              bool
 		deleteQuiet         time.Duration
@@ -172,7 +173,11 @@ func newServeCmd() *cobra.Command {
 			}
 			ctl.DeleteQuiet = deleteQuiet
 			if !noRecords {
-				rs, err := records.OpenWith(data, records.Options{InitStore: initStore})
+				durable, err := parseDurability(durability)
+				if err != nil {
+					return err
+				}
+				rs, err := records.OpenWith(data, records.Options{InitStore: initStore, Durable: durable})
 				if err != nil {
 					return err
 				}
@@ -181,10 +186,10 @@ func newServeCmd() *cobra.Command {
 					log.Warn("--init-store: the damaged records database was moved aside; starting with no records", "moved_to", a)
 				}
 				cfg.RecordStore = rs
-				w := records.NewWriter(rs, records.Config{Retention: retention, Logger: log})
+				w := records.NewWriter(rs, records.Config{Retention: retention, Logger: log, Durable: durable})
 				cfg.Records = w
 				metrics.SetRecordDrops(func() telemetry.RecordDrops {
-					return telemetry.RecordDrops{BufferFull: w.Overflows(), WriteFailed: w.Failed()}
+					return telemetry.RecordDrops{BufferFull: w.Overflows(), WriteFailed: w.Failed(), Written: w.Written(), Pending: w.Pending()}
 				})
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -247,6 +252,7 @@ func newServeCmd() *cobra.Command {
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug (one line per predict call), info, warn, error")
 	f.DurationVar(&retention, "records-retention", 7*24*time.Hour, "prediction records older than this are deleted")
 	f.BoolVar(&noRecords, "no-records", false, "do not keep prediction records")
+	f.StringVar(&durability, "records-durability", "async", "async: answers go out before their record is written (a kill -9 loses at most the records not yet committed, sluice_records_pending: about 1s of traffic, at most 10,500); durable: an answer goes out only after its record is committed to disk (group commit, synchronous=FULL), or it is 503 unavailable")
 	f.BoolVar(&noMetrics, "no-metrics", false, "do not serve /metrics or count requests (for overhead measurements)")
 	f.BoolVar(&noDrift, "no-drift", false, "do not run drift monitors, even for models that declare drift:")
 	f.DurationVar(&cfg.IdempotencyWindow, "idempotency-window", 10*time.Minute, "a retry with the same X-Request-Id within this window replays the first answer (negative: off)")
@@ -258,4 +264,15 @@ func newServeCmd() *cobra.Command {
 	f.IntVar(&shardSize, "shard-size", 2, "how many workers hold each model (its shard, chosen by rendezvous hashing of the model name)")
 	f.StringVar(&controlAddr, "control-addr", "", "where workers register (sluice worker --join ADDR); set it to attach workers started elsewhere (default with --workers: 127.0.0.1:0)")
 	return cmd
+}
+
+// parseDurability reads --records-durability.
+func parseDurability(v string) (durable bool, err error) {
+	switch v {
+	case "async":
+		return false, nil
+	case "durable":
+		return true, nil
+	}
+	return false, fmt.Errorf("--records-durability: must be async or durable, got %q", v)
 }

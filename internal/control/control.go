@@ -145,12 +145,35 @@ func (c *Controller) MarkStarted() {
 	c.mu.Unlock()
 }
 
-// Publish stores a package as a new version (or finds the identical one)
-// and starts loading it if it is not loaded. Publishing a failed, archived
-// or deleted version again loads it again (its artifact may have been
-// repaired by the upload).
-func (c *Controller) Publish(ctx context.Context, p *modelpkg.Package) (registry.Version, bool, error) {
-	return c.publish(ctx, p, true)
+// Publish stores a package as a new version (or finds the identical one),
+// writes an audit event naming actor (the tenant that pushed it, or
+// SystemActor for the models folder), and starts loading the version if it
+// is not loaded. Publishing a failed, archived or deleted version again
+// loads it again (its artifact may have been repaired by the upload). When
+// the event cannot be written the version stays published and the error
+// says so: publishing again (it is idempotent) writes the event.
+func (c *Controller) Publish(ctx context.Context, p *modelpkg.Package, actor string) (registry.Version, bool, error) {
+	v, created, err := c.publish(ctx, p, true)
+	if err != nil {
+		return v, false, err
+	}
+	what := fmt.Sprintf("published %s (artifact sha256:%s)", v.ID(), short(v.ArtifactSHA))
+	if !created {
+		what = fmt.Sprintf("published %s again: identical to the stored version (artifact sha256:%s)", v.ID(), short(v.ArtifactSHA))
+	}
+	if err := c.store.Audit(ctx, registry.Event{Model: v.Model, At: time.Now().UTC(), Actor: actor, Action: "publish", What: what}); err != nil {
+		c.log.Error("publish: audit event not written", "model", v.Model, "version", v.N, "actor", actor, "err", err)
+		return v, created, errs.Wrap(errs.Unavailable, err, "%s is published but its audit event could not be written; publish it again to record it", v.ID())
+	}
+	return v, created, nil
+}
+
+// short is the first 12 hex digits of a hash.
+func short(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return sha
 }
 
 // publish stores p; again says whether an identical version that failed or
@@ -437,7 +460,7 @@ func (c *Controller) publishDirsLocked(ctx context.Context, fsys fs.FS, root, di
 		}
 		pol, had := c.Policy(p.Spec.Manifest.Name)
 		had = had && len(pol.Targets) > 0 // a deleted model's deployment has none
-		v, created, err := c.publish(ctx, p, false)
+		v, created, err := c.publishFolder(ctx, p, display)
 		if err != nil {
 			return sc, fmt.Errorf("publish %s: %w", shown, err)
 		}
@@ -488,6 +511,24 @@ func (c *Controller) InvalidPackages() []PackageProblem {
 	c.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Dir < out[j].Dir })
 	return out
+}
+
+// publishFolder publishes a package of the models folder: an audit event
+// (actor SystemActor) only when it makes a new version, so a restart that
+// reads the same folder again adds none.
+func (c *Controller) publishFolder(ctx context.Context, p *modelpkg.Package, display string) (registry.Version, bool, error) {
+	v, created, err := c.publish(ctx, p, false)
+	if err != nil {
+		return v, false, err
+	}
+	if created {
+		e := registry.Event{Model: v.Model, At: time.Now().UTC(), Actor: SystemActor, Action: "publish",
+			What: fmt.Sprintf("published %s (artifact sha256:%s) from the models folder %s", v.ID(), short(v.ArtifactSHA), display)}
+		if err := c.store.Audit(ctx, e); err != nil {
+			return v, created, fmt.Errorf("publish %s: write its audit event: %w", v.ID(), err)
+		}
+	}
+	return v, created, nil
 }
 
 // publishLocked rebuilds and swaps in the routing snapshot from the

@@ -144,6 +144,7 @@ func (g *Gateway) Predict(ctx context.Context, c Call) *Answer {
 	rec := records.Record{RequestID: c.RequestID, Tenant: tn.Name, Model: c.Model, Version: c.Version, CreatedAt: c.Received.UTC(), Attempts: 1,
 		Retryable: g.Idem != nil && c.Idempotent}
 	var idemKey bool
+	var key string // the idempotency key: model, pinned version, input hash
 	// finish completes the idempotency entry, records the outcome and
 	// logs the call.
 	finish := func(err error) *Answer {
@@ -154,13 +155,31 @@ func (g *Gateway) Predict(ctx context.Context, c Call) *Answer {
 		} else {
 			rec.Outcome = "ok"
 		}
+		rec.LatencyMs = ms(time.Since(c.Received))
+		if idemKey && g.Saved != nil && records.Cacheable(a.Status()) {
+			// Saved with the record, so that a retry after a restart is
+			// answered from the store.
+			kept := *a
+			kept.Timing = Timing{}
+			rec.Saved = &records.Saved{Key: key, Status: a.Status(), Answer: encodeAnswer(&kept), Until: time.Now().Add(g.Idem.Window())}
+		}
+		if g.Records != nil {
+			// Async: never blocks (a drop is counted by the writer). Durable:
+			// waits for the commit, and an answer without its record is not
+			// sent: 503, and nothing is kept for replay.
+			if cerr := g.Records.Commit(ctx, rec); cerr != nil {
+				a.Err = errs.Wrap(errs.Unavailable, cerr, "the prediction record of request %q could not be written, so its answer is withheld: retry", c.RequestID)
+				a.Err.RetryAfter = time.Second
+				a.Prediction = nil
+				rec.Outcome = string(a.Err.Code)
+			}
+		}
 		status := a.Status()
 		if idemKey {
 			kept := *a
 			kept.Timing = Timing{}
 			g.Idem.Keep(tn.Name, c.RequestID, records.Response{Status: status, Value: &kept})
 		}
-		rec.LatencyMs = ms(time.Since(c.Received))
 		span.SetAttributes(attribute.Int("sluice.version", rec.Version), attribute.String("sluice.outcome", rec.Outcome))
 		if c.Transport == OIPGRPC {
 			span.SetAttributes(attribute.Int("rpc.grpc.status_code", int(errs.GRPCCode(errs.CodeOf(err)))))
@@ -169,9 +188,6 @@ func (g *Gateway) Predict(ctx context.Context, c Call) *Answer {
 		}
 		if status >= 500 {
 			span.SetStatus(codes.Error, rec.Outcome)
-		}
-		if g.Records != nil {
-			g.Records.Add(rec) // never blocks; overflow is counted by the writer
 		}
 		g.logCall(ctx, c, rec, status)
 		return a
@@ -185,26 +201,21 @@ func (g *Gateway) Predict(ctx context.Context, c Call) *Answer {
 	}
 	rec.InputHash = records.InputHash(in.Instances)
 	if g.Idem != nil && c.Idempotent {
-		key := fmt.Sprintf("%s@%d|%s", c.Model, c.Version, rec.InputHash)
+		key = fmt.Sprintf("%s@%d|%s", c.Model, c.Version, rec.InputHash)
 	begin:
 		for {
 			o := g.Idem.Begin(tn.Name, c.RequestID, key)
 			switch o.Kind {
 			case records.Replay:
-				return g.replay(tn, c.RequestID, o.Response)
+				return g.replay(ctx, tn, c.RequestID, o.Response, 0)
 			case records.Conflict:
 				// The original request's record stands; a conflicting one is
 				// not another attempt.
-				field := c.IDField
-				if field == "" {
-					field = "X-Request-Id"
-				}
-				a.Err = errs.Field(errs.IdempotencyConflict, field, "request id %q was used with a different request within the idempotency window (%s); use a new id", c.RequestID, g.Idem.Window())
-				return a
+				return g.conflict(c)
 			case records.InFlight:
 				resp, err := o.Wait(ctx)
 				if err == nil {
-					return g.replay(tn, c.RequestID, resp)
+					return g.replay(ctx, tn, c.RequestID, resp, 0)
 				}
 				if !errors.Is(err, records.ErrAborted) {
 					return finish(errs.New(errs.DeadlineExceeded, "gave up waiting for the first attempt of request %q", c.RequestID))
@@ -212,6 +223,13 @@ func (g *Gateway) Predict(ctx context.Context, c Call) *Answer {
 				continue // the first attempt's answer is not replayable: run this one
 			}
 			idemKey = true
+			if g.Saved != nil && g.Idem.MayHaveForgotten(time.Now()) {
+				// The cache may have forgotten this id (a restart, or an
+				// eviction): the records store decides before computing.
+				if sa, done := g.fromStore(ctx, tn, c, key); done {
+					return sa
+				}
+			}
 			break begin
 		}
 	}
@@ -246,17 +264,23 @@ func (g *Gateway) Predict(ctx context.Context, c Call) *Answer {
 }
 
 // replay answers a retry with the first attempt's answer and counts the
-// attempt on the original record.
-func (g *Gateway) replay(tn *tenant.Tenant, id string, resp records.Response) *Answer {
+// attempt on the original record (row, when known: the store's row of it).
+// In durable mode the count is committed before the replay is sent, or
+// the retry is answered 503 (try again: nothing was counted).
+func (g *Gateway) replay(ctx context.Context, tn *tenant.Tenant, id string, resp records.Response, row int64) *Answer {
 	kept, ok := resp.Value.(*Answer)
 	if !ok {
 		return &Answer{RequestID: id, Err: errs.New(errs.Internal, "idempotency cache holds no answer for %q", id)}
 	}
+	if g.Records != nil {
+		if err := g.Records.CommitBump(ctx, tn.Name, id, row); err != nil {
+			e := errs.Wrap(errs.Unavailable, err, "the retry of request %q could not be counted on its prediction record, so its replay is withheld: retry", id)
+			e.RetryAfter = time.Second
+			return &Answer{RequestID: id, ModelVersion: kept.ModelVersion, Err: e}
+		}
+	}
 	a := *kept
 	a.Replay = true
-	if g.Records != nil {
-		g.Records.Bump(tn.Name, id)
-	}
 	return &a
 }
 

@@ -46,7 +46,10 @@ type Gateway struct {
 	Metrics     *telemetry.Metrics
 	Records     *records.Writer      // prediction records (nil: off)
 	Idem        *records.Idempotency // replays by request id (nil: off)
-	Log         *slog.Logger         // nil: slog.Default()
+	// Saved finds answers saved with their records when Idem does not know
+	// an id (after a restart); nil: only Idem replays. Needs Records.
+	Saved SavedAnswers
+	Log   *slog.Logger // nil: slog.Default()
 }
 
 // Request is one routed predict call (after decoding and idempotency).

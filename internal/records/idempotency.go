@@ -122,10 +122,15 @@ type Idempotency struct {
 	max    int
 	// Now is the clock; tests replace it before use.
 	Now func() time.Time
+	// Started is when the cache began remembering (NewIdempotency: now);
+	// answers given before it are only in the records store. Tests may
+	// set it with Now.
+	Started time.Time
 
 	mu       sync.Mutex // guards entries and doneList
 	entries  map[key]*entry
 	doneList *list.List // completed entries, oldest completion first
+	evicted  time.Time  // the latest window end of an answer evicted before it expired
 }
 
 // Idempotency defaults.
@@ -143,7 +148,7 @@ func NewIdempotency(window time.Duration, maxEntries int) *Idempotency {
 	if maxEntries <= 0 {
 		maxEntries = DefaultMaxEntries
 	}
-	return &Idempotency{window: window, max: maxEntries, Now: time.Now, entries: map[key]*entry{}, doneList: list.New()}
+	return &Idempotency{window: window, max: maxEntries, Now: time.Now, Started: time.Now(), entries: map[key]*entry{}, doneList: list.New()}
 }
 
 // Begin looks (tenant, requestID) up. A New outcome reserves the id: the
@@ -168,6 +173,9 @@ func (c *Idempotency) Begin(tenant, requestID, inputHash string) Outcome {
 	}
 	if len(c.entries) >= c.max {
 		if front := c.doneList.Front(); front != nil {
+			if e := front.Value.(*entry); e.expires.After(c.evicted) {
+				c.evicted = e.expires
+			}
 			c.removeLocked(front.Value.(*entry))
 		} else {
 			return Outcome{Kind: New}
@@ -214,6 +222,17 @@ func (c *Idempotency) Abort(tenant, requestID string) {
 	}
 	e.aborted = true
 	c.removeLocked(e)
+}
+
+// MayHaveForgotten reports whether a New outcome at now can hide an answer
+// still inside its window that this cache does not hold: while the window
+// that began when the cache started has not passed (answers given before a
+// restart), or while an answer evicted from the full cache would still be
+// replayed. Only then is the records store worth asking.
+func (c *Idempotency) MayHaveForgotten(now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return now.Before(c.Started.Add(c.window)) || now.Before(c.evicted)
 }
 
 // Window is how long an answer is replayed.

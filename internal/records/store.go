@@ -9,12 +9,14 @@ package records
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"fmt"
+	"path"
 	"path/filepath"
 	"strings"
 	"time"
 
-	_ "modernc.org/sqlite" // database/sql driver "sqlite"
+	"modernc.org/sqlite" // database/sql driver "sqlite"
 
 	"github.com/sluiceml/sluice/internal/storefile"
 )
@@ -31,6 +33,11 @@ type Record struct {
 	CreatedAt time.Time
 	Attempts  int    // 1, plus one for every retry answered by replay
 	Input     []byte // the sampled payload, only for models that opt in; nil otherwise
+	// Saved, when set, is stored beside the record (in the same
+	// transaction) so that a retry is answered from the store; an insert
+	// with one needs its Row (the Writer assigns rows). List does not
+	// return it.
+	Saved *Saved
 
 	// Retryable marks a record whose request id the client chose, so a
 	// retry may bump its attempts: the writer remembers its row for that.
@@ -47,6 +54,40 @@ type Filter struct {
 	Outcome   string
 	Since     time.Time // records created at or after Since
 	Limit     int       // 0 = DefaultLimit; at most MaxLimit
+	// Models, when not nil, keeps only records whose model matches one of
+	// these globs (path.Match syntax, as in the tenants file): the models
+	// a tenant may act on. An empty, non-nil list matches nothing.
+	Models []string
+}
+
+// Matches reports whether model is selected by f.Models.
+func (f Filter) Matches(model string) bool {
+	if f.Models == nil {
+		return true
+	}
+	for _, g := range f.Models {
+		if ok, _ := path.Match(g, model); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// globFunc is the SQL function that matches a model against a glob with
+// path.Match, so Filter.Models means in SQL what it means in the tenants
+// file (SQLite's GLOB differs on '/' and escapes).
+const globFunc = "sluice_path_match"
+
+func init() {
+	sqlite.MustRegisterDeterministicScalarFunction(globFunc, 2, func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
+		g, _ := args[0].(string)
+		m, _ := args[1].(string)
+		ok, _ := path.Match(g, m)
+		if ok {
+			return int64(1), nil
+		}
+		return int64(0), nil
+	})
 }
 
 // List limits.
@@ -71,6 +112,13 @@ type Store interface {
 	// MaxRow returns the largest row id in use (0 when empty), so a Writer
 	// assigns row ids after it.
 	MaxRow(ctx context.Context) (int64, error)
+	// Lookup returns the Saved answer stored with tenant's record of requestID
+	// (and the record's row) if its window has not ended at now; nil when
+	// there is none. It must not wait for writes in progress.
+	Lookup(ctx context.Context, tenant, requestID string, now time.Time) (*Found, error)
+	// ExpireReplays deletes the replays whose window ended before now (the
+	// records stay until DeleteBefore).
+	ExpireReplays(ctx context.Context, now time.Time) (int64, error)
 }
 
 // Op is one write of a batch: the insert of Record, or (Bump) adding one
@@ -82,13 +130,16 @@ type Op struct {
 	// and Record.RequestID).
 	Row    int64
 	Record Record
+
+	ack chan error // durable mode: the writer sends the batch's result (buffered, 1)
 }
 
 // SQLite is the records database, a SQLite file of its own (records.db),
 // apart from the registry's so that record writes never contend with it.
 type SQLite struct {
-	db    *sql.DB
-	aside string // where Options.InitStore moved a damaged records.db ("" if not)
+	db    *sql.DB // every write, and List: one connection
+	rdb   *sql.DB // Lookup: read-only connections of their own (WAL readers do not wait for the writer)
+	aside string  // where Options.InitStore moved a damaged records.db ("" if not)
 }
 
 var _ Store = (*SQLite)(nil)
@@ -124,6 +175,12 @@ type Options struct {
 	// created. Without it such a file is refused (a *storefile.Damaged that
 	// names it and the fix).
 	InitStore bool
+	// Durable opens the database with synchronous=FULL: a commit is on the
+	// disk (fsync of the WAL) before it returns, so it survives a power
+	// loss or an OS crash, not only a killed process. The default is
+	// synchronous=NORMAL: a commit survives kill -9 (it is in the OS's
+	// page cache) but the last ones may be lost to a power loss.
+	Durable bool
 }
 
 // Open opens (creating if needed) dir/records.db. A records.db that exists
@@ -147,7 +204,7 @@ func OpenWith(dir string, o Options) (*SQLite, error) {
 	if err != nil {
 		return nil, fmt.Errorf("records: %w", err)
 	}
-	s, err := openDB(path)
+	s, err := openDB(path, o.Durable)
 	if err != nil && storefile.Corrupt(err) {
 		dmg := &storefile.Damaged{Path: path, Problem: "is damaged (" + err.Error() + ")", Store: storeName, Flag: initFlag, Err: err}
 		if !o.InitStore {
@@ -156,7 +213,7 @@ func OpenWith(dir string, o Options) (*SQLite, error) {
 		if aside, err = storefile.MoveAside(path, time.Now()); err != nil {
 			return nil, fmt.Errorf("records: %w", err)
 		}
-		s, err = openDB(path)
+		s, err = openDB(path, o.Durable)
 	}
 	if err != nil {
 		return nil, err
@@ -169,22 +226,38 @@ func OpenWith(dir string, o Options) (*SQLite, error) {
 // when it did not).
 func (s *SQLite) MovedAside() string { return s.aside }
 
-func openDB(path string) (*SQLite, error) {
-	dsn := "file:" + path + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=cache_size(-65536)"
+func openDB(path string, durable bool) (*SQLite, error) {
+	sync := "NORMAL"
+	if durable {
+		sync = "FULL"
+	}
+	dsn := "file:" + path + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(" + sync + ")&_pragma=cache_size(-65536)"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("records: open database: %w", err)
 	}
 	db.SetMaxOpenConns(1)
-	if _, err := db.Exec(schemaSQL); err != nil {
+	if _, err := db.Exec(schemaSQL + replaysSQL); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("records: create schema in %s: %w", path, err)
 	}
-	return &SQLite{db: db}, nil
+	rdb, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(5000)&_pragma=query_only(1)")
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("records: open database: %w", err)
+	}
+	rdb.SetMaxOpenConns(2)
+	return &SQLite{db: db, rdb: rdb}, nil
 }
 
 // Close closes the database.
-func (s *SQLite) Close() error { return s.db.Close() }
+func (s *SQLite) Close() error {
+	rerr := s.rdb.Close()
+	if err := s.db.Close(); err != nil {
+		return err
+	}
+	return rerr
+}
 
 // Insert adds records in one transaction.
 func (s *SQLite) Insert(ctx context.Context, recs []Record) error {
@@ -241,6 +314,7 @@ func (s *SQLite) Write(ctx context.Context, ops []Op) error {
 		return fmt.Errorf("records: prepare bump: %w", err)
 	}
 	defer bumpRow.Close()
+	var replay *sql.Stmt // prepared on the first record with a Saved answer
 	// Runs of inserts go in multi-row statements of up to chunk rows: one
 	// statement per row costs more than the rows themselves.
 	var chunkStmt *sql.Stmt
@@ -296,6 +370,23 @@ func (s *SQLite) Write(ctx context.Context, ops []Op) error {
 		if _, err := stmt.ExecContext(ctx, args...); err != nil {
 			return fmt.Errorf("records: insert %s: %w", run[0].Record.RequestID, err)
 		}
+		for _, o := range run {
+			if o.Record.Saved == nil {
+				continue
+			}
+			if o.Row <= 0 {
+				return fmt.Errorf("records: insert %s: a record with a saved answer needs its row", o.Record.RequestID)
+			}
+			if replay == nil {
+				if replay, err = tx.PrepareContext(ctx, insertReplaySQL); err != nil {
+					return fmt.Errorf("records: prepare replay: %w", err)
+				}
+				defer replay.Close()
+			}
+			if err := writeReplay(ctx, replay, o.Row, o.Record); err != nil {
+				return err
+			}
+		}
 		i += len(run)
 	}
 	if err := tx.Commit(); err != nil {
@@ -326,6 +417,14 @@ func (s *SQLite) List(ctx context.Context, f Filter) ([]Record, error) {
 	}
 	if !f.Since.IsZero() {
 		add("created_at >= ?", f.Since.UnixMicro())
+	}
+	if f.Models != nil {
+		ors := []string{"0"}
+		for _, g := range f.Models {
+			ors = append(ors, globFunc+"(?, model)")
+			args = append(args, g)
+		}
+		where = append(where, "("+strings.Join(ors, " OR ")+")")
 	}
 	limit := f.Limit
 	if limit <= 0 {

@@ -2,6 +2,7 @@ package records
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -20,6 +21,16 @@ type Config struct {
 	CleanEvery time.Duration // how often retention runs; default 10 minutes
 	Logger     *slog.Logger
 	Now        func() time.Time // the clock (tests inject one); default time.Now
+	// Durable: Commit and CommitBump wait until their operation is
+	// committed (group commit: a batch is written as soon as the previous
+	// one ends, at most BatchSize operations each; FlushEvery is unused).
+	// Open the store with Options.Durable too, or a commit is not on the
+	// disk. Otherwise (async) they return at once and a kill -9 loses what
+	// is still buffered: see Pending.
+	Durable bool
+	// CommitWait bounds how long Commit waits for its batch in durable
+	// mode (default 5s): a store that hangs makes answers 503, not hang.
+	CommitWait time.Duration
 }
 
 // Defaults.
@@ -29,6 +40,7 @@ const (
 	DefaultFlushEvery = time.Second
 	DefaultRetention  = 7 * 24 * time.Hour
 	DefaultCleanEvery = 10 * time.Minute
+	DefaultCommitWait = 5 * time.Second
 )
 
 // Writer writes records (and attempts bumps) to a Store asynchronously, in
@@ -55,6 +67,7 @@ type Writer struct {
 	overflows atomic.Int64
 	failed    atomic.Int64
 	written   atomic.Int64
+	writing   atomic.Int64 // operations of the batch being written now
 
 	dropMu   sync.Mutex // guards lastDrop and lastFail
 	lastDrop time.Time  // when a record or bump was last dropped
@@ -88,6 +101,9 @@ func NewWriter(store Store, cfg Config) *Writer {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.CommitWait <= 0 {
+		cfg.CommitWait = DefaultCommitWait
+	}
 	w := &Writer{store: store, cfg: cfg, wake: make(chan struct{}, 1), rows: map[[2]string]int64{}, order: make([][2]string, 0, rememberRows)}
 	if store != nil {
 		if id, err := store.MaxRow(context.Background()); err == nil {
@@ -118,17 +134,22 @@ func (w *Writer) remember(tenant, requestID string, id int64) {
 // after Run has returned, it drops r, counts an overflow and returns false.
 // A zero CreatedAt is set from the writer's clock.
 func (w *Writer) Add(r Record) bool {
+	_, ok := w.add(r, nil)
+	return ok
+}
+
+func (w *Writer) add(r Record, ack chan error) (int64, bool) {
 	if r.CreatedAt.IsZero() {
 		r.CreatedAt = w.cfg.Now()
 	}
 	id := w.nextID.Add(1)
-	if !w.push(Op{Row: id, Record: r}) {
-		return false
+	if !w.push(Op{Row: id, Record: r, ack: ack}) {
+		return 0, false
 	}
 	if r.Retryable {
 		w.remember(r.Tenant, r.RequestID, id)
 	}
-	return true
+	return id, true
 }
 
 // Bump queues an attempts bump of tenant's record of requestID (a retry
@@ -136,10 +157,70 @@ func (w *Writer) Add(r Record) bool {
 // bump that follows its record's Add finds it. Never blocks; false when
 // dropped, as for Add.
 func (w *Writer) Bump(tenant, requestID string) bool {
-	w.rowsMu.Lock()
-	id := w.rows[[2]string{tenant, requestID}]
-	w.rowsMu.Unlock()
-	return w.push(Op{Bump: true, Row: id, Record: Record{Tenant: tenant, RequestID: requestID}})
+	return w.push(w.bumpOp(tenant, requestID, 0, nil))
+}
+
+// bumpOp is the bump of (tenant, requestID): by row when the writer
+// remembers it or row > 0 (a row the store's Lookup found).
+func (w *Writer) bumpOp(tenant, requestID string, row int64, ack chan error) Op {
+	if row == 0 {
+		w.rowsMu.Lock()
+		row = w.rows[[2]string{tenant, requestID}]
+		w.rowsMu.Unlock()
+	}
+	return Op{Bump: true, Row: row, Record: Record{Tenant: tenant, RequestID: requestID}, ack: ack}
+}
+
+// Durable reports whether Commit waits for the disk.
+func (w *Writer) Durable() bool { return w.cfg.Durable }
+
+// Commit writes r. In durable mode it waits until r is committed (or ctx
+// ends, or CommitWait passes) and returns an error when r is not known to
+// be written: the caller must not acknowledge the answer then (the
+// gateway answers 503 unavailable). In async mode it is Add and returns
+// nil (a drop is counted, not returned: the answer goes out and the loss
+// shows in sluice_records_dropped_total).
+func (w *Writer) Commit(ctx context.Context, r Record) error {
+	if !w.cfg.Durable {
+		w.Add(r)
+		return nil
+	}
+	ack := make(chan error, 1)
+	if _, ok := w.add(r, ack); !ok {
+		return ErrNotWritten
+	}
+	return w.await(ctx, ack)
+}
+
+// CommitBump is Bump with Commit's guarantee. row is the record's row when
+// the caller knows it (Lookup), else 0.
+func (w *Writer) CommitBump(ctx context.Context, tenant, requestID string, row int64) error {
+	if !w.cfg.Durable {
+		w.push(w.bumpOp(tenant, requestID, row, nil))
+		return nil
+	}
+	ack := make(chan error, 1)
+	if !w.push(w.bumpOp(tenant, requestID, row, ack)) {
+		return ErrNotWritten
+	}
+	return w.await(ctx, ack)
+}
+
+// ErrNotWritten is Commit's error when the record was refused before it
+// reached the disk: the buffer was full or the writer had stopped.
+var ErrNotWritten = errors.New("records: the prediction record was not accepted for writing (the writer's buffer is full or the server is stopping)")
+
+func (w *Writer) await(ctx context.Context, ack chan error) error {
+	t := time.NewTimer(w.cfg.CommitWait)
+	defer t.Stop()
+	select {
+	case err := <-ack:
+		return err
+	case <-t.C:
+		return fmt.Errorf("records: the prediction record was not committed within %s (it may still be written)", w.cfg.CommitWait)
+	case <-ctx.Done():
+		return fmt.Errorf("records: gave up waiting for the prediction record's commit: %w", ctx.Err())
+	}
 }
 
 func (w *Writer) push(o Op) bool {
@@ -151,7 +232,7 @@ func (w *Writer) push(o Op) bool {
 		return false
 	}
 	w.buf = append(w.buf, o)
-	full := len(w.buf) >= w.cfg.BatchSize
+	full := len(w.buf) >= w.cfg.BatchSize || w.cfg.Durable
 	w.mu.Unlock()
 	if full {
 		select {
@@ -210,6 +291,13 @@ func (w *Writer) Failed() int64 { return w.failed.Load() }
 // Written is how many records and bumps reached the database.
 func (w *Writer) Written() int64 { return w.written.Load() }
 
+// Pending is how many operations were accepted and are not committed yet:
+// buffered, or in the batch being written. In async mode these are the
+// records (and bumps) of answers already sent that a kill -9 now would
+// lose; they stay below Buffer + BatchSize, and, while the database keeps
+// up, below one FlushEvery of traffic plus one batch.
+func (w *Writer) Pending() int64 { return int64(w.Buffered()) + w.writing.Load() }
+
 // Buffered is how many operations wait to be written.
 func (w *Writer) Buffered() int {
 	w.mu.Lock()
@@ -234,7 +322,7 @@ func (w *Writer) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return w.drain(context.WithoutCancel(ctx))
 		case <-w.wake:
-			w.writeBatches(ctx, true)
+			w.writeBatches(ctx, !w.cfg.Durable) // durable: group commit, everything now
 		case <-flush.C:
 			w.writeBatches(ctx, false)
 		case <-clean.C:
@@ -256,8 +344,23 @@ func (w *Writer) writeBatches(ctx context.Context, fullOnly bool) error {
 		batch := make([]Op, n)
 		copy(batch, w.buf)
 		w.buf = append(w.buf[:0], w.buf[n:]...)
+		w.writing.Store(int64(n))
 		w.mu.Unlock()
-		if err := w.store.Write(ctx, batch); err != nil {
+		err := w.store.Write(ctx, batch)
+		if err == nil {
+			w.written.Add(int64(n))
+		}
+		w.writing.Store(0)
+		for _, o := range batch {
+			if o.ack != nil {
+				if err != nil {
+					o.ack <- fmt.Errorf("records: %s", failReason(err))
+				} else {
+					o.ack <- nil
+				}
+			}
+		}
+		if err != nil {
 			w.failed.Add(int64(n))
 			w.dropped(failReason(err))
 			w.cfg.Logger.Error("records: write batch failed; its records are dropped", "records", n, "err", err)
@@ -265,9 +368,7 @@ func (w *Writer) writeBatches(ctx context.Context, fullOnly bool) error {
 			if ctx.Err() != nil {
 				return last
 			}
-			continue
 		}
-		w.written.Add(int64(n))
 	}
 }
 
@@ -287,5 +388,8 @@ func (w *Writer) clean(ctx context.Context) {
 		w.cfg.Logger.Error("records: retention", "err", err)
 	case n > 0:
 		w.cfg.Logger.Info("records: retention deleted old records", "records", n, "before", cut)
+	}
+	if _, err := w.store.ExpireReplays(ctx, w.cfg.Now()); err != nil && ctx.Err() == nil {
+		w.cfg.Logger.Error("records: expire replays", "err", err)
 	}
 }

@@ -28,8 +28,16 @@ func (s *Server) listRecords(w http.ResponseWriter, r *http.Request) error {
 	if s.cfg.Tenants == nil {
 		f.Tenant = "" // open mode: one tenant
 	}
-	if tenantQ := q.Get("tenant"); tenantQ != "" && tn.Admin {
+	if tenantQ := q.Get("tenant"); tenantQ != "" && s.cfg.Tenants != nil {
+		if !tn.Admin && tenantQ != tn.Name {
+			return errs.Field(errs.PermissionDenied, "tenant", "tenant %q may not read the records of tenant %q (needs admin: true in the tenants file)", tn.Name, tenantQ)
+		}
 		f.Tenant = tenantQ
+	}
+	if f.Tenant != tn.Name && !tn.AllModels() {
+		// Records of other tenants: only of the caller's models, the rule
+		// of ?model= below applied to every row.
+		f.Models = tn.Models()
 	}
 	if v := q.Get("version"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -53,7 +61,7 @@ func (s *Server) listRecords(w http.ResponseWriter, r *http.Request) error {
 		f.Limit = n
 	}
 	if f.Model != "" {
-		if err := tn.Check(f.Model); err != nil {
+		if err := tn.CheckControl("read the records of", f.Model); err != nil {
 			return err
 		}
 	}

@@ -92,6 +92,9 @@ func New(cfg Config, ctl *control.Controller) *Server {
 	s.gw.Shadows.Metrics = cfg.Metrics
 	if cfg.IdempotencyWindow > 0 {
 		s.gw.Idem = records.NewIdempotency(cfg.IdempotencyWindow, 100_000)
+		if cfg.Records != nil && cfg.RecordStore != nil {
+			s.gw.Saved = cfg.RecordStore // retries after a restart replay from the records store
+		}
 	}
 	if cfg.Metrics != nil {
 		s.mux.Handle("GET /metrics", cfg.Metrics.Handler())
@@ -311,7 +314,10 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) error {
 			if !tn.Admin {
 				return errs.New(errs.PermissionDenied, "tenant %q may not publish versions (needs admin: true in the tenants file)", tn.Name)
 			}
-			return s.upload(w, r, parts[0])
+			if err := tn.CheckControl("publish", parts[0]); err != nil {
+				return err
+			}
+			return s.upload(w, r, tn, parts[0])
 		}
 	case 4:
 		if parts[1] != "versions" || parts[3] != "drift" {
@@ -374,7 +380,7 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) error {
 	return errs.New(errs.NotFound, "no route for %s %s (see docs/api.md)", r.Method, r.URL.Path)
 }
 
-func (s *Server) upload(w http.ResponseWriter, r *http.Request, model string) error {
+func (s *Server) upload(w http.ResponseWriter, r *http.Request, tn *tenant.Tenant, model string) error {
 	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	switch ct {
 	case "application/gzip", "application/x-gzip", "application/x-tar+gzip", "application/octet-stream":
@@ -404,7 +410,7 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request, model string) er
 	if pkg.Spec.Manifest.Name != model {
 		return errs.Field(errs.InvalidArgument, "name", "the package is model %q but was uploaded to /v1/models/%s/versions", pkg.Spec.Manifest.Name, model)
 	}
-	v, created, err := s.ctl.Publish(r.Context(), pkg)
+	v, created, err := s.ctl.Publish(r.Context(), pkg, tn.Name)
 	if err != nil {
 		return err
 	}

@@ -65,16 +65,18 @@ const (
 	DropWriteFailed = "write_failed" // the database write failed (a full disk, a damaged file)
 )
 
-// RecordDrops are the records writer's counts of dropped records, read on
-// scrape.
+// RecordDrops are the records writer's counts, read on scrape: dropped
+// records by reason, records committed, and records accepted but not yet
+// committed (what a kill -9 would lose now in async mode).
 type RecordDrops struct {
 	BufferFull, WriteFailed int64
+	Written, Pending        int64
 }
 
 // dropsCollector reports sluice_records_dropped_total from the writer's
 // own counters, so the writer needs no metrics of its own.
 type dropsCollector struct {
-	desc *prometheus.Desc
+	desc, written, pending *prometheus.Desc
 
 	mu  sync.Mutex // guards src
 	src func() RecordDrops
@@ -82,11 +84,19 @@ type dropsCollector struct {
 
 func newDropsCollector() *dropsCollector {
 	return &dropsCollector{desc: prometheus.NewDesc(namespace+"_records_dropped_total",
-		"Prediction records (and attempts bumps) dropped instead of written, by reason (buffer_full, write_failed).", []string{"reason"}, nil)}
+		"Prediction records (and attempts bumps) dropped instead of written, by reason (buffer_full, write_failed).", []string{"reason"}, nil),
+		written: prometheus.NewDesc(namespace+"_records_written_total",
+			"Prediction records (and attempts bumps) committed to records.db.", nil, nil),
+		pending: prometheus.NewDesc(namespace+"_records_pending",
+			"Prediction records (and attempts bumps) accepted and not yet committed: with --records-durability async, what a kill -9 now would lose.", nil, nil)}
 }
 
 // Describe implements prometheus.Collector.
-func (c *dropsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+func (c *dropsCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.desc
+	ch <- c.written
+	ch <- c.pending
+}
 
 // Collect implements prometheus.Collector.
 func (c *dropsCollector) Collect(ch chan<- prometheus.Metric) {
@@ -99,4 +109,6 @@ func (c *dropsCollector) Collect(ch chan<- prometheus.Metric) {
 	d := f()
 	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(d.BufferFull), DropBufferFull)
 	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(d.WriteFailed), DropWriteFailed)
+	ch <- prometheus.MustNewConstMetric(c.written, prometheus.CounterValue, float64(d.Written))
+	ch <- prometheus.MustNewConstMetric(c.pending, prometheus.GaugeValue, float64(d.Pending))
 }

@@ -72,6 +72,31 @@ func (t *Tenant) Check(model string) error {
 	return nil
 }
 
+// CheckControl returns a 403 error naming the model if the tenant may not
+// act on model through the control API: verb says what it tried
+// ("publish", "read the records of"). The same globs as Check decide: a
+// tenant (admin or not) acts only on its own models.
+func (t *Tenant) CheckControl(verb, model string) error {
+	if !t.Allowed(model) {
+		return errs.New(errs.PermissionDenied, "tenant %q may not %s model %q: it is not among the tenant's models in the tenants file", t.Name, verb, model)
+	}
+	return nil
+}
+
+// Models returns the tenant's model globs (a copy).
+func (t *Tenant) Models() []string { return append([]string(nil), t.models...) }
+
+// AllModels reports whether the tenant's globs match every model name
+// ("*"), so a listing across models needs no per-model filter.
+func (t *Tenant) AllModels() bool {
+	for _, g := range t.models {
+		if g == "*" {
+			return true
+		}
+	}
+	return false
+}
+
 // Take spends n instances of the tenant's quota, or refuses with 429 and
 // Retry-After. Refund gives them back when a request is refused later.
 func (t *Tenant) Take(n int, now time.Time) error {

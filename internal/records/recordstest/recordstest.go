@@ -73,6 +73,11 @@ func Run(t *testing.T, open func(t *testing.T) records.Store) {
 			{"limit", records.Filter{Limit: 1}, "[b2]"},
 			{"everything at once", records.Filter{Tenant: "beta", Model: "fraud", Version: 3, Outcome: "ok", Since: t0}, "[b1]"},
 			{"unknown tenant", records.Filter{Tenant: "nobody"}, "[]"},
+			{"model globs", records.Filter{Models: []string{"fr*"}}, "[b1 a2 a1]"},
+			{"model globs, several", records.Filter{Models: []string{"nope", "ch?rn"}}, "[b2]"},
+			{"model globs with a tenant", records.Filter{Tenant: "beta", Models: []string{"fraud"}}, "[b1]"},
+			{"empty model globs match nothing", records.Filter{Models: []string{}}, "[]"},
+			{"glob semantics of path.Match, not SQL LIKE", records.Filter{Models: []string{"fraud_", "%"}}, "[]"},
 		}
 		for _, tc := range tests {
 			t.Run(tc.name, func(t *testing.T) {
@@ -216,6 +221,49 @@ func Run(t *testing.T, open func(t *testing.T) records.Store) {
 		}
 		if n, err := s.DeleteBefore(ctx, t0); err != nil || n != 0 {
 			t.Errorf("DeleteBefore again = %d, %v; want 0", n, err)
+		}
+	})
+
+	t.Run("SavedAnswers", func(t *testing.T) {
+		s := open(t)
+		until := t0.Add(10 * time.Minute)
+		write(t, s, []records.Op{
+			{Row: 7, Record: records.Record{RequestID: "r1", Tenant: "acme", Model: "fraud", Outcome: "ok", CreatedAt: t0,
+				Saved: &records.Saved{Key: "fraud@0|h1", Status: 200, Answer: []byte("answer-1"), Until: until}}},
+			{Row: 8, Record: records.Record{RequestID: "r2", Tenant: "acme", Model: "fraud", Outcome: "ok", CreatedAt: t0,
+				Saved: &records.Saved{Key: "fraud@0|h2", Status: 200, Until: until}}}, // answer too large: none
+			{Row: 9, Record: records.Record{RequestID: "r3", Tenant: "acme", Model: "fraud", Outcome: "ok", CreatedAt: t0}},
+		})
+		f, err := s.Lookup(ctx, "acme", "r1", t0)
+		if err != nil || f == nil || f.Row != 7 || f.Key != "fraud@0|h1" || f.Status != 200 || string(f.Answer) != "answer-1" || !f.Until.Equal(until) {
+			t.Fatalf("Lookup(r1) = %+v, %v", f, err)
+		}
+		if f, err := s.Lookup(ctx, "acme", "r2", t0); err != nil || f == nil || f.Row != 8 || f.Answer != nil {
+			t.Errorf("Lookup(r2), saved without its answer = %+v, %v", f, err)
+		}
+		for _, c := range []struct{ tenant, id string }{{"acme", "r3"}, {"beta", "r1"}, {"acme", "nope"}} {
+			if f, err := s.Lookup(ctx, c.tenant, c.id, t0); err != nil || f != nil {
+				t.Errorf("Lookup(%s, %s) = %+v, %v; want none", c.tenant, c.id, f, err)
+			}
+		}
+		if f, err := s.Lookup(ctx, "acme", "r1", until); err != nil || f != nil {
+			t.Errorf("Lookup at the end of the window = %+v, %v; want none", f, err)
+		}
+		// A retry computed again (its first answer was not replayable)
+		// replaces the saved answer of the id.
+		write(t, s, []records.Op{{Row: 10, Record: records.Record{RequestID: "r1", Tenant: "acme", Model: "fraud", Outcome: "ok", CreatedAt: t0,
+			Saved: &records.Saved{Key: "fraud@0|h1", Status: 200, Answer: []byte("answer-2"), Until: until}}}})
+		if f, err := s.Lookup(ctx, "acme", "r1", t0); err != nil || f == nil || f.Row != 10 || string(f.Answer) != "answer-2" {
+			t.Errorf("Lookup after a second save = %+v, %v", f, err)
+		}
+		if n, err := s.ExpireReplays(ctx, until.Add(time.Second)); err != nil || n != 2 {
+			t.Errorf("ExpireReplays = %d, %v; want 2", n, err)
+		}
+		if rs := list(t, s, records.Filter{}); len(rs) != 4 {
+			t.Errorf("ExpireReplays deleted records: %d left, want 4", len(rs))
+		}
+		if err := s.Write(ctx, []records.Op{{Record: records.Record{RequestID: "r4", Tenant: "acme", Saved: &records.Saved{Key: "k", Status: 200, Until: until}}}}); err == nil {
+			t.Error("a saved answer without its record's row was accepted")
 		}
 	})
 }
