@@ -85,3 +85,66 @@ func TestStorageErrorsCarryNoPath(t *testing.T) {
 		}
 	})
 }
+
+// failPut is an artifact store whose Put of one hash fails, after the
+// other blobs of the publish were stored.
+type failPut struct {
+	registry.Artifacts
+	sha string
+}
+
+func (f failPut) Put(ctx context.Context, sha string, r io.Reader) error {
+	if sha == f.sha {
+		return &fs.PathError{Op: "write", Path: "/x/.tmp-1", Err: syscall.EIO}
+	}
+	return f.Artifacts.Put(ctx, sha, r)
+}
+
+// A publish that fails after it stored the artifact deletes it, unless a
+// version uses it; nothing is recorded.
+func TestFailedPublishLeavesNoBytes(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	root := filepath.Join(dir, "artifacts")
+	d, err := registry.NewDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := []byte("{\"x\":1}\n")
+	s, err := registry.OpenSQLite(filepath.Join(dir, "sluice.db"), failPut{d, registrytest.SHA(ref)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	stored := func(sha string) bool {
+		_, err := os.Stat(filepath.Join(root, "sha256", sha[:2], sha))
+		return err == nil
+	}
+
+	p := registrytest.Package("churn", []byte("big weights"), ref)
+	if _, _, err := s.Publish(ctx, p); err == nil {
+		t.Fatal("Publish succeeded though the reference could not be stored")
+	}
+	if stored(p.ArtifactSHA) {
+		t.Errorf("the artifact of a failed publish stays in the store")
+	}
+	if vs, _ := s.List(ctx); len(vs) != 0 {
+		t.Errorf("a failed publish recorded %v", vs)
+	}
+
+	// An artifact that a published version uses stays.
+	kept := registrytest.Package("fraud", []byte("shared weights"), nil)
+	if _, _, err := s.Publish(ctx, kept); err != nil {
+		t.Fatal(err)
+	}
+	again := registrytest.Package("fraud2", []byte("shared weights"), ref)
+	if _, _, err := s.Publish(ctx, again); err == nil {
+		t.Fatal("Publish succeeded though the reference could not be stored")
+	}
+	if !stored(kept.ArtifactSHA) {
+		t.Errorf("a failed publish deleted the artifact of fraud@1")
+	}
+	if b, err := registry.ReadArtifact(ctx, s, kept.ArtifactSHA); err != nil || !bytes.Equal(b, []byte("shared weights")) {
+		t.Errorf("fraud@1's artifact: %q, %v", b, err)
+	}
+}
