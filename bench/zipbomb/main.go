@@ -3,7 +3,7 @@
 // from /proc while they run, and VmHWM, the peak, after). Each upload is
 // a .tar.gz of model.yaml and an artifact of --size bytes: zeros (a
 // compression bomb, ~1000:1), one pseudo-random byte in 64 (--kind
-// sparse, ~20:1: under the ratio bound, so it streams to disk until the
+// sparse, ~27:1: under the ratio bound, so it streams to disk until the
 // inflated limit) or pseudo-random bytes (--kind random, incompressible: a
 // large honest upload).
 //
@@ -110,7 +110,7 @@ func archive(name string, size int64, kind string, seed uint64) []byte {
 			for i := range c {
 				c[i] = byte(r.Uint32())
 			}
-		case "sparse": // one random byte in 64: about 20:1, under the ratio bound
+		case "sparse": // one random byte in 64: about 27:1, under the ratio bound
 			clear(c)
 			for i := 0; i < len(c); i += 64 {
 				c[i] = byte(r.Uint32())
