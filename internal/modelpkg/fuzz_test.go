@@ -54,6 +54,18 @@ func FuzzReadTarGz(f *testing.F) {
 	f.Add(tarGz(tar.Header{Name: "../evil", Size: 1, Typeflag: tar.TypeReg, Mode: 0o644}))
 	f.Add(tarGz(tar.Header{Name: "link", Linkname: "/etc/passwd", Typeflag: tar.TypeSymlink}))
 	f.Add([]byte("not gzip"))
+	// A valid package, model.yaml last, so the fuzzer starts from the
+	// paths that spool, parse and hash.
+	var pkg bytes.Buffer
+	zw := gzip.NewWriter(&pkg)
+	tw := tar.NewWriter(zw)
+	for _, e := range [][2]string{{"p/m.json", `{"weights":[[1]],"bias":[0]}`}, {"p/model.yaml", linearYAML}} {
+		tw.WriteHeader(&tar.Header{Name: e[0], Size: int64(len(e[1])), Typeflag: tar.TypeReg, Mode: 0o644})
+		tw.Write([]byte(e[1]))
+	}
+	tw.Close()
+	zw.Close()
+	f.Add(pkg.Bytes())
 	f.Fuzz(func(t *testing.T, data []byte) {
 		dir := t.TempDir()
 		p, err := ReadTarGz(bytes.NewReader(data), Limits{MaxBytes: 1 << 16}, dir)
