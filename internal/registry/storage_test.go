@@ -148,3 +148,56 @@ func TestFailedPublishLeavesNoBytes(t *testing.T) {
 		t.Errorf("fraud@1's artifact: %q, %v", b, err)
 	}
 }
+
+// stallPut holds the Put of one hash until released and fails another.
+type stallPut struct {
+	registry.Artifacts
+	hold, fail string
+	started    chan struct{}
+	release    chan struct{}
+}
+
+func (s stallPut) Put(ctx context.Context, sha string, r io.Reader) error {
+	switch sha {
+	case s.hold:
+		close(s.started)
+		<-s.release
+	case s.fail:
+		return &fs.PathError{Op: "write", Path: "/x/.tmp-2", Err: syscall.EIO}
+	}
+	return s.Artifacts.Put(ctx, sha, r)
+}
+
+// A failed publish does not delete an artifact that a publish still
+// under way has stored and is about to record.
+func TestFailedPublishSparesAPublishUnderWay(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	d, err := registry.NewDir(filepath.Join(dir, "artifacts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	art, refOK, refBad := []byte("shared weights"), []byte("{\"x\":1}\n"), []byte("{\"x\":2}\n")
+	sp := stallPut{Artifacts: d, hold: registrytest.SHA(refOK), fail: registrytest.SHA(refBad), started: make(chan struct{}), release: make(chan struct{})}
+	s, err := registry.OpenSQLite(filepath.Join(dir, "sluice.db"), sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	first := make(chan error, 1)
+	go func() {
+		_, _, err := s.Publish(ctx, registrytest.Package("a", art, refOK))
+		first <- err
+	}()
+	<-sp.started // a has stored the artifact and is storing its reference
+	if _, _, err := s.Publish(ctx, registrytest.Package("b", art, refBad)); err == nil {
+		t.Fatal("b published though its reference could not be stored")
+	}
+	close(sp.release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if b, err := registry.ReadArtifact(ctx, s, registrytest.SHA(art)); err != nil || !bytes.Equal(b, art) {
+		t.Errorf("a@1's artifact after b's failed publish: %q, %v", b, err)
+	}
+}
