@@ -110,6 +110,19 @@ func startLoad(t *testing.T, url, model string, rate float64, max int) *load {
 	return l
 }
 
+// count is how many answers so far satisfy f.
+func (l *load) count(f func(answer) bool) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, a := range l.answers {
+		if f(a) {
+			n++
+		}
+	}
+	return n
+}
+
 func (l *load) finish() []answer {
 	close(l.stop)
 	<-l.done
@@ -270,13 +283,17 @@ func TestRolloutsUnderLoad(t *testing.T) {
 	t.Run("rollback under load", func(t *testing.T) {
 		before := getVersionOf(t, srv.url, "syn", 1)
 		l := startLoad(t, srv.url, "syn", 200, 20000)
-		time.Sleep(300 * time.Millisecond) // let some traffic reach syn@2 first
+		// Some traffic reaches syn@2 first.
+		waitFor(t, 30*time.Second, func() bool { return l.count(func(a answer) bool { return a.version == "syn@2" }) >= 20 })
 		out, stderr, err := sluice(t, "rollback", "syn", "--reason", "drill", "--server", srv.url)
 		returned := time.Now()
 		if err != nil || !targetRE("syn@1", "100%").MatchString(out) {
 			t.Fatalf("rollback: %v %q %q", err, out, stderr)
 		}
-		time.Sleep(300 * time.Millisecond)
+		// Requests sent after the rollback returned are answered.
+		waitFor(t, 30*time.Second, func() bool {
+			return l.count(func(a answer) bool { return a.sent.After(returned) }) >= 20
+		})
 		as := l.finish()
 		if f := failures(as, ""); len(f) > 0 {
 			t.Fatalf("%d requests failed around a rollback, first %+v", len(f), f[0])
@@ -498,7 +515,11 @@ func TestStoreOutage(t *testing.T) {
 	if err == nil || !strings.Contains(stderr, "503 unavailable") || !strings.Contains(stderr, "metadata store unavailable") {
 		t.Fatalf("control call during the outage: %v %q", err, stderr)
 	}
-	time.Sleep(time.Second) // past the bake: the rollout wants to promote but cannot record it
+	// Past the bake, the rollout wants to move but cannot record it: the
+	// controller says so and retries.
+	waitFor(t, 30*time.Second, func() bool {
+		return strings.Contains(srv.logs.String(), `msg="rollout step not recorded; will retry" model=lin`)
+	})
 	if r := rolloutOfModel(t, srv.url, "lin"); r.Phase != "canary" {
 		t.Fatalf("the rollout moved without recording it: %s", r.Phase)
 	}

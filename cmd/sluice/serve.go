@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	goruntime "runtime"
 	"syscall"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/sluiceml/sluice/examples"
 	"github.com/sluiceml/sluice/internal/cluster"
 	"github.com/sluiceml/sluice/internal/control"
+	"github.com/sluiceml/sluice/internal/modelpkg"
 	"github.com/sluiceml/sluice/internal/records"
 	"github.com/sluiceml/sluice/internal/registry"
 	"github.com/sluiceml/sluice/internal/runtime/onnx"
@@ -106,6 +108,15 @@ func newServeCmd() *cobra.Command {
 			}
 			if d, ok := store.Artifacts.(*registry.Dir); ok && d.Removed() > 0 {
 				log.Info("deleted partial artifact writes left by an interrupted push", "files", d.Removed())
+			}
+			cfg.UploadDir = filepath.Join(data, "uploads")
+			if err := os.MkdirAll(cfg.UploadDir, 0o755); err != nil {
+				return fmt.Errorf("create the upload folder: %w", err)
+			}
+			if n, err := modelpkg.RemoveUploads(cfg.UploadDir); err != nil {
+				return err
+			} else if n > 0 {
+				log.Info("deleted partial uploads left by an interrupted push", "files", n)
 			}
 			if otlpEndpoint != "" {
 				stopTracing, err := telemetry.StartTracing(cmd.Context(), otlpEndpoint, telemetry.BuildInfo{Version: version})
@@ -246,7 +257,7 @@ func newServeCmd() *cobra.Command {
 	f.DurationVar(&poll, "models-poll", 0, "poll --models this often (e.g. 5s) and publish new and changed packages as new versions; a change moves traffic only with a release: plan (0: read --models at start only)")
 	f.BoolVar(&strict, "strict", false, "exit non-zero when a package in --models is invalid (default: serve the valid ones, report the invalid ones as failed)")
 	f.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", 1<<20, "largest predict request body")
-	f.Int64Var(&cfg.MaxUploadBytes, "max-upload-bytes", 512<<20, "largest package upload")
+	f.Int64Var(&cfg.MaxUploadBytes, "max-upload-bytes", 512<<20, "largest package upload: the compressed body, and the inflated files it holds")
 	f.DurationVar(&cfg.MaxDeadline, "max-deadline", time.Minute, "largest deadlineMs a request may ask for")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug (one line per predict call), info, warn, error")

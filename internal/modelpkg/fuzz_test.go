@@ -54,20 +54,31 @@ func FuzzReadTarGz(f *testing.F) {
 	f.Add(tarGz(tar.Header{Name: "../evil", Size: 1, Typeflag: tar.TypeReg, Mode: 0o644}))
 	f.Add(tarGz(tar.Header{Name: "link", Linkname: "/etc/passwd", Typeflag: tar.TypeSymlink}))
 	f.Add([]byte("not gzip"))
+	// A valid package, model.yaml last, so the fuzzer starts from the
+	// paths that spool, parse and hash.
+	var pkg bytes.Buffer
+	zw := gzip.NewWriter(&pkg)
+	tw := tar.NewWriter(zw)
+	for _, e := range [][2]string{{"p/m.json", `{"weights":[[1]],"bias":[0]}`}, {"p/model.yaml", linearYAML}} {
+		tw.WriteHeader(&tar.Header{Name: e[0], Size: int64(len(e[1])), Typeflag: tar.TypeReg, Mode: 0o644})
+		tw.Write([]byte(e[1]))
+	}
+	tw.Close()
+	zw.Close()
+	f.Add(pkg.Bytes())
 	f.Fuzz(func(t *testing.T, data []byte) {
-		files, err := ReadTarGz(bytes.NewReader(data), 1<<16)
-		if err != nil {
-			return
-		}
-		var total int
-		for name, b := range files {
-			if name == "" || name[0] == '/' || bytes.Contains([]byte(name), []byte("..")) {
-				t.Fatalf("unsafe name %q accepted", name)
+		dir := t.TempDir()
+		p, err := ReadTarGz(bytes.NewReader(data), Limits{MaxBytes: 1 << 16}, dir)
+		if err == nil {
+			if p.ArtifactSize()+p.ReferenceSize()+int64(len(p.ManifestYAML)) > 1<<16 {
+				t.Fatalf("%d bytes accepted over a %d limit", p.ArtifactSize()+p.ReferenceSize(), 1<<16)
 			}
-			total += len(b)
+			if err := p.Close(); err != nil {
+				t.Fatal(err)
+			}
 		}
-		if total > 1<<16 {
-			t.Fatalf("%d bytes accepted over a %d limit", total, 1<<16)
+		if left, _ := os.ReadDir(dir); len(left) != 0 {
+			t.Fatalf("temporary files left behind: %v (err %v)", left, err)
 		}
 	})
 }
@@ -84,8 +95,12 @@ func TestReadTarGzRefuses(t *testing.T) {
 	}
 	for name, data := range cases {
 		t.Run(name, func(t *testing.T) {
-			if _, err := ReadTarGz(bytes.NewReader(data), 1000); err == nil {
+			dir := t.TempDir()
+			if _, err := ReadTarGz(bytes.NewReader(data), Limits{MaxBytes: 1000}, dir); err == nil {
 				t.Fatal("accepted")
+			}
+			if left, _ := os.ReadDir(dir); len(left) != 0 {
+				t.Errorf("temporary files left behind: %v", left)
 			}
 		})
 	}

@@ -6,11 +6,15 @@
 package modelpkg
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
+	"os"
 	"regexp"
 	"sort"
 	"strings"
@@ -461,6 +465,60 @@ type Package struct {
 	// Digest identifies the package's content: SHA-256 over model.yaml and
 	// the artifact hash. Publishing the same digest twice is a no-op.
 	Digest string
+
+	// An upload (ReadTarGz) keeps the artifact and the reference in
+	// temporary files instead of Artifact and Reference; Close deletes them.
+	artifactPath, referencePath string
+	artifactSize, referenceSize int64
+}
+
+// ArtifactSize is the artifact's size in bytes.
+func (p *Package) ArtifactSize() int64 {
+	if p.artifactPath != "" {
+		return p.artifactSize
+	}
+	return int64(len(p.Artifact))
+}
+
+// ReferenceSize is the drift reference's size in bytes (0 without one).
+func (p *Package) ReferenceSize() int64 {
+	if p.referencePath != "" {
+		return p.referenceSize
+	}
+	return int64(len(p.Reference))
+}
+
+// OpenArtifact returns a reader of the artifact, wherever it is held.
+func (p *Package) OpenArtifact() (io.ReadCloser, error) {
+	return open(p.artifactPath, p.Artifact)
+}
+
+// OpenReference returns a reader of the drift reference (empty without one).
+func (p *Package) OpenReference() (io.ReadCloser, error) {
+	return open(p.referencePath, p.Reference)
+}
+
+func open(file string, b []byte) (io.ReadCloser, error) {
+	if file == "" {
+		return io.NopCloser(bytes.NewReader(b)), nil
+	}
+	return os.Open(file)
+}
+
+// Close deletes the temporary files of an upload; a package read from a
+// folder holds none.
+func (p *Package) Close() error {
+	var err error
+	for _, f := range []string{p.artifactPath, p.referencePath} {
+		if f == "" {
+			continue
+		}
+		if e := os.Remove(f); e != nil && !errors.Is(e, fs.ErrNotExist) {
+			err = errors.Join(err, e)
+		}
+	}
+	p.artifactPath, p.referencePath = "", ""
+	return err
 }
 
 // FromFiles builds a package from its files (name -> content). dir names the

@@ -82,19 +82,19 @@ func TestDigestAndArchiveRoundTrip(t *testing.T) {
 	if err := p.WriteTarGz(&buf); err != nil {
 		t.Fatal(err)
 	}
-	files, err := ReadTarGz(&buf, 1<<20)
+	dir := t.TempDir()
+	q, err := ReadTarGz(&buf, Limits{MaxBytes: 1 << 20}, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, err := FromFiles("upload", files)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if q.Digest != p.Digest || q.ArtifactSHA != p.ArtifactSHA {
+	if q.Digest != p.Digest || q.ArtifactSHA != p.ArtifactSHA || q.ReferenceSHA != p.ReferenceSHA {
 		t.Errorf("digest changed through the archive")
 	}
+	if err := q.Close(); err != nil {
+		t.Fatal(err)
+	}
 	// A different model.yaml is a different package even with the same artifact.
-	files[ManifestFile] = append(files[ManifestFile], []byte("\n# edited\n")...)
+	files := map[string][]byte{ManifestFile: append(bytes.Clone(p.ManifestYAML), []byte("\n# edited\n")...), "model.json": p.Artifact, "reference.jsonl": p.Reference}
 	r, err := FromFiles("upload", files)
 	if err != nil {
 		t.Fatal(err)

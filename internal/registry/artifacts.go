@@ -245,10 +245,24 @@ func (d *Dir) Put(ctx context.Context, sha string, r io.Reader) error {
 	return nil
 }
 
+// Delete removes the artifact file; a missing one is not an error.
+func (d *Dir) Delete(ctx context.Context, sha string) error {
+	if err := checkSHA(sha); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("registry: delete artifact: %w", err)
+	}
+	if err := os.Remove(d.path(sha)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return StorageError("delete", sha, err)
+	}
+	return nil
+}
+
 // StorageError turns a failure of artifact storage into an error a client
 // may see: its message names the artifact and the problem but no server
 // path; the original error is kept as the cause (errors.Is and the log see
-// it). op is "read" or "store". A full disk and any other storage failure
+// it). op is "read", "store" or "delete". A full disk and any other storage failure
 // are Unavailable (503); a missing artifact still wraps fs.ErrNotExist.
 // Errors that already carry a code, and context errors, pass through.
 func StorageError(op, sha string, err error) error {

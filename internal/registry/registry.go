@@ -98,6 +98,10 @@ type Artifacts interface {
 	// already (a corrupted one is replaced). Content that does not hash to
 	// sha is refused and nothing is stored.
 	Put(ctx context.Context, sha string, r io.Reader) error
+	// Delete removes the artifact sha; deleting one that is not there is
+	// not an error. The caller makes sure nothing uses it (Publish deletes
+	// what a failed publish stored).
+	Delete(ctx context.Context, sha string) error
 }
 
 // Deployments keeps each model's deployment policies and rollout state.

@@ -1,13 +1,14 @@
 package registry
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	_ "modernc.org/sqlite" // database/sql driver "sqlite"
@@ -23,6 +24,9 @@ type SQLite struct {
 	Artifacts // where Publish stores and File reads artifact bytes
 	db        *sql.DB
 	aside     string // where Options.InitStore moved a damaged database ("" if not)
+
+	pubMu      sync.Mutex     // guards publishing
+	publishing map[string]int // sha -> publishes under way that stored it
 }
 
 var (
@@ -151,31 +155,33 @@ func (s *SQLite) Close() error { return s.db.Close() }
 
 // Publish stores the package as the next version of its model. Publishing
 // content identical to an existing version returns that version and
-// created=false.
+// created=false. A publish that fails leaves no bytes behind: the
+// artifact and reference it stored are deleted unless a version (or a
+// publish still running) uses them.
 func (s *SQLite) Publish(ctx context.Context, p *modelpkg.Package) (v Version, created bool, err error) {
+	shas := []string{p.ArtifactSHA}
+	if p.ReferenceSHA != "" {
+		shas = append(shas, p.ReferenceSHA)
+	}
+	s.hold(shas)
+	defer func() { err = s.release(ctx, shas, err) }()
 	name := p.Spec.Manifest.Name
-	if v, err := s.byDigest(ctx, name, p.Digest); err == nil {
-		// Identical content: same version. Rewrite the stored artifact if it
-		// was lost or corrupted, so publishing again repairs it.
-		if err := s.Put(ctx, p.ArtifactSHA, bytes.NewReader(p.Artifact)); err != nil {
-			return Version{}, false, StorageError("store", p.ArtifactSHA, err)
-		}
-		if p.Reference != nil {
-			if err := s.Put(ctx, p.ReferenceSHA, bytes.NewReader(p.Reference)); err != nil {
-				return Version{}, false, StorageError("store", p.ReferenceSHA, err)
-			}
-		}
-		return v, false, nil
-	} else if !errors.Is(err, sql.ErrNoRows) {
+	existing, derr := s.byDigest(ctx, name, p.Digest)
+	if derr != nil && !errors.Is(derr, sql.ErrNoRows) {
+		return Version{}, false, storeErr(derr)
+	}
+	// Identical content is the same version: storing again rewrites an
+	// artifact that was lost or corrupted, so publishing again repairs it.
+	if err := s.putBlob(ctx, p.ArtifactSHA, p.OpenArtifact); err != nil {
 		return Version{}, false, err
 	}
-	if err := s.Put(ctx, p.ArtifactSHA, bytes.NewReader(p.Artifact)); err != nil {
-		return Version{}, false, StorageError("store", p.ArtifactSHA, err)
-	}
-	if p.Reference != nil {
-		if err := s.Put(ctx, p.ReferenceSHA, bytes.NewReader(p.Reference)); err != nil {
-			return Version{}, false, StorageError("store", p.ReferenceSHA, err)
+	if p.ReferenceSHA != "" {
+		if err := s.putBlob(ctx, p.ReferenceSHA, p.OpenReference); err != nil {
+			return Version{}, false, err
 		}
+	}
+	if derr == nil {
+		return existing, false, nil
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -190,11 +196,11 @@ func (s *SQLite) Publish(ctx context.Context, p *modelpkg.Package) (v Version, c
 	m := p.Spec.Manifest
 	_, err = tx.ExecContext(ctx, `INSERT INTO versions (model, version, digest, artifact_sha, artifact_bytes, runtime, input_schema, output_schema, manifest, created_at, state, stated_at)
 		VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`,
-		name, n, p.Digest, p.ArtifactSHA, len(p.Artifact), m.Runtime, m.Input.Schema, m.Output.Schema, p.ManifestYAML, now.UnixMicro(), string(Published), now.UnixMicro())
+		name, n, p.Digest, p.ArtifactSHA, p.ArtifactSize(), m.Runtime, m.Input.Schema, m.Output.Schema, p.ManifestYAML, now.UnixMicro(), string(Published), now.UnixMicro())
 	if err != nil {
 		return Version{}, false, storeErr(err)
 	}
-	if p.Reference != nil {
+	if p.ReferenceSHA != "" {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO files (model, version, name, sha) VALUES (?,?,?,?)`, name, n, "drift.reference", p.ReferenceSHA); err != nil {
 			return Version{}, false, storeErr(err)
 		}
@@ -204,6 +210,69 @@ func (s *SQLite) Publish(ctx context.Context, p *modelpkg.Package) (v Version, c
 	}
 	v, err = s.Get(ctx, name, n)
 	return v, err == nil, err
+}
+
+func (s *SQLite) putBlob(ctx context.Context, sha string, open func() (io.ReadCloser, error)) error {
+	rc, err := open()
+	if err != nil {
+		return StorageError("store", sha, err)
+	}
+	defer rc.Close()
+	if err := s.Put(ctx, sha, rc); err != nil {
+		return StorageError("store", sha, err)
+	}
+	return nil
+}
+
+// hold marks shas as used by a publish under way, so that another
+// publish that fails does not delete them.
+func (s *SQLite) hold(shas []string) {
+	s.pubMu.Lock()
+	defer s.pubMu.Unlock()
+	if s.publishing == nil {
+		s.publishing = map[string]int{}
+	}
+	for _, sha := range shas {
+		s.publishing[sha]++
+	}
+}
+
+// release ends the hold of a publish. When it failed (perr != nil), the
+// blobs that neither a version nor another publish uses are deleted: the
+// failed publish may have written them. A failed deletion is added to
+// perr, which is returned.
+func (s *SQLite) release(ctx context.Context, shas []string, perr error) error {
+	s.pubMu.Lock()
+	defer s.pubMu.Unlock()
+	ctx = context.WithoutCancel(ctx) // a cancelled publish still cleans up
+	for _, sha := range shas {
+		s.publishing[sha]--
+		if s.publishing[sha] > 0 {
+			continue
+		}
+		delete(s.publishing, sha)
+		if perr == nil {
+			continue
+		}
+		used, err := s.used(ctx, sha)
+		if err == nil && !used {
+			err = s.Delete(ctx, sha)
+		}
+		if err != nil {
+			perr = errors.Join(perr, StorageError("delete", sha, err))
+		}
+	}
+	return perr
+}
+
+// used says whether a version names sha as its artifact or one of its files.
+func (s *SQLite) used(ctx context.Context, sha string) (bool, error) {
+	var n int
+	err := s.db.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM versions WHERE artifact_sha=?) + (SELECT COUNT(*) FROM files WHERE sha=?)`, sha, sha).Scan(&n)
+	if err != nil {
+		return false, storeErr(err)
+	}
+	return n > 0, nil
 }
 
 const cols = `model, version, digest, artifact_sha, artifact_bytes, runtime, input_schema, output_schema, manifest, created_at, state, reason, load_us, golden_us, warmup_us, stated_at`

@@ -40,7 +40,6 @@ type outcome struct {
 	status     int
 	code       string
 	retryAfter string
-	timing     string
 	deadline   time.Duration
 	err        error
 	gotConn    bool
@@ -81,7 +80,6 @@ func fire(t *testing.T, url string, n int, rate float64, deadlineMs int, client 
 			defer resp.Body.Close()
 			o.status = resp.StatusCode
 			o.retryAfter = resp.Header.Get("Retry-After")
-			o.timing = resp.Header.Get("Server-Timing")
 			buf := make([]byte, 4096)
 			m, _ := resp.Body.Read(buf)
 			if i := strings.Index(string(buf[:m]), `"code":"`); i >= 0 {
@@ -94,19 +92,6 @@ func fire(t *testing.T, url string, n int, rate float64, deadlineMs int, client 
 	return out
 }
 
-// serverMs sums the queue, batch_wait and compute stages of Server-Timing.
-func serverMs(timing string) float64 {
-	var sum float64
-	for _, part := range strings.Split(timing, ",") {
-		name, dur, ok := strings.Cut(strings.TrimSpace(part), ";dur=")
-		if ok && (name == "queue" || name == "batch_wait" || name == "compute") {
-			v, _ := strconv.ParseFloat(dur, 64)
-			sum += v
-		}
-	}
-	return sum
-}
-
 func versionStats(t *testing.T, ctl *control.Controller) control.Status {
 	for _, st := range ctl.Versions() {
 		if st.Version.Model == "syn" && st.Stats != nil {
@@ -117,10 +102,12 @@ func versionStats(t *testing.T, ctl *control.Controller) control.Status {
 	return control.Status{}
 }
 
-// TestOverload drives a synthetic model well past capacity and checks the
-// latency contract: refusals are immediate 503s with codes and Retry-After,
-// accepted requests are answered within their deadline or counted as
-// expired_in_queue, nothing is lost, and the queue never passes its bound.
+// TestOverload drives a synthetic model well past capacity over HTTP and
+// checks the contract's outcomes, not its timings: every request gets an
+// answer (nothing is lost), refusals are 503s with codes and Retry-After,
+// late ones are 504s counted as expired_in_queue, and the queue never
+// passes its bound. The deadline itself is proved under fake time by
+// serving's TestOverloadKeepsDeadlines.
 func TestOverload(t *testing.T) {
 	// Capacity ≈ 4 instances per 4 ms batch = 1000 instances/s ≈ 500 req/s.
 	ts, ctl := newTestServerFS(t, Config{}, syntheticPackage(`{"base":"2ms","perInstance":"0.5ms","mode":"sleep"}`,
@@ -137,9 +124,6 @@ func TestOverload(t *testing.T) {
 		counts[key]++
 		switch {
 		case o.status == 200:
-			if ms := serverMs(o.timing); ms > float64(o.deadline)/1e6 {
-				t.Errorf("request %d answered 200 after its deadline: %.2f ms in the server, deadline %v", i, ms, o.deadline)
-			}
 		case o.status == 503 && (o.code == "queue_full" || o.code == "deadline_infeasible"):
 			if o.retryAfter == "" {
 				t.Errorf("request %d: 503 %s without Retry-After", i, o.code)
@@ -153,11 +137,10 @@ func TestOverload(t *testing.T) {
 	if counts["200 "] == 0 || counts["503 queue_full"]+counts["503 deadline_infeasible"] == 0 {
 		t.Fatalf("expected both successes and refusals past capacity: %v", counts)
 	}
-	// Admission should keep accepted work inside its deadline; a few late
-	// ones are tolerated on a busy 2-core CI machine under the race detector.
-	if late := counts["504 deadline_exceeded"] + counts["504 expired_in_queue"]; late > counts["200 "]/10 {
-		t.Errorf("%d accepted requests missed their deadline (%d answered in time): admission let in infeasible work", late, counts["200 "])
-	}
+	// That admission keeps accepted work inside its deadline is a claim
+	// about time: serving's TestOverloadKeepsDeadlines proves it under
+	// fake time. Here, on a real and busy machine, a late request is a
+	// clean 504, counted (above and below), never a lost one.
 	st := versionStats(t, ctl)
 	if st.Stats.QueuedHighWater > 16 {
 		t.Errorf("queue reached %d instances, bound is 16", st.Stats.QueuedHighWater)

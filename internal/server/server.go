@@ -29,8 +29,8 @@ import (
 	"github.com/sluiceml/sluice/internal/gateway"
 	"github.com/sluiceml/sluice/internal/modelpkg"
 	"github.com/sluiceml/sluice/internal/records"
-	"github.com/sluiceml/sluice/internal/server/oipgrpc"
 	"github.com/sluiceml/sluice/internal/registry"
+	"github.com/sluiceml/sluice/internal/server/oipgrpc"
 	"github.com/sluiceml/sluice/internal/telemetry"
 	"github.com/sluiceml/sluice/internal/tenant"
 )
@@ -38,7 +38,7 @@ import (
 // Config configures the HTTP server.
 type Config struct {
 	MaxBodyBytes   int64         // predict body limit (default 1 MiB)
-	MaxUploadBytes int64         // package upload limit (default 512 MiB)
+	MaxUploadBytes int64         // package upload limit, compressed and inflated (default 512 MiB)
 	MaxDeadline    time.Duration // largest deadlineMs accepted (default 60s)
 	Tenants        *tenant.Set   // nil: no authentication, one default tenant
 	Logger         *slog.Logger
@@ -55,6 +55,10 @@ type Config struct {
 	// GRPCListener, when set, serves OIP v2 gRPC (internal/server/oipgrpc)
 	// beside HTTP, through the same gateway; Serve starts and stops it.
 	GRPCListener net.Listener
+	// UploadDir holds an upload's artifact while it is published
+	// (default: the system's temporary folder). Put it on a disk, not a
+	// tmpfs: an artifact may be as large as MaxUploadBytes.
+	UploadDir string
 }
 
 // Server serves the public API.
@@ -395,18 +399,11 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request, tn *tenant.Tenan
 		}
 		wait = d
 	}
-	files, err := modelpkg.ReadTarGz(http.MaxBytesReader(w, r.Body, s.cfg.MaxUploadBytes), s.cfg.MaxUploadBytes)
+	pkg, err := modelpkg.ReadTarGz(http.MaxBytesReader(w, r.Body, s.cfg.MaxUploadBytes), modelpkg.Limits{MaxBytes: s.cfg.MaxUploadBytes}, s.cfg.UploadDir)
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) || errors.Is(err, modelpkg.ErrTooLarge) || strings.Contains(err.Error(), "http: request body too large") {
-			return errs.New(errs.PayloadTooLarge, "package exceeds %d bytes (server flag --max-upload-bytes)", s.cfg.MaxUploadBytes)
-		}
-		return errs.Wrap(errs.InvalidPackage, nil, "%v", err)
+		return uploadErr(err, s.cfg.MaxUploadBytes)
 	}
-	pkg, err := modelpkg.FromFiles("upload", files)
-	if err != nil {
-		return errs.Wrap(errs.InvalidPackage, nil, "%v", err)
-	}
+	defer pkg.Close() // the temporary files: the artifact store has its own copy now
 	if pkg.Spec.Manifest.Name != model {
 		return errs.Field(errs.InvalidArgument, "name", "the package is model %q but was uploaded to /v1/models/%s/versions", pkg.Spec.Manifest.Name, model)
 	}
@@ -430,6 +427,24 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request, tn *tenant.Tenan
 	w.Header().Set("Location", fmt.Sprintf("/v1/models/%s/versions/%d", v.Model, v.N))
 	writeJSON(w, status, api.PublishResponse{Created: created, Version: s.versionJSON(st, s.servingVersions()[v.Model] == v.N)})
 	return nil
+}
+
+// uploadErr is the answer to an archive ReadTarGz refused: 413 for the
+// size limits (the body, the inflated total, the compression ratio), 422
+// for a malformed archive or package, a coded error (a full disk) as is.
+func uploadErr(err error, limit int64) error {
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return errs.New(errs.PayloadTooLarge, "package exceeds %d bytes (server flag --max-upload-bytes)", limit)
+	}
+	if errors.Is(err, modelpkg.ErrTooLarge) {
+		return errs.New(errs.PayloadTooLarge, "%v (server flag --max-upload-bytes: %d)", err, limit)
+	}
+	var e *errs.Error
+	if errors.As(err, &e) {
+		return err
+	}
+	return errs.Wrap(errs.InvalidPackage, nil, "%v", err)
 }
 
 func (s *Server) status(model string, n int) (control.Status, bool) {

@@ -476,6 +476,32 @@ func RunArtifacts(t *testing.T, open func(t *testing.T) (registry.Artifacts, Cor
 		}
 	})
 
+	t.Run("Delete", func(t *testing.T) {
+		a, _ := open(t)
+		other := []byte("another artifact")
+		put(t, a, sha, art)
+		put(t, a, SHA(other), other)
+		if err := a.Delete(ctx, sha); err != nil {
+			t.Fatalf("Delete: %v", err)
+		}
+		if _, err := registry.ReadArtifact(ctx, a, sha); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("after Delete, ReadArtifact = %v; want not exist", err)
+		}
+		if err := a.Delete(ctx, sha); err != nil {
+			t.Errorf("Delete of a missing artifact = %v; want nil", err)
+		}
+		if got, err := registry.ReadArtifact(ctx, a, SHA(other)); err != nil || !bytes.Equal(got, other) {
+			t.Errorf("Delete removed another artifact: %q, %v", got, err)
+		}
+		if err := a.Delete(ctx, "../../etc/passwd"); err == nil || !strings.Contains(err.Error(), "invalid artifact hash") {
+			t.Errorf("Delete(bad hash) = %v, want invalid artifact hash", err)
+		}
+		put(t, a, sha, art) // stored again after a Delete
+		if got, err := registry.ReadArtifact(ctx, a, sha); err != nil || !bytes.Equal(got, art) {
+			t.Errorf("Put after Delete: %q, %v", got, err)
+		}
+	})
+
 	t.Run("CancelledContext", func(t *testing.T) {
 		a, _ := open(t)
 		put(t, a, sha, art)
