@@ -43,7 +43,7 @@ func decodePredict(body []byte, maxDeadline time.Duration) (*predictBody, error)
 			return nil, err
 		}
 		if seen[key] {
-			return nil, errs.Field(errs.InvalidArgument, key, "duplicate key")
+			return nil, errs.Field(errs.InvalidArgument, errs.Clip(key), "duplicate key")
 		}
 		seen[key] = true
 		switch key {
@@ -62,13 +62,13 @@ func decodePredict(body []byte, maxDeadline time.Duration) (*predictBody, error)
 			}
 			ms, err := strconv.ParseFloat(string(num), 64)
 			if err != nil || math.IsInf(ms, 0) || math.IsNaN(ms) {
-				return nil, errs.Field(errs.InvalidArgument, key, "invalid number %s", num)
+				return nil, errs.Field(errs.InvalidArgument, key, "invalid number %s", errs.Clip(string(num)))
 			}
 			if ms <= 0 {
-				return nil, errs.Field(errs.InvalidArgument, key, "must be > 0, got %s", num)
+				return nil, errs.Field(errs.InvalidArgument, key, "must be > 0, got %s", errs.Clip(string(num)))
 			}
 			if ms > float64(maxDeadline)/float64(time.Millisecond) {
-				return nil, errs.Field(errs.InvalidArgument, key, "must be at most %d (the server's maximum deadline), got %s", maxDeadline.Milliseconds(), num)
+				return nil, errs.Field(errs.InvalidArgument, key, "must be at most %d (the server's maximum deadline), got %s", maxDeadline.Milliseconds(), errs.Clip(string(num)))
 			}
 			out.Deadline = time.Duration(ms * float64(time.Millisecond))
 		case "routingKey":
@@ -82,7 +82,7 @@ func decodePredict(body []byte, maxDeadline time.Duration) (*predictBody, error)
 			}
 			out.RoutingKey = rk
 		default:
-			return nil, errs.Field(errs.InvalidArgument, key, "unknown key (expected instances, deadlineMs, routingKey)")
+			return nil, errs.Field(errs.InvalidArgument, errs.Clip(key), "unknown key (expected instances, deadlineMs, routingKey)")
 		}
 	}
 	if _, err := schema.JSONToken(dec, ""); err != nil { // the closing '}'

@@ -46,6 +46,9 @@ type Config struct {
 	// IdempotencyWindow is how long a request id's answer is replayed
 	// (0: 10 minutes; negative: idempotency off).
 	IdempotencyWindow time.Duration
+	// IdempotencyMaxBytes bounds what the kept answers hold (0: 64 MiB);
+	// the oldest go first.
+	IdempotencyMaxBytes int64
 	// Workers lists worker processes for GET /v1/workers (nil: replicas
 	// run in this process).
 	Workers WorkerLister
@@ -89,7 +92,7 @@ func New(cfg Config, ctl *control.Controller) *Server {
 	s.handler = s.mux
 	s.gw.Shadows.Metrics = cfg.Metrics
 	if cfg.IdempotencyWindow > 0 {
-		s.gw.Idem = records.NewIdempotency(cfg.IdempotencyWindow, 100_000)
+		s.gw.Idem = records.NewIdempotency(cfg.IdempotencyWindow, records.DefaultMaxEntries, cfg.IdempotencyMaxBytes)
 	}
 	if cfg.Metrics != nil {
 		s.mux.Handle("GET /metrics", cfg.Metrics.Handler())
@@ -191,7 +194,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, id string, e
 
 // renderError writes err as the error body and returns what it wrote.
 func (s *Server) renderError(w http.ResponseWriter, r *http.Request, id string, err error) (int, []byte) {
-	e := errs.As(err)
+	e := errs.Bounded(errs.As(err))
 	status := errs.HTTPStatus(e.Code)
 	switch {
 	case e.Code == errs.Internal:
