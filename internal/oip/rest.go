@@ -8,6 +8,7 @@ import (
 	"math"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sluiceml/sluice/internal/errs"
 	"github.com/sluiceml/sluice/internal/gateway"
@@ -142,13 +143,16 @@ func requestParam(out *Request, name string, tok any, maxDeadline time.Duration)
 		if ms <= 0 {
 			return errs.Field(errs.InvalidArgument, field, "must be > 0, got %v", ms)
 		}
+		if ms < 0.001 {
+			return errs.Field(errs.InvalidArgument, field, "must be at least 0.001 (1µs), got %v", ms)
+		}
 		if ms > float64(maxDeadline)/float64(time.Millisecond) {
 			return errs.Field(errs.InvalidArgument, field, "must be at most %d (the server's maximum deadline), got %v", maxDeadline.Milliseconds(), ms)
 		}
 		out.DeadlineMs = ms
 	case "routing_key":
 		rk, ok := tok.(string)
-		if !ok || rk == "" || len(rk) > 256 {
+		if !ok || rk == "" || utf8.RuneCountInString(rk) > 256 {
 			return errs.Field(errs.InvalidArgument, field, "must be a string of 1 to 256 characters")
 		}
 		out.RoutingKey = rk
@@ -452,8 +456,8 @@ func EncodeError(e *errs.Error) []byte {
 func Input(g *gateway.Gateway, req *Request, model string, version int, id, routingHeader string) (gateway.Input, error) {
 	rk := req.RoutingKey
 	if routingHeader != "" {
-		if len(routingHeader) > 256 {
-			return gateway.Input{}, errs.Field(errs.InvalidArgument, "X-Routing-Key", "must be at most 256 characters, got %d", len(routingHeader))
+		if n := utf8.RuneCountInString(routingHeader); n > 256 {
+			return gateway.Input{}, errs.Field(errs.InvalidArgument, "X-Routing-Key", "must be at most 256 characters, got %d", n)
 		}
 		rk = routingHeader
 	}

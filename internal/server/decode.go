@@ -8,6 +8,7 @@ import (
 	"math"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sluiceml/sluice/internal/errs"
 	"github.com/sluiceml/sluice/internal/schema"
@@ -19,6 +20,12 @@ type predictBody struct {
 	Deadline   time.Duration // 0 when absent
 	RoutingKey string        // "" when absent
 }
+
+// Bounds of a predict body's options.
+const (
+	maxRoutingKey = 256   // characters of a routing key (body or X-Routing-Key)
+	minDeadlineMs = 0.001 // 1µs: a smaller deadlineMs would round to no deadline at all
+)
 
 // maxInstancesDecoded bounds how many instances the decoder accepts before
 // any version limit is known.
@@ -67,6 +74,9 @@ func decodePredict(body []byte, maxDeadline time.Duration) (*predictBody, error)
 			if ms <= 0 {
 				return nil, errs.Field(errs.InvalidArgument, key, "must be > 0, got %s", errs.Clip(string(num)))
 			}
+			if ms < minDeadlineMs {
+				return nil, errs.Field(errs.InvalidArgument, key, "must be at least 0.001 (1µs), got %s", errs.Clip(string(num)))
+			}
 			if ms > float64(maxDeadline)/float64(time.Millisecond) {
 				return nil, errs.Field(errs.InvalidArgument, key, "must be at most %d (the server's maximum deadline), got %s", maxDeadline.Milliseconds(), errs.Clip(string(num)))
 			}
@@ -77,8 +87,8 @@ func decodePredict(body []byte, maxDeadline time.Duration) (*predictBody, error)
 				return nil, err
 			}
 			rk, ok := tok.(string)
-			if !ok || rk == "" || len(rk) > 256 {
-				return nil, errs.Field(errs.InvalidArgument, key, "must be a string of 1 to 256 characters")
+			if !ok || rk == "" || utf8.RuneCountInString(rk) > maxRoutingKey {
+				return nil, errs.Field(errs.InvalidArgument, key, "must be a string of 1 to %d characters", maxRoutingKey)
 			}
 			out.RoutingKey = rk
 		default:

@@ -1,9 +1,7 @@
 package server
 
 import (
-	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
 	"sort"
 	"strconv"
@@ -19,26 +17,6 @@ import (
 	"github.com/sluiceml/sluice/internal/vstats"
 )
 
-// decodeJSON decodes a control-plane body strictly (unknown keys are errors).
-func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
-	if !isJSON(r.Header.Get("Content-Type")) {
-		return errs.New(errs.UnsupportedMedia, "Content-Type must be application/json, got %q", r.Header.Get("Content-Type"))
-	}
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
-	if err != nil {
-		return errs.New(errs.PayloadTooLarge, "body exceeds 1 MiB")
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return errs.New(errs.InvalidArgument, "malformed body: %v", err)
-	}
-	if dec.More() {
-		return errs.New(errs.InvalidArgument, "malformed body: data after the JSON object")
-	}
-	return nil
-}
-
 // deployments routes /v1/deployments/{model}[...].
 func (s *Server) deployments(w http.ResponseWriter, r *http.Request) error {
 	tn, err := s.authenticate(r)
@@ -49,7 +27,10 @@ func (s *Server) deployments(w http.ResponseWriter, r *http.Request) error {
 	model, sub, _ := strings.Cut(rest, "/")
 	model, verb, _ := strings.Cut(model, ":")
 	if model == "" {
-		return errs.New(errs.NotFound, "no route for %s %s (see docs/api.md)", r.Method, r.URL.Path)
+		return errs.New(errs.NotFound, "no route for %s %s (see docs/api.md)", r.Method, errs.Clip(r.URL.Path))
+	}
+	if err := checkModelName(model); err != nil {
+		return err
 	}
 	if err := tn.Check(model); err != nil {
 		return err
@@ -78,6 +59,12 @@ func (s *Server) deployments(w http.ResponseWriter, r *http.Request) error {
 		}
 		var body api.RolloutAction
 		if err := decodeJSON(w, r, &body); err != nil {
+			return err
+		}
+		if body.To < 0 {
+			return errs.Field(errs.InvalidArgument, "to", "must be a version number (1, 2, …), or absent for the previous version; got %d", body.To)
+		}
+		if err := checkReason(body.Reason); err != nil {
 			return err
 		}
 		if _, err := s.ctl.Rollback(r.Context(), model, body.To, tn.Name, body.Reason); err != nil {
@@ -112,6 +99,12 @@ func (s *Server) deployments(w http.ResponseWriter, r *http.Request) error {
 			if err := decodeJSON(w, r, &body); err != nil {
 				return err
 			}
+			if body.To != 0 {
+				return errs.Field(errs.InvalidArgument, "to", "only a rollback takes a version")
+			}
+			if err := checkReason(body.Reason); err != nil {
+				return err
+			}
 			ro, err := s.ctl.Act(r.Context(), model, action, tn.Name, body.Reason)
 			if err != nil {
 				return err
@@ -120,7 +113,7 @@ func (s *Server) deployments(w http.ResponseWriter, r *http.Request) error {
 			return nil
 		}
 	}
-	return errs.New(errs.NotFound, "no route for %s %s (see docs/api.md)", r.Method, r.URL.Path)
+	return errs.New(errs.NotFound, "no route for %s %s (see docs/api.md)", r.Method, errs.Clip(r.URL.Path))
 }
 
 func (s *Server) stateOf(model string, n int) string {
@@ -199,6 +192,9 @@ func (s *Server) putDeployment(w http.ResponseWriter, r *http.Request, tn *tenan
 	if err := decodeJSON(w, r, &body); err != nil {
 		return err
 	}
+	if err := checkReason(body.Reason); err != nil {
+		return err
+	}
 	ts := make([]registry.Target, len(body.Targets))
 	for i, t := range body.Targets {
 		ts[i] = registry.Target{Version: t.Version, Weight: t.Weight, Shadow: t.Shadow}
@@ -250,16 +246,19 @@ func (s *Server) startRollout(w http.ResponseWriter, r *http.Request, tn *tenant
 	if err := decodeJSON(w, r, &body); err != nil {
 		return err
 	}
+	if err := checkReason(body.Reason); err != nil {
+		return err
+	}
 	if body.Version <= 0 {
 		return errs.Field(errs.InvalidArgument, "version", "is required: the version to roll out")
 	}
 	var plan *modelpkg.Release
 	if len(body.Plan) > 0 && string(body.Plan) != "null" {
 		plan = &modelpkg.Release{}
-		dec := json.NewDecoder(bytes.NewReader(body.Plan))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(plan); err != nil {
-			return errs.Field(errs.InvalidArgument, "plan", "%v (see docs/releases.md)", err)
+		if err := decodeControl(body.Plan, "plan", plan); err != nil {
+			e := errs.As(err)
+			e.Message += " (see docs/releases.md)"
+			return e
 		}
 	}
 	ro, err := s.ctl.Deploy(r.Context(), model, body.Version, plan, tn.Name, body.Reason)

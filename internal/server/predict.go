@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/propagation"
 
@@ -39,8 +40,8 @@ func (s *Server) predict(w http.ResponseWriter, r *http.Request, tn *tenant.Tena
 			}
 			in := gateway.Input{Instances: req.Instances, Deadline: req.Deadline, RoutingKey: req.RoutingKey}
 			if h := r.Header.Get("X-Routing-Key"); h != "" {
-				if len(h) > 256 {
-					return gateway.Input{}, errs.Field(errs.InvalidArgument, "X-Routing-Key", "must be at most 256 characters, got %d", len(h))
+				if n := utf8.RuneCountInString(h); n > maxRoutingKey {
+					return gateway.Input{}, errs.Field(errs.InvalidArgument, "X-Routing-Key", "must be at most %d characters, got %d", maxRoutingKey, n)
 				}
 				in.RoutingKey = h
 			}

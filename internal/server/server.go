@@ -275,6 +275,9 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) error {
 	}
 	rest := strings.TrimPrefix(r.URL.Path, "/v1/models/")
 	parts := strings.Split(rest, "/")
+	if err := checkModelName(strings.TrimSuffix(parts[0], ":predict")); err != nil {
+		return err
+	}
 	method := func(m string) error {
 		if r.Method != m {
 			w.Header().Set("Allow", m)
