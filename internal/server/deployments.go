@@ -213,7 +213,7 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request, model string) e
 	if at := r.URL.Query().Get("at"); at != "" {
 		t, err := time.Parse(time.RFC3339Nano, at)
 		if err != nil {
-			return errs.Field(errs.InvalidArgument, "at", "must be an RFC 3339 time like 2026-11-30T07:40:00Z, got %q", at)
+			return errs.Field(errs.InvalidArgument, "at", "must be an RFC 3339 time like 2026-11-30T07:40:00Z, got %q", errs.Clip(at))
 		}
 		p, err := s.ctl.PolicyAt(r.Context(), model, t)
 		if err != nil {
@@ -222,16 +222,32 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request, model string) e
 		writeJSON(w, http.StatusOK, policyJSON(p))
 		return nil
 	}
-	ps, es, err := s.ctl.History(r.Context(), model)
+	limit, err := pageLimit(r, defaultPage, maxHistoryPage)
 	if err != nil {
 		return err
 	}
+	afterPolicy, afterEvent, _, err := decodeCursor(r, "history")
+	if err != nil {
+		return err
+	}
+	// One more of each than asked says whether another page follows.
+	ps, es, err := s.ctl.HistoryPage(r.Context(), model, int(afterPolicy), afterEvent, limit+1)
+	if err != nil {
+		return err
+	}
+	more := len(ps) > limit || len(es) > limit
+	ps, es = ps[:min(len(ps), limit)], es[:min(len(es), limit)]
 	h := api.History{Model: model, Policies: []api.Policy{}, Events: []api.Event{}}
 	for _, p := range ps {
 		h.Policies = append(h.Policies, policyJSON(p))
+		afterPolicy = int64(p.Version)
 	}
 	for _, e := range es {
 		h.Events = append(h.Events, api.Event{At: e.At, Actor: e.Actor, Action: e.Action, What: e.What, Reason: e.Reason})
+		afterEvent = e.Seq
+	}
+	if more {
+		h.NextCursor = encodeCursor("history", afterPolicy, afterEvent)
 	}
 	writeJSON(w, http.StatusOK, h)
 	return nil

@@ -88,9 +88,11 @@ func (s *Server) writeAnswer(w http.ResponseWriter, r *http.Request, a *gateway.
 		w.Header().Set("Server-Timing", fmt.Sprintf("preprocess;dur=%.3f, queue;dur=%.3f, batch_wait;dur=%.3f, compute;dur=%.3f, total;dur=%.3f",
 			ms(t.Preprocess), ms(t.Queue), ms(t.BatchWait), ms(t.Compute), ms(time.Since(start))))
 	}
+	b := encode(a.Prediction)
 	w.Header().Set("Content-Type", "application/json")
+	setWriteDeadline(w, len(b))
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(encode(a.Prediction))
+	_, _ = w.Write(b)
 }
 
 // encodePrediction writes the response by hand: outputs as float32 in their

@@ -214,6 +214,7 @@ func (s *Server) renderError(w http.ResponseWriter, r *http.Request, id string, 
 	b, _ := json.Marshal(api.ErrorBody{Error: api.ErrorDetail{Code: string(e.Code), Message: msg, Field: e.Field, RequestID: id}})
 	b = append(b, '\n')
 	w.Header().Set("Content-Type", "application/json")
+	setWriteDeadline(w, len(b))
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
 	return status, b
@@ -226,6 +227,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 		b = []byte(`{"error":{"code":"internal","message":"encode response"}}`)
 	}
 	w.Header().Set("Content-Type", "application/json")
+	setWriteDeadline(w, len(b)+1)
 	w.WriteHeader(status)
 	_, _ = w.Write(append(b, '\n'))
 }
