@@ -16,8 +16,7 @@ import (
 // page's nextCursor, opaque to clients).
 const (
 	defaultPage    = 100
-	maxHistoryPage = 1000
-	maxRecordsPage = 1000 // below records.MaxLimit: a page asks the store for one more
+	maxHistoryPage = 1000 // records: records.MaxLimit (10000)
 )
 
 // pageLimit reads the limit query parameter: 1 to max, default def.

@@ -94,7 +94,7 @@ func TestHistoryPages(t *testing.T) {
 }
 
 // TestRecordsPages: GET /v1/records pages newest first by ?limit= (at most
-// 1000) and nextCursor, records created at the same time included.
+// 10000) and nextCursor, records created at the same time included.
 func TestRecordsPages(t *testing.T) {
 	store, err := records.Open(t.TempDir())
 	if err != nil {
@@ -132,7 +132,7 @@ func TestRecordsPages(t *testing.T) {
 	if fmt.Sprint(got) != "[r6 r5 r4 r3 r2 r1 r0]" {
 		t.Errorf("pages: %v", got)
 	}
-	for _, q := range []string{"limit=1001", "cursor=" + encodeCursor("history", 1, 2), "model=" + strings.Repeat("x", 100), "requestId=" + strings.Repeat("x", 200)} {
+	for _, q := range []string{"limit=10001", "cursor=" + encodeCursor("history", 1, 2), "model=" + strings.Repeat("x", 100), "requestId=" + strings.Repeat("x", 200)} {
 		if r := send(t, "GET", ts.URL+"/v1/records?"+q, "", nil); r.status != 400 {
 			t.Errorf("?%.40s: %d", q, r.status)
 		}

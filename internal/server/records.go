@@ -56,7 +56,7 @@ func (s *Server) listRecords(w http.ResponseWriter, r *http.Request) error {
 		}
 		f.Since = t
 	}
-	limit, err := pageLimit(r, defaultPage, maxRecordsPage)
+	limit, err := pageLimit(r, defaultPage, records.MaxLimit)
 	if err != nil {
 		return err
 	}
@@ -65,7 +65,9 @@ func (s *Server) listRecords(w http.ResponseWriter, r *http.Request) error {
 	} else if ok {
 		f.Before = &records.Position{CreatedAt: time.UnixMicro(at).UTC(), Row: row}
 	}
-	f.Limit = limit + 1 // one more says whether another page follows
+	// One more says whether another page follows; at the store's maximum
+	// a full page gets a cursor (whose page may be empty).
+	f.Limit = min(limit+1, records.MaxLimit)
 	if f.Model != "" {
 		if err := tn.Check(f.Model); err != nil {
 			return err
@@ -76,7 +78,7 @@ func (s *Server) listRecords(w http.ResponseWriter, r *http.Request) error {
 		return errs.Wrap(errs.Unavailable, err, "records store")
 	}
 	out := api.Records{Records: []api.Record{}}
-	if len(rs) > limit {
+	if len(rs) > limit || (len(rs) == limit && limit == records.MaxLimit) {
 		rs = rs[:limit]
 		last := rs[limit-1]
 		out.NextCursor = encodeCursor("records", last.CreatedAt.UnixMicro(), last.Row)
