@@ -36,19 +36,33 @@ func newRecordsCmd() *cobra.Command {
 			if version > 0 {
 				q.Set("version", strconv.Itoa(version))
 			}
-			q.Set("limit", strconv.Itoa(limit))
+			if limit <= 0 {
+				return fmt.Errorf("--limit must be at least 1, got %d", limit)
+			}
 			w := cmd.OutOrStdout()
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			// fetch gets the newest --limit records, following the
+			// server's pages (at most 1000 records each) by nextCursor.
 			fetch := func() ([]api.Record, error) {
-				var rs api.Records
-				r, err := c.Do(cmd.Context(), "GET", "/v1/records?"+q.Encode(), nil, nil)
-				if err != nil {
-					return nil, err
+				var out []api.Record
+				q.Del("cursor")
+				for len(out) < limit {
+					q.Set("limit", strconv.Itoa(min(limit-len(out), 1000)))
+					var rs api.Records
+					r, err := c.Do(cmd.Context(), "GET", "/v1/records?"+q.Encode(), nil, nil)
+					if err != nil {
+						return nil, err
+					}
+					if err := json.Unmarshal(r.Body, &rs); err != nil {
+						return nil, err
+					}
+					out = append(out, rs.Records...)
+					if rs.NextCursor == "" {
+						break
+					}
+					q.Set("cursor", rs.NextCursor)
 				}
-				if err := json.Unmarshal(r.Body, &rs); err != nil {
-					return nil, err
-				}
-				return rs.Records, nil
+				return out, nil
 			}
 			print := func(rs []api.Record, header bool) {
 				if asJSON {

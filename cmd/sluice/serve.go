@@ -268,6 +268,7 @@ func newServeCmd() *cobra.Command {
 	f.BoolVar(&noDrift, "no-drift", false, "do not run drift monitors, even for models that declare drift:")
 	f.DurationVar(&cfg.IdempotencyWindow, "idempotency-window", 10*time.Minute, "a retry with the same X-Request-Id within this window replays the first answer (negative: off)")
 	f.DurationVar(&deleteQuiet, "delete-quiet", control.DefaultDeleteQuiet, "sluice delete MODEL is refused unless the model had no predict call for this long (0: no check); traffic before the server started counts as traffic at its start")
+	f.Int64Var(&cfg.IdempotencyMaxBytes, "idempotency-max-bytes", records.DefaultMaxBytes, "bytes the answers kept for replay may hold; the oldest go first")
 	f.DurationVar(&grace, "grace", 30*time.Second, "how long shutdown waits for in-flight and queued requests")
 	f.IntVar(&workers, "workers", 0, "start and supervise N local worker processes that host the replicas (0: replicas in this process, no hop)")
 	f.StringVar(&pprofAddr, "pprof-addr", "", "serve Go profiles (/debug/pprof/) on this admin address, e.g. 127.0.0.1:6060 (default: off)")

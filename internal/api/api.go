@@ -201,6 +201,9 @@ type History struct {
 	Model    string   `json:"model"`
 	Policies []Policy `json:"policies"`
 	Events   []Event  `json:"events"`
+	// NextCursor, when set, fetches the next page (?cursor=): more
+	// policies or events follow.
+	NextCursor string `json:"nextCursor,omitempty"`
 }
 
 // StartRollout is the body of POST /v1/deployments/{model}/rollout.
@@ -279,6 +282,8 @@ type Record struct {
 // Records is GET /v1/records.
 type Records struct {
 	Records []Record `json:"records"`
+	// NextCursor, when set, fetches the next (older) page (?cursor=).
+	NextCursor string `json:"nextCursor,omitempty"`
 }
 
 // Change is the optional body of archive, load and delete calls: why, for

@@ -82,13 +82,27 @@ func (c *Client) Rollback(ctx context.Context, model string, to int, reason stri
 	return &d, nil
 }
 
-// History returns model's policy history and audit events.
+// History returns model's whole policy history and audit events, following
+// the pages (nextCursor) of GET /v1/deployments/{model}/history.
 func (c *Client) History(ctx context.Context, model string) (*api.History, error) {
-	var h api.History
-	if err := c.getJSON(ctx, depPath(model)+"/history", &h); err != nil {
-		return nil, err
+	var all api.History
+	for cursor := ""; ; {
+		path := depPath(model) + "/history?limit=1000"
+		if cursor != "" {
+			path += "&cursor=" + url.QueryEscape(cursor)
+		}
+		var h api.History
+		if err := c.getJSON(ctx, path, &h); err != nil {
+			return nil, err
+		}
+		all.Model = h.Model
+		all.Policies = append(all.Policies, h.Policies...)
+		all.Events = append(all.Events, h.Events...)
+		if h.NextCursor == "" || h.NextCursor == cursor {
+			return &all, nil
+		}
+		cursor = h.NextCursor
 	}
-	return &h, nil
 }
 
 // PolicyAt returns the policy in force at t.

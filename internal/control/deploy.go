@@ -50,6 +50,18 @@ func (c *Controller) History(ctx context.Context, model string) ([]registry.Poli
 	return ps, es, nil
 }
 
+// HistoryPage returns at most limit policies of model after policy version
+// afterPolicy and at most limit audit events after afterEvent (an
+// Event.Seq), oldest first: one page of History.
+func (c *Controller) HistoryPage(ctx context.Context, model string, afterPolicy int, afterEvent int64, limit int) ([]registry.Policy, []registry.Event, error) {
+	ps, err := c.store.PolicyPage(ctx, model, afterPolicy, limit)
+	if err != nil {
+		return nil, nil, err
+	}
+	es, err := c.store.EventPage(ctx, model, afterEvent, limit)
+	return ps, es, err
+}
+
 // PolicyAt returns the policy of model in force at t.
 func (c *Controller) PolicyAt(ctx context.Context, model string, t time.Time) (registry.Policy, error) {
 	return c.store.PolicyAt(ctx, model, t)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+	"unicode/utf8"
 
 	"google.golang.org/grpc/codes"
 )
@@ -140,14 +141,68 @@ func (e *Error) Unwrap() error { return e.Err }
 
 func startsWith(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }
 
+// Bounds of what an error shows. A message quotes an input value through
+// Clip (at most MaxQuote characters); New, Field and Wrap cut a whole
+// message at MaxMessage bytes and a field path at MaxField bytes, and
+// Bounded does the same to an Error built by hand, so that no input makes
+// an error body (or an answer kept for replay) large.
+const (
+	MaxQuote   = 64
+	MaxMessage = 4096
+	MaxField   = 256
+)
+
+// Clip returns s cut to MaxQuote characters, with "…" when it was longer:
+// how a message quotes a value from the input (a number literal, a key, a
+// category).
+func Clip(s string) string { return clipRunes(s, MaxQuote) }
+
+func clipRunes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := 0
+	for k := 0; k < n && i < len(s); k++ {
+		_, w := utf8.DecodeRuneInString(s[i:])
+		i += w
+	}
+	if i >= len(s) {
+		return s
+	}
+	return s[:i] + "…"
+}
+
+// clipBytes cuts s to at most n bytes (at a rune boundary) plus "…".
+func clipBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := n
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
+}
+
+// Bounded returns e with its message and field cut to MaxMessage and
+// MaxField bytes (e itself when they fit). Transports render through it.
+func Bounded(e *Error) *Error {
+	if e == nil || (len(e.Message) <= MaxMessage && len(e.Field) <= MaxField) {
+		return e
+	}
+	c := *e
+	c.Message, c.Field = clipBytes(c.Message, MaxMessage), clipBytes(c.Field, MaxField)
+	return &c
+}
+
 // New returns an error with a code and a formatted message.
 func New(c Code, format string, args ...any) *Error {
-	return &Error{Code: c, Message: fmt.Sprintf(format, args...)}
+	return &Error{Code: c, Message: clipBytes(fmt.Sprintf(format, args...), MaxMessage)}
 }
 
 // Field returns an error about one input field.
 func Field(c Code, field, format string, args ...any) *Error {
-	return &Error{Code: c, Field: field, Message: fmt.Sprintf(format, args...)}
+	return &Error{Code: c, Field: clipBytes(field, MaxField), Message: clipBytes(fmt.Sprintf(format, args...), MaxMessage)}
 }
 
 // Wrap gives err a code, keeping it as the cause.
@@ -156,7 +211,7 @@ func Wrap(c Code, err error, format string, args ...any) *Error {
 	if err != nil {
 		msg += ": " + err.Error()
 	}
-	return &Error{Code: c, Message: msg, Err: err}
+	return &Error{Code: c, Message: clipBytes(msg, MaxMessage), Err: err}
 }
 
 // As extracts an *Error from err's chain; a plain error becomes Internal.
@@ -168,7 +223,7 @@ func As(err error) *Error {
 	if errors.As(err, &e) {
 		return e
 	}
-	return &Error{Code: Internal, Message: err.Error(), Err: err}
+	return &Error{Code: Internal, Message: clipBytes(err.Error(), MaxMessage), Err: err}
 }
 
 // CodeOf returns the code of err ("" for nil).

@@ -141,6 +141,7 @@ func (g *Gateway) Predict(ctx context.Context, c Call) *Answer {
 		return a
 	}
 	tn := c.Tenant
+	var reached bool // the rows reached a model: an error answer is worth replaying
 	rec := records.Record{RequestID: c.RequestID, Tenant: tn.Name, Model: c.Model, Version: c.Version, CreatedAt: c.Received.UTC(), Attempts: 1,
 		Retryable: g.Idem != nil && c.Idempotent}
 	var idemKey bool
@@ -175,10 +176,17 @@ func (g *Gateway) Predict(ctx context.Context, c Call) *Answer {
 			}
 		}
 		status := a.Status()
-		if idemKey {
+		switch {
+		case !idemKey:
+		case a.Err != nil && !reached:
+			// Routing, validation and quota answers are what a retry
+			// computes again: keeping them would only hold memory (a 400
+			// quotes the input).
+			g.Idem.Abort(tn.Name, c.RequestID)
+		default:
 			kept := *a
 			kept.Timing = Timing{}
-			g.Idem.Keep(tn.Name, c.RequestID, records.Response{Status: status, Value: &kept})
+			g.Idem.Keep(tn.Name, c.RequestID, records.Response{Status: status, Value: &kept, Size: kept.size()})
 		}
 		span.SetAttributes(attribute.Int("sluice.version", rec.Version), attribute.String("sluice.outcome", rec.Outcome))
 		if c.Transport == OIPGRPC {
@@ -243,6 +251,7 @@ func (g *Gateway) Predict(ctx context.Context, c Call) *Answer {
 		// counts every attempt of this logical request.
 		rec.Attempts += res.Attempts - 1
 	}
+	reached = res != nil && res.Submitted
 	if res != nil && res.Target != nil {
 		tg := res.Target
 		a.ModelVersion = tg.ID
@@ -261,6 +270,22 @@ func (g *Gateway) Predict(ctx context.Context, c Call) *Answer {
 		attribute.Float64("sluice.preprocess_ms", ms(res.Preprocess)), attribute.Float64("sluice.queue_ms", ms(res.Timing.Queue)),
 		attribute.Float64("sluice.batch_wait_ms", ms(res.Timing.BatchWait)), attribute.Float64("sluice.compute_ms", ms(res.Timing.Compute)))
 	return finish(nil)
+}
+
+// size is how many bytes a kept answer holds: its outputs and its strings
+// (what the idempotency cache counts against --idempotency-max-bytes).
+func (a *Answer) size() int {
+	n := 128 + len(a.RequestID) + len(a.ModelVersion)
+	if p := a.Prediction; p != nil {
+		n += 96 + len(p.Model) + len(p.ID) + len(p.InputSchema) + len(p.OutputSchema) + 4*len(p.Out.Data)
+		for _, o := range p.Outputs {
+			n += 16 + len(o)
+		}
+	}
+	if e := a.Err; e != nil {
+		n += 64 + len(e.Message) + len(e.Field) + len(e.Reason)
+	}
+	return n
 }
 
 // replay answers a retry with the first attempt's answer and counts the

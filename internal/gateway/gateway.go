@@ -72,6 +72,9 @@ type Response struct {
 	// Attempts is how many workers computed (or were tried for) the
 	// request when a backend retried it elsewhere (0 or 1: one attempt).
 	Attempts int
+	// Submitted: the rows reached the version's server (an error came
+	// from the model's side, not from routing, validation or quota).
+	Submitted bool
 }
 
 // run routes and runs req. On error, a non-nil Response names the version
@@ -106,11 +109,11 @@ func (g *Gateway) run(ctx context.Context, req Request) (*Response, error) {
 	}
 	res, err := g.predict(ctx, tn, tg, req)
 	if err != nil {
-		attempts := 0
+		attempts, submitted := 0, false
 		if res != nil {
-			attempts = res.Attempts
+			attempts, submitted = res.Attempts, res.Submitted
 		}
-		res = &Response{Target: tg, Attempts: attempts} // the caller may still name the version that refused
+		res = &Response{Target: tg, Attempts: attempts, Submitted: submitted} // the caller may still name the version that refused
 	}
 	g.observe(tn, tg, req, res, err)
 	if g.Stats != nil {
@@ -183,7 +186,7 @@ func (g *Gateway) predict(ctx context.Context, tn *tenant.Tenant, tg *routing.Ta
 		if e := errs.As(err); e.Code == errs.DeadlineExceeded || e.Code == errs.ExpiredInQueue {
 			e.Message = fmt.Sprintf("%s (deadline %s)", e.Message, d)
 		}
-		return &Response{Target: tg, Attempts: res.Attempts}, err
+		return &Response{Target: tg, Attempts: res.Attempts, Submitted: true}, err
 	}
 	if tg.Drift != nil && rows.Tokens == nil {
 		for i := 0; i < n; i++ {
@@ -192,7 +195,7 @@ func (g *Gateway) predict(ctx context.Context, tn *tenant.Tenant, tg *routing.Ta
 	}
 	if dl, _ := ctx.Deadline(); !time.Now().Before(dl) {
 		// Finished, but too late to be useful: never answer 200 after the deadline.
-		return nil, errs.New(errs.DeadlineExceeded, "deadline %s passed as the result arrived", d)
+		return &Response{Target: tg, Attempts: res.Attempts, Submitted: true}, errs.New(errs.DeadlineExceeded, "deadline %s passed as the result arrived", d)
 	}
 	return &Response{Target: tg, Out: res.Out, Timing: res.Timing, Preprocess: pre, Attempts: res.Attempts}, nil
 }

@@ -152,6 +152,10 @@ type Spec struct {
 
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
 
+// ValidName says whether name is a model name: lowercase letters, digits
+// and '-', starting with a letter or digit, at most 63 characters.
+func ValidName(name string) bool { return len(name) <= 63 && nameRE.MatchString(name) }
+
 // Parse decodes and validates model.yaml. file names the file in messages.
 func Parse(file string, data []byte) (*Spec, error) {
 	if len(data) > MaxManifestBytes {
@@ -180,7 +184,7 @@ func validate(m *Manifest) (*Spec, []Problem) {
 	switch {
 	case m.Name == "":
 		add("name", "is required")
-	case len(m.Name) > 63 || !nameRE.MatchString(m.Name):
+	case !ValidName(m.Name):
 		add("name", "%q is not a valid model name (lowercase letters, digits and '-', starting with a letter or digit, at most 63 characters)", m.Name)
 	}
 	if m.Runtime == "" {

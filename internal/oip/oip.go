@@ -71,7 +71,7 @@ type Request struct {
 }
 
 func tensorErr(name, format string, args ...any) *errs.Error {
-	return errs.New(errs.InvalidArgument, "input %q: %s", name, fmt.Sprintf(format, args...))
+	return errs.New(errs.InvalidArgument, "input %q: %s", errs.Clip(name), fmt.Sprintf(format, args...))
 }
 
 // elements checks a shape and returns its element count.
@@ -337,7 +337,7 @@ func SelectOutputs(names, requested []string) ([]int, error) {
 	seen := map[string]bool{}
 	for _, r := range requested {
 		if seen[r] {
-			return nil, errs.New(errs.InvalidArgument, "output %q: requested twice", r)
+			return nil, errs.New(errs.InvalidArgument, "output %q: requested twice", errs.Clip(r))
 		}
 		seen[r] = true
 		j := -1
@@ -347,7 +347,7 @@ func SelectOutputs(names, requested []string) ([]int, error) {
 			}
 		}
 		if j < 0 {
-			return nil, errs.New(errs.InvalidArgument, "output %q: unknown output (the model has: %s)", r, strings.Join(names, ", "))
+			return nil, errs.New(errs.InvalidArgument, "output %q: unknown output (the model has: %s)", errs.Clip(r), strings.Join(names, ", "))
 		}
 		cols = append(cols, j)
 	}
@@ -397,7 +397,7 @@ func ParseVersion(s string) (int, error) {
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil || n <= 0 {
-		return 0, errs.Field(errs.InvalidArgument, "version", "%q is not a version number (1, 2, …)", s)
+		return 0, errs.Field(errs.InvalidArgument, "version", "%q is not a version number (1, 2, …)", errs.Clip(s))
 	}
 	return n, nil
 }

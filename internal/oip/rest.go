@@ -8,6 +8,7 @@ import (
 	"math"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sluiceml/sluice/internal/errs"
 	"github.com/sluiceml/sluice/internal/gateway"
@@ -131,7 +132,7 @@ func requestParam(out *Request, name string, tok any, maxDeadline time.Duration)
 		case json.Number:
 			f, err := strconv.ParseFloat(string(x), 64)
 			if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-				return errs.Field(errs.InvalidArgument, field, "invalid number %s", x)
+				return errs.Field(errs.InvalidArgument, field, "invalid number %s", errs.Clip(string(x)))
 			}
 			ms = f
 		case int64:
@@ -142,13 +143,16 @@ func requestParam(out *Request, name string, tok any, maxDeadline time.Duration)
 		if ms <= 0 {
 			return errs.Field(errs.InvalidArgument, field, "must be > 0, got %v", ms)
 		}
+		if ms < 0.001 {
+			return errs.Field(errs.InvalidArgument, field, "must be at least 0.001 (1µs), got %v", ms)
+		}
 		if ms > float64(maxDeadline)/float64(time.Millisecond) {
 			return errs.Field(errs.InvalidArgument, field, "must be at most %d (the server's maximum deadline), got %v", maxDeadline.Milliseconds(), ms)
 		}
 		out.DeadlineMs = ms
 	case "routing_key":
 		rk, ok := tok.(string)
-		if !ok || rk == "" || len(rk) > 256 {
+		if !ok || rk == "" || utf8.RuneCountInString(rk) > 256 {
 			return errs.Field(errs.InvalidArgument, field, "must be a string of 1 to 256 characters")
 		}
 		out.RoutingKey = rk
@@ -233,10 +237,10 @@ func readTensor(dec *json.Decoder, path string) (Tensor, error) {
 		}
 		where := path
 		if t.Name != "" {
-			where = fmt.Sprintf("input %q", t.Name)
+			where = fmt.Sprintf("input %q", errs.Clip(t.Name))
 		}
 		if seen[k] {
-			return t, errs.New(errs.InvalidArgument, "%s: duplicate key %q", where, k)
+			return t, errs.New(errs.InvalidArgument, "%s: duplicate key %q", where, errs.Clip(k))
 		}
 		seen[k] = true
 		switch k {
@@ -275,7 +279,7 @@ func readTensor(dec *json.Decoder, path string) (Tensor, error) {
 			}
 		case "parameters":
 			if err := readParams(dec, where+".parameters", func(name string, _ json.Token) error {
-				return errs.New(errs.InvalidArgument, "%s: unknown parameter %q (input tensors take none)", where, name)
+				return errs.New(errs.InvalidArgument, "%s: unknown parameter %q (input tensors take none)", where, errs.Clip(name))
 			}); err != nil {
 				return t, err
 			}
@@ -290,13 +294,13 @@ func readTensor(dec *json.Decoder, path string) (Tensor, error) {
 				t.Data = []schema.Value{}
 			}
 		default:
-			return t, errs.New(errs.InvalidArgument, "%s: unknown key %q (expected name, shape, datatype, parameters, data)", where, k)
+			return t, errs.New(errs.InvalidArgument, "%s: unknown key %q (expected name, shape, datatype, parameters, data)", where, errs.Clip(k))
 		}
 	}
 	if _, err := schema.JSONToken(dec, path); err != nil { // '}'
 		return t, err
 	}
-	where := fmt.Sprintf("input %q", t.Name)
+	where := fmt.Sprintf("input %q", errs.Clip(t.Name))
 	switch {
 	case t.Name == "":
 		return t, errs.New(errs.InvalidArgument, "%s: name is required", path)
@@ -360,7 +364,7 @@ func readOutput(dec *json.Decoder, path string) (string, error) {
 			return "", err
 		}
 		if seen[k] {
-			return "", errs.New(errs.InvalidArgument, "%s: duplicate key %q", path, k)
+			return "", errs.New(errs.InvalidArgument, "%s: duplicate key %q", path, errs.Clip(k))
 		}
 		seen[k] = true
 		switch k {
@@ -373,12 +377,12 @@ func readOutput(dec *json.Decoder, path string) (string, error) {
 				if b, ok := tok.(bool); p == "binary_data" && ok && !b {
 					return nil
 				}
-				return errs.New(errs.InvalidArgument, "%s: parameter %q is not supported (outputs are JSON; binary_data must be false)", path, p)
+				return errs.New(errs.InvalidArgument, "%s: parameter %q is not supported (outputs are JSON; binary_data must be false)", path, errs.Clip(p))
 			}); err != nil {
 				return "", err
 			}
 		default:
-			return "", errs.New(errs.InvalidArgument, "%s: unknown key %q (expected name, parameters)", path, k)
+			return "", errs.New(errs.InvalidArgument, "%s: unknown key %q (expected name, parameters)", path, errs.Clip(k))
 		}
 	}
 	if _, err := schema.JSONToken(dec, path); err != nil {
@@ -452,8 +456,8 @@ func EncodeError(e *errs.Error) []byte {
 func Input(g *gateway.Gateway, req *Request, model string, version int, id, routingHeader string) (gateway.Input, error) {
 	rk := req.RoutingKey
 	if routingHeader != "" {
-		if len(routingHeader) > 256 {
-			return gateway.Input{}, errs.Field(errs.InvalidArgument, "X-Routing-Key", "must be at most 256 characters, got %d", len(routingHeader))
+		if n := utf8.RuneCountInString(routingHeader); n > 256 {
+			return gateway.Input{}, errs.Field(errs.InvalidArgument, "X-Routing-Key", "must be at most 256 characters, got %d", n)
 		}
 		rk = routingHeader
 	}

@@ -23,7 +23,7 @@ func Status(err error) error {
 	if err == nil {
 		return nil
 	}
-	e := errs.As(err)
+	e := errs.Bounded(errs.As(err))
 	st := status.New(errs.GRPCCode(e.Code), e.Error())
 	md := map[string]string{}
 	if e.Field != "" {

@@ -54,6 +54,26 @@ type Response struct {
 	Header http.Header // the subset the caller chose to keep (Content-Type, …)
 	Body   []byte
 	Value  any
+	// Size is how many bytes Value holds (its outputs and strings), which
+	// only the caller knows; the cache adds Header, Body and its own
+	// bookkeeping, and counts the sum against its byte bound.
+	Size int
+}
+
+// entryOverhead approximates what an entry costs beyond its answer: the
+// map slot, the list element, the entry and the key strings' headers.
+const entryOverhead = 256
+
+// size is what an entry holding r for key k and hash costs the cache.
+func (r Response) size(k key, hash string) int64 {
+	n := int64(entryOverhead + len(k.tenant) + len(k.id) + len(hash) + len(r.Body) + r.Size)
+	for name, vs := range r.Header {
+		n += int64(len(name))
+		for _, v := range vs {
+			n += int64(len(v))
+		}
+	}
+	return n
 }
 
 // Cacheable says whether an answer with status is kept for replay: answers
@@ -112,14 +132,19 @@ type entry struct {
 	aborted bool
 	expires time.Time     // completed entries only
 	elem    *list.Element // in Idempotency.doneList once completed
+	size    int64         // completed entries only: what it counts against maxBytes
 }
 
 // Idempotency remembers answers by (tenant, request id) for a window, so a
 // retried request gets the first answer instead of a second computation. A
-// request id of one tenant never matches another tenant's.
+// request id of one tenant never matches another tenant's. It is bounded
+// twice: at most maxEntries ids, and at most maxBytes held by completed
+// answers (Response.size); the oldest answers go first, and an answer
+// larger than the whole byte bound is not kept.
 type Idempotency struct {
-	window time.Duration
-	max    int
+	window   time.Duration
+	max      int
+	maxBytes int64
 	// Now is the clock; tests replace it before use.
 	Now func() time.Time
 	// Started is when the cache began remembering (NewIdempotency: now);
@@ -127,28 +152,34 @@ type Idempotency struct {
 	// set it with Now.
 	Started time.Time
 
-	mu       sync.Mutex // guards entries and doneList
+	mu       sync.Mutex // guards entries, doneList and bytes
 	entries  map[key]*entry
 	doneList *list.List // completed entries, oldest completion first
 	evicted  time.Time  // the latest window end of an answer evicted before it expired
+	bytes    int64      // sum of the completed entries' sizes
 }
 
 // Idempotency defaults.
 const (
 	DefaultWindow     = 10 * time.Minute
 	DefaultMaxEntries = 100000
+	DefaultMaxBytes   = 64 << 20
 )
 
-// NewIdempotency returns a cache keeping answers for window (default 10m)
-// and at most maxEntries (default 100000) ids; the oldest answers go first.
-func NewIdempotency(window time.Duration, maxEntries int) *Idempotency {
+// NewIdempotency returns a cache keeping answers for window (default 10m),
+// at most maxEntries ids (default 100000) and at most maxBytes of answers
+// (default 64 MiB); the oldest answers go first.
+func NewIdempotency(window time.Duration, maxEntries int, maxBytes int64) *Idempotency {
 	if window <= 0 {
 		window = DefaultWindow
 	}
 	if maxEntries <= 0 {
 		maxEntries = DefaultMaxEntries
 	}
-	return &Idempotency{window: window, max: maxEntries, Now: time.Now, Started: time.Now(), entries: map[key]*entry{}, doneList: list.New()}
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxBytes
+	}
+	return &Idempotency{window: window, max: maxEntries, maxBytes: maxBytes, Now: time.Now, Started: time.Now(), entries: map[key]*entry{}, doneList: list.New()}
 }
 
 // Begin looks (tenant, requestID) up. A New outcome reserves the id: the
@@ -193,19 +224,37 @@ func (c *Idempotency) Complete(tenant, requestID string, status int, header http
 }
 
 // Keep is Complete with a whole Response (its Value included); r is kept
-// as given.
+// as given. The oldest answers are dropped until r fits the byte bound; an
+// answer larger than the whole bound is not kept (Keep acts as Abort: a
+// retry computes again).
 func (c *Idempotency) Keep(tenant, requestID string, r Response) {
 	if !Cacheable(r.Status) {
 		c.Abort(tenant, requestID)
 		return
 	}
+	k := key{tenant, requestID}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, ok := c.entries[key{tenant, requestID}]
+	e, ok := c.entries[k]
 	if !ok || e.elem != nil {
 		return
 	}
+	size := r.size(k, e.hash)
+	if size > c.maxBytes {
+		e.aborted = true
+		c.removeLocked(e)
+		return
+	}
+	for c.bytes+size > c.maxBytes {
+		old := c.doneList.Front().Value.(*entry) // non-empty: bytes > 0
+		if old.expires.After(c.evicted) {
+			c.evicted = old.expires // the store must answer its retries (MayHaveForgotten)
+		}
+		c.removeLocked(old)
+	}
 	e.resp = r
+	e.size = size
+	c.bytes += size
 	e.expires = c.Now().Add(c.window)
 	e.elem = c.doneList.PushBack(e)
 	close(e.done)
@@ -245,6 +294,14 @@ func (c *Idempotency) Len() int {
 	return len(c.entries)
 }
 
+// Bytes is what the completed answers the cache holds count against its
+// byte bound.
+func (c *Idempotency) Bytes() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.bytes
+}
+
 // expireLocked drops completed entries whose window has passed. Completion
 // order is expiry order, so it stops at the first live one.
 func (c *Idempotency) expireLocked(now time.Time) {
@@ -263,6 +320,7 @@ func (c *Idempotency) removeLocked(e *entry) {
 	delete(c.entries, e.key)
 	if e.elem != nil {
 		c.doneList.Remove(e.elem)
+		c.bytes -= e.size
 		return
 	}
 	close(e.done)

@@ -243,7 +243,7 @@ func (c *clock) Now() time.Time          { c.mu.Lock(); defer c.mu.Unlock(); ret
 func (c *clock) Advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
 
 func newCache(window time.Duration, max int) (*Idempotency, *clock) {
-	c := NewIdempotency(window, max)
+	c := NewIdempotency(window, max, 0)
 	clk := &clock{t: t0}
 	c.Now = clk.Now
 	return c, clk
@@ -360,7 +360,7 @@ func TestIdempotencyWait(t *testing.T) {
 }
 
 func TestIdempotencyConcurrentBegin(t *testing.T) {
-	c := NewIdempotency(time.Minute, 100)
+	c := NewIdempotency(time.Minute, 100, 0)
 	const n = 16
 	var mu sync.Mutex
 	kinds := map[Kind]int{}

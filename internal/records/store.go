@@ -38,6 +38,9 @@ type Record struct {
 	// with one needs its Row (the Writer assigns rows). List does not
 	// return it.
 	Saved *Saved
+	// Row is the store's row id, set by List: with CreatedAt, the
+	// record's place in a listing (Filter.Before).
+	Row int64
 
 	// Retryable marks a record whose request id the client chose, so a
 	// retry may bump its attempts: the writer remembers its row for that.
@@ -58,6 +61,16 @@ type Filter struct {
 	// these globs (path.Match syntax, as in the tenants file): the models
 	// a tenant may act on. An empty, non-nil list matches nothing.
 	Models []string
+	// Before, when set, lists only records after it in List's order
+	// (older, or as old with a smaller row): the next page after a
+	// listing whose last record was Before.
+	Before *Position
+}
+
+// Position is a record's place in List's order: its CreatedAt and Row.
+type Position struct {
+	CreatedAt time.Time
+	Row       int64
 }
 
 // Matches reports whether model is selected by f.Models.
@@ -426,6 +439,11 @@ func (s *SQLite) List(ctx context.Context, f Filter) ([]Record, error) {
 		}
 		where = append(where, "("+strings.Join(ors, " OR ")+")")
 	}
+	if b := f.Before; b != nil {
+		at := b.CreatedAt.UnixMicro()
+		where = append(where, "(created_at < ? OR (created_at = ? AND id < ?))")
+		args = append(args, at, at, b.Row)
+	}
 	limit := f.Limit
 	if limit <= 0 {
 		limit = DefaultLimit
@@ -433,7 +451,7 @@ func (s *SQLite) List(ctx context.Context, f Filter) ([]Record, error) {
 	if limit > MaxLimit {
 		limit = MaxLimit
 	}
-	q := `SELECT request_id, tenant, model, version, latency_ms, outcome, input_hash, created_at, attempts, input FROM records`
+	q := `SELECT id, request_id, tenant, model, version, latency_ms, outcome, input_hash, created_at, attempts, input FROM records`
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
@@ -448,7 +466,7 @@ func (s *SQLite) List(ctx context.Context, f Filter) ([]Record, error) {
 	for rows.Next() {
 		var r Record
 		var created int64
-		if err := rows.Scan(&r.RequestID, &r.Tenant, &r.Model, &r.Version, &r.LatencyMs, &r.Outcome, &r.InputHash, &created, &r.Attempts, &r.Input); err != nil {
+		if err := rows.Scan(&r.Row, &r.RequestID, &r.Tenant, &r.Model, &r.Version, &r.LatencyMs, &r.Outcome, &r.InputHash, &created, &r.Attempts, &r.Input); err != nil {
 			return nil, fmt.Errorf("records: list: %w", err)
 		}
 		r.CreatedAt = time.UnixMicro(created).UTC()

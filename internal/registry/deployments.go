@@ -58,6 +58,7 @@ type Policy struct {
 
 // Event is one audit event: a policy change or a rollout action.
 type Event struct {
+	Seq    int64     `json:"-"` // its place in the audit log (set by Events and EventPage)
 	Model  string    `json:"model"`
 	At     time.Time `json:"at"`
 	Actor  string    `json:"actor"`
@@ -165,9 +166,34 @@ func (s *SQLite) PolicyAt(ctx context.Context, model string, t time.Time) (Polic
 	return p, nil
 }
 
+// PolicyPage returns at most limit policies of model with a version above
+// after, oldest first.
+func (s *SQLite) PolicyPage(ctx context.Context, model string, after, limit int) ([]Policy, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+policyCols+` FROM policies WHERE model=? AND version>? ORDER BY version LIMIT ?`, model, after, limit)
+	if err != nil {
+		return nil, storeErr(err)
+	}
+	defer rows.Close()
+	var out []Policy
+	for rows.Next() {
+		p, err := scanPolicy(rows)
+		if err != nil {
+			return nil, storeErr(err)
+		}
+		out = append(out, p)
+	}
+	return out, storeErr(rows.Err())
+}
+
 // Events returns the audit events of model, oldest first.
 func (s *SQLite) Events(ctx context.Context, model string) ([]Event, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT model, at, actor, action, what, reason FROM audit WHERE model=? ORDER BY id`, model)
+	return s.EventPage(ctx, model, 0, -1)
+}
+
+// EventPage returns at most limit (< 0: every) audit events of model
+// after the one with Seq after, oldest first.
+func (s *SQLite) EventPage(ctx context.Context, model string, after int64, limit int) ([]Event, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT id, model, at, actor, action, what, reason FROM audit WHERE model=? AND id>? ORDER BY id LIMIT ?`, model, after, limit)
 	if err != nil {
 		return nil, storeErr(err)
 	}
@@ -176,7 +202,7 @@ func (s *SQLite) Events(ctx context.Context, model string) ([]Event, error) {
 	for rows.Next() {
 		var e Event
 		var at int64
-		if err := rows.Scan(&e.Model, &at, &e.Actor, &e.Action, &e.What, &e.Reason); err != nil {
+		if err := rows.Scan(&e.Seq, &e.Model, &at, &e.Actor, &e.Action, &e.What, &e.Reason); err != nil {
 			return nil, storeErr(err)
 		}
 		e.At = time.UnixMicro(at).UTC()

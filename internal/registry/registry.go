@@ -114,6 +114,9 @@ type Deployments interface {
 	// Policies returns the policy history of model, oldest first (all
 	// models, by model then version, when model is "").
 	Policies(ctx context.Context, model string) ([]Policy, error)
+	// PolicyPage returns at most limit policies of model with a policy
+	// version above after, oldest first.
+	PolicyPage(ctx context.Context, model string, after, limit int) ([]Policy, error)
 	// PolicyAt returns the policy of model in force at t; NotFound if none.
 	PolicyAt(ctx context.Context, model string, t time.Time) (Policy, error)
 	// SaveRollout stores the latest rollout state of model (an opaque
@@ -128,8 +131,12 @@ type Deployments interface {
 type AuditLog interface {
 	// Audit records an event that is not a policy change (rollout actions).
 	Audit(ctx context.Context, e Event) error
-	// Events returns the audit events of model, oldest first.
+	// Events returns the audit events of model, oldest first, each with
+	// its Seq.
 	Events(ctx context.Context, model string) ([]Event, error)
+	// EventPage returns at most limit (< 0: every) events of model whose
+	// Seq is above after, oldest first.
+	EventPage(ctx context.Context, model string, after int64, limit int) ([]Event, error)
 }
 
 // Store is everything the control plane reads and writes.

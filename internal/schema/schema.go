@@ -390,7 +390,7 @@ func (s *Schema) Tokens(path string, inst Instance) ([]int64, error) {
 	for i := range inst {
 		m := &inst[i]
 		if m.Name != f.Name {
-			e := errs.Field(errs.InvalidArgument, path+"."+m.Name, "unknown field (expected: %s)", s.known)
+			e := errs.Field(errs.InvalidArgument, path+"."+errs.Clip(m.Name), "unknown field (expected: %s)", s.known)
 			e.Reason = ReasonUnknown
 			return nil, e
 		}
@@ -526,7 +526,7 @@ func (s *Schema) Row(path string, inst Instance, dst []float32) error {
 	for _, m := range inst {
 		i, ok := s.index[m.Name]
 		if !ok {
-			e := errs.Field(errs.InvalidArgument, path+"."+m.Name, "unknown field (expected: %s)", s.known)
+			e := errs.Field(errs.InvalidArgument, path+"."+errs.Clip(m.Name), "unknown field (expected: %s)", s.known)
 			e.Reason = ReasonUnknown
 			return e
 		}
@@ -610,26 +610,26 @@ func (f *field) parse(v Value) (float64, error) {
 		x, err := strconv.ParseFloat(v.Text, 64)
 		if err != nil {
 			if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange && (math.IsInf(x, 0)) {
-				return 0, viol(ReasonOverflow, "number %s overflows float64", v.Text)
+				return 0, viol(ReasonOverflow, "number %s overflows float64", errs.Clip(v.Text))
 			}
-			return 0, viol(ReasonType, "invalid number %q", v.Text)
+			return 0, viol(ReasonType, "invalid number %q", errs.Clip(v.Text))
 		}
 		if math.IsNaN(x) || math.IsInf(x, 0) {
 			return 0, viol(ReasonType, "NaN and infinities are not allowed")
 		}
 		if f.kind == kInt {
 			if x != math.Trunc(x) {
-				return 0, viol(ReasonInteger, "expected an integer, got %s", v.Text)
+				return 0, viol(ReasonInteger, "expected an integer, got %s", errs.Clip(v.Text))
 			}
 			if math.Abs(x) > 1<<53 {
-				return 0, viol(ReasonOverflow, "integer %s is outside the exact range ±2^53", v.Text)
+				return 0, viol(ReasonOverflow, "integer %s is outside the exact range ±2^53", errs.Clip(v.Text))
 			}
 		}
 		if f.Min != nil && x < *f.Min {
-			return 0, viol(ReasonRange, "must be >= %v, got %s", *f.Min, v.Text)
+			return 0, viol(ReasonRange, "must be >= %v, got %s", *f.Min, errs.Clip(v.Text))
 		}
 		if f.Max != nil && x > *f.Max {
-			return 0, viol(ReasonRange, "must be <= %v, got %s", *f.Max, v.Text)
+			return 0, viol(ReasonRange, "must be <= %v, got %s", *f.Max, errs.Clip(v.Text))
 		}
 		return x, nil
 	case kBool:
@@ -646,7 +646,7 @@ func (f *field) parse(v Value) (float64, error) {
 		}
 		i, ok := f.cats[v.Text]
 		if !ok {
-			return 0, viol(ReasonCategory, "unknown category %q (expected one of %s)", v.Text, strings.Join(f.Values, ", "))
+			return 0, viol(ReasonCategory, "unknown category %q (expected one of %s)", errs.Clip(v.Text), strings.Join(f.Values, ", "))
 		}
 		return float64(i), nil
 	}

@@ -8,6 +8,7 @@ import (
 	"math"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sluiceml/sluice/internal/errs"
 	"github.com/sluiceml/sluice/internal/schema"
@@ -19,6 +20,12 @@ type predictBody struct {
 	Deadline   time.Duration // 0 when absent
 	RoutingKey string        // "" when absent
 }
+
+// Bounds of a predict body's options.
+const (
+	maxRoutingKey = 256   // characters of a routing key (body or X-Routing-Key)
+	minDeadlineMs = 0.001 // 1µs: a smaller deadlineMs would round to no deadline at all
+)
 
 // maxInstancesDecoded bounds how many instances the decoder accepts before
 // any version limit is known.
@@ -48,7 +55,7 @@ func decodePredictTokens(body []byte, maxDeadline time.Duration) (*predictBody, 
 			return nil, err
 		}
 		if seen[key] {
-			return nil, errs.Field(errs.InvalidArgument, key, "duplicate key")
+			return nil, errs.Field(errs.InvalidArgument, errs.Clip(key), "duplicate key")
 		}
 		seen[key] = true
 		switch key {
@@ -67,13 +74,16 @@ func decodePredictTokens(body []byte, maxDeadline time.Duration) (*predictBody, 
 			}
 			ms, err := strconv.ParseFloat(string(num), 64)
 			if err != nil || math.IsInf(ms, 0) || math.IsNaN(ms) {
-				return nil, errs.Field(errs.InvalidArgument, key, "invalid number %s", num)
+				return nil, errs.Field(errs.InvalidArgument, key, "invalid number %s", errs.Clip(string(num)))
 			}
 			if ms <= 0 {
-				return nil, errs.Field(errs.InvalidArgument, key, "must be > 0, got %s", num)
+				return nil, errs.Field(errs.InvalidArgument, key, "must be > 0, got %s", errs.Clip(string(num)))
+			}
+			if ms < minDeadlineMs {
+				return nil, errs.Field(errs.InvalidArgument, key, "must be at least 0.001 (1µs), got %s", errs.Clip(string(num)))
 			}
 			if ms > float64(maxDeadline)/float64(time.Millisecond) {
-				return nil, errs.Field(errs.InvalidArgument, key, "must be at most %d (the server's maximum deadline), got %s", maxDeadline.Milliseconds(), num)
+				return nil, errs.Field(errs.InvalidArgument, key, "must be at most %d (the server's maximum deadline), got %s", maxDeadline.Milliseconds(), errs.Clip(string(num)))
 			}
 			out.Deadline = time.Duration(ms * float64(time.Millisecond))
 		case "routingKey":
@@ -82,12 +92,12 @@ func decodePredictTokens(body []byte, maxDeadline time.Duration) (*predictBody, 
 				return nil, err
 			}
 			rk, ok := tok.(string)
-			if !ok || rk == "" || len(rk) > 256 {
-				return nil, errs.Field(errs.InvalidArgument, key, "must be a string of 1 to 256 characters")
+			if !ok || rk == "" || utf8.RuneCountInString(rk) > maxRoutingKey {
+				return nil, errs.Field(errs.InvalidArgument, key, "must be a string of 1 to %d characters", maxRoutingKey)
 			}
 			out.RoutingKey = rk
 		default:
-			return nil, errs.Field(errs.InvalidArgument, key, "unknown key (expected instances, deadlineMs, routingKey)")
+			return nil, errs.Field(errs.InvalidArgument, errs.Clip(key), "unknown key (expected instances, deadlineMs, routingKey)")
 		}
 	}
 	if _, err := schema.JSONToken(dec, ""); err != nil { // the closing '}'

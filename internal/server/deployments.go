@@ -1,9 +1,7 @@
 package server
 
 import (
-	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
 	"sort"
 	"strconv"
@@ -15,30 +13,9 @@ import (
 	"github.com/sluiceml/sluice/internal/errs"
 	"github.com/sluiceml/sluice/internal/modelpkg"
 	"github.com/sluiceml/sluice/internal/registry"
-	"github.com/sluiceml/sluice/internal/schema"
 	"github.com/sluiceml/sluice/internal/tenant"
 	"github.com/sluiceml/sluice/internal/vstats"
 )
-
-// decodeJSON decodes a control-plane body strictly (unknown keys are errors).
-func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
-	if !isJSON(r.Header.Get("Content-Type")) {
-		return errs.New(errs.UnsupportedMedia, "Content-Type must be application/json, got %q", r.Header.Get("Content-Type"))
-	}
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
-	if err != nil {
-		return errs.New(errs.PayloadTooLarge, "body exceeds 1 MiB")
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return errs.New(errs.InvalidArgument, "malformed body: %s", schema.DescribeJSON(b, err))
-	}
-	if dec.More() {
-		return errs.New(errs.InvalidArgument, "malformed body: data after the JSON object")
-	}
-	return nil
-}
 
 // deployments routes /v1/deployments/{model}[...].
 func (s *Server) deployments(w http.ResponseWriter, r *http.Request) error {
@@ -50,7 +27,10 @@ func (s *Server) deployments(w http.ResponseWriter, r *http.Request) error {
 	model, sub, _ := strings.Cut(rest, "/")
 	model, verb, _ := strings.Cut(model, ":")
 	if model == "" {
-		return errs.New(errs.NotFound, "no route for %s %s (see docs/api.md)", r.Method, r.URL.Path)
+		return errs.New(errs.NotFound, "no route for %s %s (see docs/api.md)", r.Method, errs.Clip(r.URL.Path))
+	}
+	if err := checkModelName(model); err != nil {
+		return err
 	}
 	if err := tn.Check(model); err != nil {
 		return err
@@ -79,6 +59,12 @@ func (s *Server) deployments(w http.ResponseWriter, r *http.Request) error {
 		}
 		var body api.RolloutAction
 		if err := decodeJSON(w, r, &body); err != nil {
+			return err
+		}
+		if body.To < 0 {
+			return errs.Field(errs.InvalidArgument, "to", "must be a version number (1, 2, …), or absent for the previous version; got %d", body.To)
+		}
+		if err := checkReason(body.Reason); err != nil {
 			return err
 		}
 		if _, err := s.ctl.Rollback(r.Context(), model, body.To, tn.Name, body.Reason); err != nil {
@@ -113,6 +99,12 @@ func (s *Server) deployments(w http.ResponseWriter, r *http.Request) error {
 			if err := decodeJSON(w, r, &body); err != nil {
 				return err
 			}
+			if body.To != 0 {
+				return errs.Field(errs.InvalidArgument, "to", "only a rollback takes a version")
+			}
+			if err := checkReason(body.Reason); err != nil {
+				return err
+			}
 			ro, err := s.ctl.Act(r.Context(), model, action, tn.Name, body.Reason)
 			if err != nil {
 				return err
@@ -121,7 +113,7 @@ func (s *Server) deployments(w http.ResponseWriter, r *http.Request) error {
 			return nil
 		}
 	}
-	return errs.New(errs.NotFound, "no route for %s %s (see docs/api.md)", r.Method, r.URL.Path)
+	return errs.New(errs.NotFound, "no route for %s %s (see docs/api.md)", r.Method, errs.Clip(r.URL.Path))
 }
 
 func (s *Server) stateOf(model string, n int) string {
@@ -200,6 +192,9 @@ func (s *Server) putDeployment(w http.ResponseWriter, r *http.Request, tn *tenan
 	if err := decodeJSON(w, r, &body); err != nil {
 		return err
 	}
+	if err := checkReason(body.Reason); err != nil {
+		return err
+	}
 	ts := make([]registry.Target, len(body.Targets))
 	for i, t := range body.Targets {
 		ts[i] = registry.Target{Version: t.Version, Weight: t.Weight, Shadow: t.Shadow}
@@ -218,7 +213,7 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request, model string) e
 	if at := r.URL.Query().Get("at"); at != "" {
 		t, err := time.Parse(time.RFC3339Nano, at)
 		if err != nil {
-			return errs.Field(errs.InvalidArgument, "at", "must be an RFC 3339 time like 2026-11-30T07:40:00Z, got %q", at)
+			return errs.Field(errs.InvalidArgument, "at", "must be an RFC 3339 time like 2026-11-30T07:40:00Z, got %q", errs.Clip(at))
 		}
 		p, err := s.ctl.PolicyAt(r.Context(), model, t)
 		if err != nil {
@@ -227,16 +222,32 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request, model string) e
 		writeJSON(w, http.StatusOK, policyJSON(p))
 		return nil
 	}
-	ps, es, err := s.ctl.History(r.Context(), model)
+	limit, err := pageLimit(r, defaultPage, maxHistoryPage)
 	if err != nil {
 		return err
 	}
+	afterPolicy, afterEvent, _, err := decodeCursor(r, "history")
+	if err != nil {
+		return err
+	}
+	// One more of each than asked says whether another page follows.
+	ps, es, err := s.ctl.HistoryPage(r.Context(), model, int(afterPolicy), afterEvent, limit+1)
+	if err != nil {
+		return err
+	}
+	more := len(ps) > limit || len(es) > limit
+	ps, es = ps[:min(len(ps), limit)], es[:min(len(es), limit)]
 	h := api.History{Model: model, Policies: []api.Policy{}, Events: []api.Event{}}
 	for _, p := range ps {
 		h.Policies = append(h.Policies, policyJSON(p))
+		afterPolicy = int64(p.Version)
 	}
 	for _, e := range es {
 		h.Events = append(h.Events, api.Event{At: e.At, Actor: e.Actor, Action: e.Action, What: e.What, Reason: e.Reason})
+		afterEvent = e.Seq
+	}
+	if more {
+		h.NextCursor = encodeCursor("history", afterPolicy, afterEvent)
 	}
 	writeJSON(w, http.StatusOK, h)
 	return nil
@@ -251,16 +262,19 @@ func (s *Server) startRollout(w http.ResponseWriter, r *http.Request, tn *tenant
 	if err := decodeJSON(w, r, &body); err != nil {
 		return err
 	}
+	if err := checkReason(body.Reason); err != nil {
+		return err
+	}
 	if body.Version <= 0 {
 		return errs.Field(errs.InvalidArgument, "version", "is required: the version to roll out")
 	}
 	var plan *modelpkg.Release
 	if len(body.Plan) > 0 && string(body.Plan) != "null" {
 		plan = &modelpkg.Release{}
-		dec := json.NewDecoder(bytes.NewReader(body.Plan))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(plan); err != nil {
-			return errs.Field(errs.InvalidArgument, "plan", "%v (see docs/releases.md)", err)
+		if err := decodeControl(body.Plan, "plan", plan); err != nil {
+			e := errs.As(err)
+			e.Message += " (see docs/releases.md)"
+			return e
 		}
 	}
 	ro, err := s.ctl.Deploy(r.Context(), model, body.Version, plan, tn.Name, body.Reason)

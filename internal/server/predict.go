@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/propagation"
 
@@ -39,8 +40,8 @@ func (s *Server) predict(w http.ResponseWriter, r *http.Request, tn *tenant.Tena
 			}
 			in := gateway.Input{Instances: req.Instances, Deadline: req.Deadline, RoutingKey: req.RoutingKey}
 			if h := r.Header.Get("X-Routing-Key"); h != "" {
-				if len(h) > 256 {
-					return gateway.Input{}, errs.Field(errs.InvalidArgument, "X-Routing-Key", "must be at most 256 characters, got %d", len(h))
+				if n := utf8.RuneCountInString(h); n > maxRoutingKey {
+					return gateway.Input{}, errs.Field(errs.InvalidArgument, "X-Routing-Key", "must be at most %d characters, got %d", maxRoutingKey, n)
 				}
 				in.RoutingKey = h
 			}
@@ -87,9 +88,11 @@ func (s *Server) writeAnswer(w http.ResponseWriter, r *http.Request, a *gateway.
 		w.Header().Set("Server-Timing", fmt.Sprintf("preprocess;dur=%.3f, queue;dur=%.3f, batch_wait;dur=%.3f, compute;dur=%.3f, total;dur=%.3f",
 			ms(t.Preprocess), ms(t.Queue), ms(t.BatchWait), ms(t.Compute), ms(time.Since(start))))
 	}
+	b := encode(a.Prediction)
 	w.Header().Set("Content-Type", "application/json")
+	setWriteDeadline(w, len(b))
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(encode(a.Prediction))
+	_, _ = w.Write(b)
 }
 
 // encodePrediction writes the response by hand: outputs as float32 in their

@@ -39,27 +39,43 @@ func (s *Server) listRecords(w http.ResponseWriter, r *http.Request) error {
 		// of ?model= below applied to every row.
 		f.Models = tn.Models()
 	}
+	if f.Model != "" {
+		if err := checkModelName(f.Model); err != nil {
+			return err
+		}
+	}
+	if f.RequestID != "" && !validRequestID(f.RequestID) {
+		return errs.Field(errs.InvalidArgument, "requestId", "must be 1 to 128 printable ASCII characters without spaces")
+	}
+	if v := q.Get("tenant"); len(v) > 128 {
+		return errs.Field(errs.InvalidArgument, "tenant", "must be at most 128 characters")
+	}
 	if v := q.Get("version"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n <= 0 {
-			return errs.Field(errs.InvalidArgument, "version", "must be a version number, got %q", v)
+			return errs.Field(errs.InvalidArgument, "version", "must be a version number, got %q", errs.Clip(v))
 		}
 		f.Version = n
 	}
 	if v := q.Get("since"); v != "" {
 		t, err := time.Parse(time.RFC3339Nano, v)
 		if err != nil {
-			return errs.Field(errs.InvalidArgument, "since", "must be an RFC 3339 time, got %q", v)
+			return errs.Field(errs.InvalidArgument, "since", "must be an RFC 3339 time, got %q", errs.Clip(v))
 		}
 		f.Since = t
 	}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 || n > 10000 {
-			return errs.Field(errs.InvalidArgument, "limit", "must be between 1 and 10000, got %q", v)
-		}
-		f.Limit = n
+	limit, err := pageLimit(r, defaultPage, records.MaxLimit)
+	if err != nil {
+		return err
 	}
+	if at, row, ok, err := decodeCursor(r, "records"); err != nil {
+		return err
+	} else if ok {
+		f.Before = &records.Position{CreatedAt: time.UnixMicro(at).UTC(), Row: row}
+	}
+	// One more says whether another page follows; at the store's maximum
+	// a full page gets a cursor (whose page may be empty).
+	f.Limit = min(limit+1, records.MaxLimit)
 	if f.Model != "" {
 		if err := tn.CheckControl("read the records of", f.Model); err != nil {
 			return err
@@ -70,6 +86,11 @@ func (s *Server) listRecords(w http.ResponseWriter, r *http.Request) error {
 		return errs.Wrap(errs.Unavailable, err, "records store")
 	}
 	out := api.Records{Records: []api.Record{}}
+	if len(rs) > limit || (len(rs) == limit && limit == records.MaxLimit) {
+		rs = rs[:limit]
+		last := rs[limit-1]
+		out.NextCursor = encodeCursor("records", last.CreatedAt.UnixMicro(), last.Row)
+	}
 	for _, rc := range rs {
 		ar := api.Record{RequestID: rc.RequestID, Tenant: rc.Tenant, Model: rc.Model, Version: rc.Version, LatencyMs: rc.LatencyMs,
 			Outcome: rc.Outcome, InputHash: rc.InputHash, CreatedAt: rc.CreatedAt, Attempts: rc.Attempts, Input: rc.Input}

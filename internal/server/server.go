@@ -48,6 +48,9 @@ type Config struct {
 	// IdempotencyWindow is how long a request id's answer is replayed
 	// (0: 10 minutes; negative: idempotency off).
 	IdempotencyWindow time.Duration
+	// IdempotencyMaxBytes bounds what the kept answers hold (0: 64 MiB);
+	// the oldest go first.
+	IdempotencyMaxBytes int64
 	// Workers lists worker processes for GET /v1/workers (nil: replicas
 	// run in this process).
 	Workers WorkerLister
@@ -95,7 +98,7 @@ func New(cfg Config, ctl *control.Controller) *Server {
 	s.handler = s.mux
 	s.gw.Shadows.Metrics = cfg.Metrics
 	if cfg.IdempotencyWindow > 0 {
-		s.gw.Idem = records.NewIdempotency(cfg.IdempotencyWindow, 100_000)
+		s.gw.Idem = records.NewIdempotency(cfg.IdempotencyWindow, records.DefaultMaxEntries, cfg.IdempotencyMaxBytes)
 		if cfg.Records != nil && cfg.RecordStore != nil {
 			s.gw.Saved = cfg.RecordStore // retries after a restart replay from the records store
 		}
@@ -200,7 +203,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, id string, e
 
 // renderError writes err as the error body and returns what it wrote.
 func (s *Server) renderError(w http.ResponseWriter, r *http.Request, id string, err error) (int, []byte) {
-	e := errs.As(err)
+	e := errs.Bounded(errs.As(err))
 	status := errs.HTTPStatus(e.Code)
 	switch {
 	case e.Code == errs.Internal:
@@ -220,6 +223,7 @@ func (s *Server) renderError(w http.ResponseWriter, r *http.Request, id string, 
 	b, _ := json.Marshal(api.ErrorBody{Error: api.ErrorDetail{Code: string(e.Code), Message: msg, Field: e.Field, RequestID: id}})
 	b = append(b, '\n')
 	w.Header().Set("Content-Type", "application/json")
+	setWriteDeadline(w, len(b))
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
 	return status, b
@@ -232,6 +236,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 		b = []byte(`{"error":{"code":"internal","message":"encode response"}}`)
 	}
 	w.Header().Set("Content-Type", "application/json")
+	setWriteDeadline(w, len(b)+1)
 	w.WriteHeader(status)
 	_, _ = w.Write(append(b, '\n'))
 }
@@ -281,6 +286,9 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) error {
 	}
 	rest := strings.TrimPrefix(r.URL.Path, "/v1/models/")
 	parts := strings.Split(rest, "/")
+	if err := checkModelName(strings.TrimSuffix(parts[0], ":predict")); err != nil {
+		return err
+	}
 	method := func(m string) error {
 		if r.Method != m {
 			w.Header().Set("Allow", m)

@@ -138,6 +138,37 @@ func Run(t *testing.T, open func(t *testing.T) records.Store) {
 		}
 	})
 
+	t.Run("Pages", func(t *testing.T) {
+		s := open(t)
+		var ops []records.Op
+		for i := 0; i < 7; i++ { // pairs created at the same time: the row breaks the tie
+			ops = append(ops, records.Op{Row: int64(i + 1), Record: records.Record{RequestID: fmt.Sprint("r", i), Model: "m", CreatedAt: t0.Add(time.Duration(i/2) * time.Second)}})
+		}
+		write(t, s, ops)
+		var got []string
+		f := records.Filter{Model: "m", Limit: 3}
+		for page := 0; page < 10; page++ {
+			rs := list(t, s, f)
+			if len(rs) > 3 {
+				t.Fatalf("a page of %d, limit 3", len(rs))
+			}
+			if len(rs) == 0 {
+				break
+			}
+			for _, r := range rs {
+				got = append(got, r.RequestID)
+			}
+			last := rs[len(rs)-1]
+			if last.Row == 0 {
+				t.Fatal("List left Row unset")
+			}
+			f.Before = &records.Position{CreatedAt: last.CreatedAt, Row: last.Row}
+		}
+		if fmt.Sprint(got) != "[r6 r5 r4 r3 r2 r1 r0]" {
+			t.Errorf("pages: %v, want every record once, newest first", got)
+		}
+	})
+
 	t.Run("Bumps", func(t *testing.T) {
 		s := open(t)
 		write(t, s, []records.Op{

@@ -342,6 +342,62 @@ func Run(t *testing.T, open func(t *testing.T) registry.Store) {
 		}
 	})
 
+	t.Run("HistoryPages", func(t *testing.T) {
+		s := open(t)
+		for i := 0; i < 5; i++ {
+			if _, err := s.SetPolicy(ctx, registry.Policy{Model: "fraud", Targets: []registry.Target{{Version: 1, Weight: 100}}, Reason: fmt.Sprint("p", i+1)}, -1); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Audit(ctx, registry.Event{Model: "iris", Action: "rollout", What: "interleaved"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var got []string
+		for after := 0; ; {
+			ps, err := s.PolicyPage(ctx, "fraud", after, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ps) == 0 {
+				break
+			}
+			if len(ps) > 2 {
+				t.Fatalf("a page of %d policies, limit 2", len(ps))
+			}
+			for _, p := range ps {
+				got = append(got, p.Reason)
+			}
+			after = ps[len(ps)-1].Version
+		}
+		if fmt.Sprint(got) != "[p1 p2 p3 p4 p5]" {
+			t.Errorf("policy pages: %v", got)
+		}
+		got = nil
+		for after := int64(0); ; {
+			es, err := s.EventPage(ctx, "fraud", after, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(es) == 0 {
+				break
+			}
+			for _, e := range es {
+				if e.Seq <= after {
+					t.Fatalf("event Seq %d after %d: not increasing", e.Seq, after)
+				}
+				got = append(got, e.Reason)
+				after = e.Seq
+			}
+		}
+		if fmt.Sprint(got) != "[p1 p2 p3 p4 p5]" {
+			t.Errorf("event pages: %v", got)
+		}
+		all, err := s.Events(ctx, "fraud")
+		if err != nil || len(all) != 5 || all[0].Seq == 0 {
+			t.Errorf("Events: %+v, %v", all, err)
+		}
+	})
+
 	t.Run("Rollouts", func(t *testing.T) {
 		s := open(t)
 		if rs, err := s.Rollouts(ctx); err != nil || len(rs) != 0 {
