@@ -46,16 +46,16 @@ func Parse(s string) (int64, error) {
 	return 0, fmt.Errorf("size %q is not a size: use a whole number and one of KiB, MiB, GiB, KB, MB, GB, like \"64MiB\"", s)
 }
 
-// Format writes n in the largest binary unit that divides it exactly
-// ("64MiB"), else in bytes ("1000B"). Parse does not read the "B" form:
-// Format is for messages.
+// Format writes n in the largest unit that divides it exactly, binary
+// first ("64MiB", then "5MB"), else in bytes ("1500B", which Parse does not
+// read: no parsed size needs it). Parse(Format(n)) == n for every n Parse
+// returns.
 func Format(n int64) string {
-	for _, u := range []struct {
-		suffix string
-		bytes  int64
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
-		if n != 0 && n%u.bytes == 0 {
-			return strconv.FormatInt(n/u.bytes, 10) + u.suffix
+	if n != 0 {
+		for _, u := range []int{2, 1, 0, 5, 4, 3} { // GiB, MiB, KiB, GB, MB, KB
+			if n%units[u].bytes == 0 {
+				return strconv.FormatInt(n/units[u].bytes, 10) + units[u].suffix
+			}
 		}
 	}
 	return strconv.FormatInt(n, 10) + "B"

@@ -49,7 +49,7 @@ func TestParse(t *testing.T) {
 }
 
 func TestFormat(t *testing.T) {
-	for n, want := range map[int64]string{0: "0B", 64 << 20: "64MiB", 3 << 30: "3GiB", 1536: "1536B", 1000: "1000B", 2048: "2KiB"} {
+	for n, want := range map[int64]string{0: "0B", 64 << 20: "64MiB", 3 << 30: "3GiB", 1536: "1536B", 1000: "1KB", 2048: "2KiB", 5_000_000: "5MB", 1500: "1500B"} {
 		if got := Format(n); got != want {
 			t.Errorf("Format(%d) = %q, want %q", n, got, want)
 		}
@@ -62,8 +62,16 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		n, err := Parse(s)
-		if err == nil && (n < 0 || n > Max) {
+		if err != nil {
+			return
+		}
+		if n < 0 || n > Max {
 			t.Fatalf("Parse(%q) = %d outside [0, Max]", s, n)
+		}
+		if n > 0 {
+			if back, err := Parse(Format(n)); err != nil || back != n {
+				t.Fatalf("Parse(Format(%d)) = %d, %v", n, back, err)
+			}
 		}
 	})
 }
