@@ -43,7 +43,7 @@ type Manifest struct {
 	// Placement says how the version is kept on workers: its tier and
 	// replica bounds (defaults filled in by Parse).
 	Placement Placement `yaml:"placement,omitempty"`
-	Golden      []Golden      `yaml:"golden,omitempty"`
+	Golden    []Golden  `yaml:"golden,omitempty"`
 	// Drift names a reference sample (JSON lines of instances) that online
 	// feature and prediction distributions are compared with (PSI).
 	Drift *Drift `yaml:"drift,omitempty"`

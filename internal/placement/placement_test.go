@@ -229,3 +229,22 @@ func TestPoison(t *testing.T) {
 		})
 	}
 }
+
+func TestEstimate(t *testing.T) {
+	for _, tt := range []struct {
+		runtime       string
+		art, override int64
+		want          int64
+	}{
+		{"xgboost", 1 << 20, 0, 3<<20 + 256<<10},
+		{"onnx", 1 << 20, 0, 2<<20 + 2<<20},
+		{"linear", 0, 0, 512 << 10},
+		{"synthetic", 1 << 20, 0, 1 << 20},
+		{"onnx", 1 << 30, 64 << 20, 64 << 20},
+		{"unknown", -5, 0, 16 << 20},
+	} {
+		if got := Estimate(tt.runtime, tt.art, tt.override); got != tt.want {
+			t.Errorf("Estimate(%s, %d, %d) = %d, want %d", tt.runtime, tt.art, tt.override, got, tt.want)
+		}
+	}
+}
