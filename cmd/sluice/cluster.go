@@ -103,7 +103,7 @@ func localWorkers(ids []string, join, data, logFormat, logLevel, onnxLib string,
 		Exe: exe, IDs: ids, Logger: log,
 		Args: func(id string) []string {
 			args := []string{"worker", "--join", join, "--id", id, "--cache-dir", filepath.Join(cache, id),
-				"--log-format", logFormat, "--log-level", logLevel}
+				"--log-format", logFormat, "--log-level", logLevel, "--workers-on-host", strconv.Itoa(len(ids))}
 			if onnxLib != "" {
 				args = append(args, "--onnxruntime-lib", onnxLib)
 			}

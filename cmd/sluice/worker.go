@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sluiceml/sluice/internal/bytesize"
 	"github.com/sluiceml/sluice/internal/runtime/onnx"
 	"github.com/sluiceml/sluice/internal/runtime/synthetic"
 	"github.com/sluiceml/sluice/internal/worker"
@@ -23,6 +24,7 @@ func newWorkerCmd() *cobra.Command {
 		onnxLib             string
 		grace               time.Duration
 		pprofAddr           string
+		workerMemory        string
 	)
 	cmd := &cobra.Command{
 		Use:   "worker --join ADDR",
@@ -46,6 +48,16 @@ func newWorkerCmd() *cobra.Command {
 				host, _ := os.Hostname()
 				cfg.ID = fmt.Sprintf("%s-%d", host, os.Getpid())
 			}
+			if workerMemory != "" {
+				n, err := bytesize.Parse(workerMemory)
+				if err != nil || n == 0 {
+					return fmt.Errorf("--worker-memory %q: a size more than 0 like \"4GiB\" (%v)", workerMemory, err)
+				}
+				cfg.MemoryBudget, cfg.MemoryBudgetSource = n, "--worker-memory"
+			}
+			if cfg.WorkersOnHost < 0 {
+				return fmt.Errorf("--workers-on-host %d: must be >= 0", cfg.WorkersOnHost)
+			}
 			cfg.Logger, cfg.Build = log, version
 			w, err := worker.New(cfg)
 			if err != nil {
@@ -64,6 +76,8 @@ func newWorkerCmd() *cobra.Command {
 	f.StringVar(&cfg.CacheDir, "cache-dir", "", "artifact cache folder (default: the user cache folder, sluice/artifacts-ID)")
 	f.Int64Var(&cfg.CacheBytes, "cache-bytes", 2<<30, "bound of the artifact cache; least recently used artifacts are deleted beyond it")
 	f.IntVar(&cfg.MaxLoads, "max-loads", 2, "versions loaded at once")
+	f.StringVar(&workerMemory, "worker-memory", "", "memory this worker's versions may hold, e.g. 4GiB (KiB|MiB|GiB|KB|MB|GB); reported to the control plane for placement (default: the cgroup's memory.max when set, else the host's MemTotal, divided by --workers-on-host)")
+	f.IntVar(&cfg.WorkersOnHost, "workers-on-host", 0, "how many workers share this host's memory, for the default --worker-memory (0: this worker alone; sluice serve --workers N passes N)")
 	f.StringVar(&onnxLib, "onnxruntime-lib", "", "path of ONNX Runtime's shared library (as for sluice serve)")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")

@@ -44,7 +44,10 @@ type Manifest struct {
 	Preprocess  []schema.Step `yaml:"preprocess,omitempty"`
 	Output      Output        `yaml:"output"`
 	Serving     Serving       `yaml:"serving,omitempty"`
-	Golden      []Golden      `yaml:"golden,omitempty"`
+	// Placement says how the version is kept on workers: its tier and
+	// replica bounds (defaults filled in by Parse).
+	Placement Placement `yaml:"placement,omitempty"`
+	Golden    []Golden  `yaml:"golden,omitempty"`
 	// Drift names a reference sample (JSON lines of instances) that online
 	// feature and prediction distributions are compared with (PSI).
 	Drift *Drift `yaml:"drift,omitempty"`
@@ -90,6 +93,44 @@ type Serving struct {
 	// PadValue (sequence inputs only): the token id rows are padded with
 	// (default 0).
 	PadValue *int64 `yaml:"padValue,omitempty"`
+	// Memory (optional) is what one replica of the version takes on a
+	// worker; it overrides the estimate made from the artifact's size
+	// before the first load (nil: estimate, then measure).
+	Memory *Size `yaml:"memory,omitempty"`
+}
+
+// Placement is model.yaml placement:. Parse fills in the defaults.
+type Placement struct {
+	// Tier is hot, warm or cold (default warm):
+	//   - hot: loaded at start with at least MinReplicas (>= 1) and never
+	//     evicted;
+	//   - warm: MinReplicas (default 0) are loaded at start and kept while
+	//     idle, but unlike hot ones they may be evicted under memory
+	//     pressure once idle; more are loaded while used;
+	//   - cold: nothing loaded until the first request needs it
+	//     (MinReplicas must be 0); evicted under pressure once idle.
+	Tier string `yaml:"tier,omitempty"`
+	// MinReplicas is the replicas kept loaded when the version is idle
+	// (default: hot 1, warm and cold 0).
+	MinReplicas *int `yaml:"minReplicas,omitempty"`
+	// MaxReplicas bounds the autoscaler (default: the larger of
+	// serving.replicas and minReplicas; 1 – 64).
+	MaxReplicas int `yaml:"maxReplicas,omitempty"`
+}
+
+// Tiers.
+const (
+	TierHot  = "hot"
+	TierWarm = "warm"
+	TierCold = "cold"
+)
+
+// Min is the placement's MinReplicas (0 before Parse filled it in).
+func (p Placement) Min() int {
+	if p.MinReplicas == nil {
+		return 0
+	}
+	return *p.MinReplicas
 }
 
 // Drift is model.yaml drift:.
@@ -126,6 +167,9 @@ type Golden struct {
 
 // Duration is a time.Duration written as a string ("50ms") in YAML.
 type Duration = strictyaml.Duration
+
+// Size is a number of bytes written as a string ("64MiB") in YAML.
+type Size = strictyaml.Size
 
 // Problem is one thing wrong with a package file.
 type Problem = strictyaml.Problem
@@ -290,12 +334,17 @@ func validate(m *Manifest) (*Spec, []Problem) {
 	if s.DefaultDeadline.Duration < 0 {
 		add("serving.defaultDeadline", "must be > 0, got %s", s.DefaultDeadline)
 	}
+	replicasSet := s.Replicas != 0
 	if s.Replicas == 0 {
 		s.Replicas = DefaultReplicas
 	}
 	if s.Replicas < 0 || s.Replicas > MaxReplicas {
 		add("serving.replicas", "must be between 1 and %d, got %d", MaxReplicas, s.Replicas)
 	}
+	if s.Memory != nil && s.Memory.Bytes == 0 {
+		add("serving.memory", "must be more than 0 (leave it out to use the estimate from the artifact's size)")
+	}
+	probs = append(probs, checkPlacement(m, replicasSet)...)
 	if s.MaxBatchSize == 0 {
 		s.MaxBatchSize = DefaultMaxBatchSize
 	}
@@ -403,6 +452,61 @@ func validate(m *Manifest) (*Spec, []Problem) {
 		return nil, probs
 	}
 	return spec, nil
+}
+
+// checkPlacement fills in placement's defaults and checks its bounds
+// against each other and serving.replicas (the replicas a version starts
+// with when it is loaded). replicasSet says serving.replicas was written:
+// an unwritten one grows to minReplicas.
+func checkPlacement(m *Manifest, replicasSet bool) []Problem {
+	var probs []Problem
+	add := func(path, format string, args ...any) {
+		probs = append(probs, Problem{Path: path, Message: fmt.Sprintf(format, args...)})
+	}
+	p, s := &m.Placement, &m.Serving
+	if p.Tier == "" {
+		p.Tier = TierWarm
+	}
+	switch p.Tier {
+	case TierHot, TierWarm, TierCold:
+	default:
+		add("placement.tier", "unknown tier %q (one of: hot, warm, cold)", p.Tier)
+		return probs
+	}
+	if p.MinReplicas == nil {
+		n := 0
+		if p.Tier == TierHot {
+			n = 1
+		}
+		p.MinReplicas = &n
+	}
+	lo := *p.MinReplicas
+	switch {
+	case lo < 0 || lo > MaxReplicas:
+		add("placement.minReplicas", "must be between 0 and %d, got %d", MaxReplicas, lo)
+		return probs
+	case p.Tier == TierHot && lo < 1:
+		add("placement.minReplicas", "a hot version is always loaded: must be >= 1, got %d", lo)
+	case p.Tier == TierCold && lo > 0:
+		add("placement.minReplicas", "a cold version is loaded by its first request: must be 0, got %d (use tier: warm or hot to keep replicas loaded)", lo)
+	}
+	if !replicasSet && lo > s.Replicas {
+		s.Replicas = lo
+	}
+	if p.MaxReplicas == 0 {
+		p.MaxReplicas = max(s.Replicas, lo, 1)
+	}
+	switch hi := p.MaxReplicas; {
+	case hi < 1 || hi > MaxReplicas:
+		add("placement.maxReplicas", "must be between 1 and %d, got %d", MaxReplicas, hi)
+	case hi < lo:
+		add("placement.maxReplicas", "must be >= placement.minReplicas (%d), got %d", lo, hi)
+	case s.Replicas > hi:
+		add("serving.replicas", "must be <= placement.maxReplicas (%d), got %d: the replicas a version starts with are within its bounds", hi, s.Replicas)
+	case replicasSet && s.Replicas < lo:
+		add("serving.replicas", "must be >= placement.minReplicas (%d), got %d", lo, s.Replicas)
+	}
+	return probs
 }
 
 // checkSequence checks what depends on the schema being a sequence field:

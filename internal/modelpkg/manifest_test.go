@@ -137,3 +137,58 @@ func TestQueueDefaultFitsRequestLimit(t *testing.T) {
 		t.Fatalf("explicit queue bound below the request limit: %v", err)
 	}
 }
+
+// Placement defaults: warm with no replicas kept when idle, maxReplicas
+// from serving.replicas; hot keeps one; an unwritten serving.replicas
+// grows to minReplicas; serving.memory is read exactly.
+func TestPlacementDefaults(t *testing.T) {
+	y := "name: m\nruntime: linear\nartifact: m.json\ninput: {schema: s@1, fields: [{name: x, type: float}]}\noutput: {schema: o@1, fields: [{name: y}]}\n"
+	tests := []struct {
+		name          string
+		extra         string
+		tier          string
+		lo, hi, start int
+		memory        int64
+	}{
+		{name: "nothing written", tier: TierWarm, lo: 0, hi: 1, start: 1},
+		{name: "replicas set the bound", extra: "serving: {replicas: 3}\n", tier: TierWarm, lo: 0, hi: 3, start: 3},
+		{name: "hot", extra: "placement: {tier: hot}\n", tier: TierHot, lo: 1, hi: 1, start: 1},
+		{name: "hot min grows replicas", extra: "placement: {tier: hot, minReplicas: 3}\n", tier: TierHot, lo: 3, hi: 3, start: 3},
+		{name: "warm kept", extra: "placement: {minReplicas: 1, maxReplicas: 8}\n", tier: TierWarm, lo: 1, hi: 8, start: 1},
+		{name: "cold", extra: "placement: {tier: cold}\n", tier: TierCold, lo: 0, hi: 1, start: 1},
+		{name: "memory", extra: "serving: {memory: 512KiB}\n", tier: TierWarm, lo: 0, hi: 1, start: 1, memory: 512 << 10},
+		{name: "memory GB", extra: "serving: {memory: 2GB}\n", tier: TierWarm, lo: 0, hi: 1, start: 1, memory: 2e9},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spec, err := Parse("m.yaml", []byte(y+tt.extra))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, s := spec.Manifest.Placement, spec.Manifest.Serving
+			if p.Tier != tt.tier || p.Min() != tt.lo || p.MaxReplicas != tt.hi || s.Replicas != tt.start {
+				t.Errorf("placement %s %d..%d, replicas %d; want %s %d..%d, %d", p.Tier, p.Min(), p.MaxReplicas, s.Replicas, tt.tier, tt.lo, tt.hi, tt.start)
+			}
+			var mem int64
+			if s.Memory != nil {
+				mem = s.Memory.Bytes
+			}
+			if mem != tt.memory {
+				t.Errorf("memory %d, want %d", mem, tt.memory)
+			}
+		})
+	}
+	// Every problem at once, each with its line.
+	_, err := Parse("m.yaml", []byte(y+"serving:\n  replicas: 9\n  memory: 1.5GiB\nplacement:\n  tier: hot\n  minReplicas: 0\n  maxReplicas: 4\n"))
+	for _, want := range []string{"m.yaml:8: serving.memory: size \"1.5GiB\" is not a size"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("error:\n%v\nwant it to contain %q", err, want)
+		}
+	}
+	_, err = Parse("m.yaml", []byte(y+"serving:\n  replicas: 9\nplacement:\n  tier: hot\n  minReplicas: 0\n  maxReplicas: 4\n"))
+	for _, want := range []string{"m.yaml:10: placement.minReplicas: a hot version is always loaded", "m.yaml:7: serving.replicas: must be <= placement.maxReplicas (4), got 9"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("error:\n%v\nwant it to contain %q", err, want)
+		}
+	}
+}

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/sluiceml/sluice/internal/bytesize"
 )
 
 // Duration is a time.Duration written as a string ("50ms") in YAML.
@@ -268,5 +270,48 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 		return fmt.Errorf("invalid duration %s (use forms like \"50ms\", \"2s\")", s)
 	}
 	d.Duration = v
+	return nil
+}
+
+// Size is a number of bytes written as a size string ("64MiB", "512KB";
+// see bytesize.Parse) in YAML and JSON.
+type Size struct{ Bytes int64 }
+
+// UnmarshalYAML accepts only size strings.
+func (s *Size) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode || n.Tag != "!!str" {
+		return fmt.Errorf("expected a size string like \"64MiB\", got %s", n.Value)
+	}
+	v, err := bytesize.Parse(n.Value)
+	if err != nil {
+		return err
+	}
+	s.Bytes = v
+	return nil
+}
+
+// MarshalYAML writes the size as a string.
+func (s Size) MarshalYAML() (any, error) { return s.String(), nil }
+
+// String is the size as bytesize.Format writes it.
+func (s Size) String() string { return bytesize.Format(s.Bytes) }
+
+// IsZero lets omitempty drop unset sizes.
+func (s Size) IsZero() bool { return s.Bytes == 0 }
+
+// MarshalJSON writes the size as a string ("64MiB").
+func (s Size) MarshalJSON() ([]byte, error) { return []byte(strconv.Quote(s.String())), nil }
+
+// UnmarshalJSON accepts only size strings.
+func (s *Size) UnmarshalJSON(b []byte) error {
+	str, err := strconv.Unquote(string(b))
+	if err != nil || len(b) == 0 || b[0] != '"' {
+		return fmt.Errorf("expected a size string like \"64MiB\", got %s", b)
+	}
+	v, err := bytesize.Parse(str)
+	if err != nil {
+		return err
+	}
+	s.Bytes = v
 	return nil
 }

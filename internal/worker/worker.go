@@ -7,7 +7,8 @@
 // batches of preprocessed rows (see internal/oip for the tensor layout) and
 // the worker control service (load, unload, status). It registers with the
 // control plane and heartbeats its status (versions, replicas, queue work,
-// RSS). It knows nothing of tenants, deployments or HTTP.
+// RSS, each version's memory and the worker's memory budget: memory.go).
+// It knows nothing of tenants, deployments or HTTP.
 package worker
 
 import (
@@ -34,6 +35,7 @@ import (
 	"github.com/sluiceml/sluice/internal/modelpkg"
 	"github.com/sluiceml/sluice/internal/oip"
 	"github.com/sluiceml/sluice/internal/oip/inferencepb"
+	"github.com/sluiceml/sluice/internal/placement"
 	"github.com/sluiceml/sluice/internal/serving"
 	"github.com/sluiceml/sluice/internal/workerpb"
 )
@@ -49,8 +51,16 @@ type Config struct {
 	MaxLoads   int   // concurrent loads (default 2)
 	// MaxMessageBytes bounds a gRPC message either way (default 64 MiB).
 	MaxMessageBytes int
-	Logger          *slog.Logger
-	Build           string
+	// MemoryBudget is the memory this worker's versions may hold, reported
+	// in its status for placement (0: DefaultBudget(WorkersOnHost)), and
+	// MemoryBudgetSource where the figure came from.
+	MemoryBudget       int64
+	MemoryBudgetSource string
+	// WorkersOnHost is how many workers share this host's memory (for
+	// the default budget; 0: this one alone).
+	WorkersOnHost int
+	Logger        *slog.Logger
+	Build         string
 }
 
 // Flow-control windows of the hop's server side: static (the same sizes as
@@ -75,6 +85,7 @@ type Worker struct {
 
 	cpConn *grpc.ClientConn
 	cp     workerpb.ControlPlaneClient
+	meter  meter
 
 	mu       sync.Mutex // guards versions
 	versions map[string]*version
@@ -95,6 +106,11 @@ type version struct {
 	timing hosting.Timings
 	source string
 	err    error
+	// memory is what the version holds here, all replicas (see memory.go);
+	// measured says it is the RSS growth of its load, not the estimate.
+	memory   int64
+	replicas int
+	measured bool
 
 	unloading bool // guarded by Worker.mu
 }
@@ -123,6 +139,12 @@ func New(cfg Config) (*Worker, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.MemoryBudget < 0 {
+		return nil, fmt.Errorf("worker: memory budget must not be negative, got %d", cfg.MemoryBudget)
+	}
+	if cfg.MemoryBudget == 0 {
+		cfg.MemoryBudget, cfg.MemoryBudgetSource = DefaultBudget(cfg.WorkersOnHost)
 	}
 	if cfg.CacheDir == "" {
 		dir, err := os.UserCacheDir()
@@ -166,7 +188,8 @@ func (w *Worker) Run(ctx context.Context, grace time.Duration) error {
 	reflection.Register(gs)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- gs.Serve(ln) }()
-	w.log.Info("worker serving", "addr", w.addr, "join", w.cfg.Join, "pid", os.Getpid(), "cache", w.cfg.CacheDir)
+	w.log.Info("worker serving", "addr", w.addr, "join", w.cfg.Join, "pid", os.Getpid(), "cache", w.cfg.CacheDir,
+		"memory_budget_mb", w.cfg.MemoryBudget>>20, "memory_budget_source", w.cfg.MemoryBudgetSource)
 
 	w.wg.Add(1)
 	go func() {
@@ -270,7 +293,8 @@ func (w *Worker) heartbeat(ctx context.Context) {
 // status reports what the worker holds now.
 func (w *Worker) status() *workerpb.WorkerStatus {
 	st := &workerpb.WorkerStatus{Id: w.cfg.ID, Address: w.addr, Pid: int64(os.Getpid()), RssBytes: RSS(), Healthy: true,
-		StartedUnixMs: w.started.UnixMilli(), Build: w.cfg.Build, CacheBytes: w.cache.Bytes()}
+		StartedUnixMs: w.started.UnixMilli(), Build: w.cfg.Build, CacheBytes: w.cache.Bytes(),
+		MemoryBudgetBytes: w.cfg.MemoryBudget, MemoryBudgetSource: w.cfg.MemoryBudgetSource}
 	w.mu.Lock()
 	vs := make([]*version, 0, len(w.versions))
 	for _, v := range w.versions {
@@ -294,6 +318,7 @@ func (w *Worker) status() *workerpb.WorkerStatus {
 				vst.ReadyReplicas, vst.RestartingReplicas = int32(s.ReadyReplicas), int32(s.Restarting)
 				vst.QueuedInstances, vst.InflightBatches = int64(s.QueuedInstances), int32(s.InflightBatches)
 				vst.Batches, vst.Rows, vst.Crashes, vst.ExpiredInQueue = s.Batches, s.Rows, s.Crashes, s.ExpiredInQueue
+				vst.MemoryBytes, vst.ReplicaMemoryBytes, vst.MemoryMeasured = v.memory, v.memory/int64(max(v.replicas, 1)), v.measured
 			}
 		default:
 		}
@@ -354,7 +379,7 @@ func (w *Worker) Load(ctx context.Context, req *workerpb.LoadRequest) (*workerpb
 		return nil, oip.Status(errs.New(errs.Unavailable, "%s", v.err.Error()))
 	}
 	return &workerpb.LoadResponse{LoadNs: int64(v.timing.Load), GoldenNs: int64(v.timing.Golden), WarmupNs: int64(v.timing.Warmup),
-		RssBytes: RSS(), ArtifactSource: v.source}, nil
+		RssBytes: RSS(), ArtifactSource: v.source, MemoryBytes: v.memory, MemoryMeasured: v.measured}, nil
 }
 
 func (w *Worker) load(v *version, req *workerpb.LoadRequest) {
@@ -384,14 +409,26 @@ func (w *Worker) load(v *version, req *workerpb.LoadRequest) {
 		log.Error("load failed", "err", v.err)
 		return
 	}
+	mark, before := w.meter.begin()
 	srv, tm, err := hosting.Start(ctx, hosting.Config{ID: id, Spec: spec, Runtime: spec.Manifest.Runtime, Artifact: art,
 		Replicas: int(req.Replicas), Logger: log})
+	grew, alone := w.meter.end(mark, before)
 	v.spec, v.srv, v.timing, v.source, v.err = spec, srv, tm, source, err
 	if err != nil {
 		log.Error("load failed", "err", err)
 		return
 	}
-	log.Info("version ready", "replicas", max(int(req.Replicas), 1), "artifact", source, "load", tm.Load.String(), "golden", tm.Golden.String(), "warmup", tm.Warmup.String())
+	v.replicas = max(int(req.Replicas), 1)
+	v.memory, v.measured = grew, alone
+	if !alone {
+		var override int64
+		if m := spec.Manifest.Serving.Memory; m != nil {
+			override = m.Bytes
+		}
+		v.memory = int64(v.replicas) * placement.Estimate(spec.Manifest.Runtime, int64(len(art)), override)
+	}
+	log.Info("version ready", "replicas", v.replicas, "artifact", source, "load", tm.Load.String(), "golden", tm.Golden.String(), "warmup", tm.Warmup.String(),
+		"memory_mb", float64(v.memory)/(1<<20), "memory_measured", v.measured)
 }
 
 // fetch streams an artifact from the control plane.
@@ -466,7 +503,11 @@ func (w *Worker) Unload(ctx context.Context, req *workerpb.UnloadRequest) (*work
 		delete(w.versions, k)
 	}
 	w.mu.Unlock()
-	w.log.Info("version unloaded", "model", req.Model, "version", req.Version)
+	before := RSS()
+	giveBack()
+	after := RSS()
+	w.log.Info("version unloaded", "model", req.Model, "version", req.Version, "memory_mb", float64(v.memory)/(1<<20),
+		"rss_mb", float64(after)/(1<<20), "rss_given_back_by_gc_mb", float64(before-after)/(1<<20))
 	return &workerpb.UnloadResponse{}, nil
 }
 

@@ -123,6 +123,9 @@ type LoadResponse struct {
 	RssBytes int64 `protobuf:"varint,4,opt,name=rss_bytes,json=rssBytes,proto3" json:"rss_bytes,omitempty"`
 	// Where the artifact came from: "cache" or "fetched".
 	ArtifactSource string `protobuf:"bytes,5,opt,name=artifact_source,json=artifactSource,proto3" json:"artifact_source,omitempty"`
+	// The version's memory on this worker (see VersionStatus.memory_bytes).
+	MemoryBytes    int64 `protobuf:"varint,6,opt,name=memory_bytes,json=memoryBytes,proto3" json:"memory_bytes,omitempty"`
+	MemoryMeasured bool  `protobuf:"varint,7,opt,name=memory_measured,json=memoryMeasured,proto3" json:"memory_measured,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -190,6 +193,20 @@ func (x *LoadResponse) GetArtifactSource() string {
 		return x.ArtifactSource
 	}
 	return ""
+}
+
+func (x *LoadResponse) GetMemoryBytes() int64 {
+	if x != nil {
+		return x.MemoryBytes
+	}
+	return 0
+}
+
+func (x *LoadResponse) GetMemoryMeasured() bool {
+	if x != nil {
+		return x.MemoryMeasured
+	}
+	return false
 }
 
 type UnloadRequest struct {
@@ -341,8 +358,17 @@ type VersionStatus struct {
 	Rows            int64 `protobuf:"varint,10,opt,name=rows,proto3" json:"rows,omitempty"`
 	Crashes         int64 `protobuf:"varint,11,opt,name=crashes,proto3" json:"crashes,omitempty"`
 	ExpiredInQueue  int64 `protobuf:"varint,12,opt,name=expired_in_queue,json=expiredInQueue,proto3" json:"expired_in_queue,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The version's memory on this worker, all its replicas: the growth of
+	// the worker's RSS over the load (garbage collected before and after),
+	// or, when another load overlapped it (memory_measured false), the
+	// estimate (serving.memory, else from the artifact's size). Unloading
+	// gives it back.
+	MemoryBytes int64 `protobuf:"varint,13,opt,name=memory_bytes,json=memoryBytes,proto3" json:"memory_bytes,omitempty"`
+	// memory_bytes / the replicas loaded.
+	ReplicaMemoryBytes int64 `protobuf:"varint,14,opt,name=replica_memory_bytes,json=replicaMemoryBytes,proto3" json:"replica_memory_bytes,omitempty"`
+	MemoryMeasured     bool  `protobuf:"varint,15,opt,name=memory_measured,json=memoryMeasured,proto3" json:"memory_measured,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *VersionStatus) Reset() {
@@ -459,6 +485,27 @@ func (x *VersionStatus) GetExpiredInQueue() int64 {
 	return 0
 }
 
+func (x *VersionStatus) GetMemoryBytes() int64 {
+	if x != nil {
+		return x.MemoryBytes
+	}
+	return 0
+}
+
+func (x *VersionStatus) GetReplicaMemoryBytes() int64 {
+	if x != nil {
+		return x.ReplicaMemoryBytes
+	}
+	return 0
+}
+
+func (x *VersionStatus) GetMemoryMeasured() bool {
+	if x != nil {
+		return x.MemoryMeasured
+	}
+	return false
+}
+
 type WorkerStatus struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -471,9 +518,15 @@ type WorkerStatus struct {
 	StartedUnixMs int64            `protobuf:"varint,7,opt,name=started_unix_ms,json=startedUnixMs,proto3" json:"started_unix_ms,omitempty"`
 	Build         string           `protobuf:"bytes,8,opt,name=build,proto3" json:"build,omitempty"`
 	// Bytes held in the worker's artifact cache.
-	CacheBytes    int64 `protobuf:"varint,9,opt,name=cache_bytes,json=cacheBytes,proto3" json:"cache_bytes,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	CacheBytes int64 `protobuf:"varint,9,opt,name=cache_bytes,json=cacheBytes,proto3" json:"cache_bytes,omitempty"`
+	// The memory the worker's versions may hold (sluice worker
+	// --worker-memory, or its default from the cgroup or host memory).
+	MemoryBudgetBytes int64 `protobuf:"varint,10,opt,name=memory_budget_bytes,json=memoryBudgetBytes,proto3" json:"memory_budget_bytes,omitempty"`
+	// Where memory_budget_bytes came from, e.g. "--worker-memory",
+	// "cgroup memory.max / 2 workers", "host MemTotal".
+	MemoryBudgetSource string `protobuf:"bytes,11,opt,name=memory_budget_source,json=memoryBudgetSource,proto3" json:"memory_budget_source,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *WorkerStatus) Reset() {
@@ -567,6 +620,20 @@ func (x *WorkerStatus) GetCacheBytes() int64 {
 		return x.CacheBytes
 	}
 	return 0
+}
+
+func (x *WorkerStatus) GetMemoryBudgetBytes() int64 {
+	if x != nil {
+		return x.MemoryBudgetBytes
+	}
+	return 0
+}
+
+func (x *WorkerStatus) GetMemoryBudgetSource() string {
+	if x != nil {
+		return x.MemoryBudgetSource
+	}
+	return ""
 }
 
 type RegisterRequest struct {
@@ -812,19 +879,21 @@ const file_sluice_worker_v1_worker_proto_rawDesc = "" +
 	"\bmanifest\x18\x03 \x01(\fR\bmanifest\x12'\n" +
 	"\x0fartifact_sha256\x18\x04 \x01(\tR\x0eartifactSha256\x12%\n" +
 	"\x0eartifact_bytes\x18\x05 \x01(\x03R\rartifactBytes\x12\x1a\n" +
-	"\breplicas\x18\x06 \x01(\x05R\breplicas\"\xa7\x01\n" +
+	"\breplicas\x18\x06 \x01(\x05R\breplicas\"\xf3\x01\n" +
 	"\fLoadResponse\x12\x17\n" +
 	"\aload_ns\x18\x01 \x01(\x03R\x06loadNs\x12\x1b\n" +
 	"\tgolden_ns\x18\x02 \x01(\x03R\bgoldenNs\x12\x1b\n" +
 	"\twarmup_ns\x18\x03 \x01(\x03R\bwarmupNs\x12\x1b\n" +
 	"\trss_bytes\x18\x04 \x01(\x03R\brssBytes\x12'\n" +
-	"\x0fartifact_source\x18\x05 \x01(\tR\x0eartifactSource\"Z\n" +
+	"\x0fartifact_source\x18\x05 \x01(\tR\x0eartifactSource\x12!\n" +
+	"\fmemory_bytes\x18\x06 \x01(\x03R\vmemoryBytes\x12'\n" +
+	"\x0fmemory_measured\x18\a \x01(\bR\x0ememoryMeasured\"Z\n" +
 	"\rUnloadRequest\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\x03R\aversion\x12\x19\n" +
 	"\bdrain_ms\x18\x03 \x01(\x03R\adrainMs\"\x10\n" +
 	"\x0eUnloadResponse\"\x0f\n" +
-	"\rStatusRequest\"\x8d\x03\n" +
+	"\rStatusRequest\"\x8b\x04\n" +
 	"\rVersionStatus\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\x03R\aversion\x12\x14\n" +
@@ -838,7 +907,10 @@ const file_sluice_worker_v1_worker_proto_rawDesc = "" +
 	"\x04rows\x18\n" +
 	" \x01(\x03R\x04rows\x12\x18\n" +
 	"\acrashes\x18\v \x01(\x03R\acrashes\x12(\n" +
-	"\x10expired_in_queue\x18\f \x01(\x03R\x0eexpiredInQueue\"\x9d\x02\n" +
+	"\x10expired_in_queue\x18\f \x01(\x03R\x0eexpiredInQueue\x12!\n" +
+	"\fmemory_bytes\x18\r \x01(\x03R\vmemoryBytes\x120\n" +
+	"\x14replica_memory_bytes\x18\x0e \x01(\x03R\x12replicaMemoryBytes\x12'\n" +
+	"\x0fmemory_measured\x18\x0f \x01(\bR\x0ememoryMeasured\"\xff\x02\n" +
 	"\fWorkerStatus\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x10\n" +
@@ -849,7 +921,10 @@ const file_sluice_worker_v1_worker_proto_rawDesc = "" +
 	"\x0fstarted_unix_ms\x18\a \x01(\x03R\rstartedUnixMs\x12\x14\n" +
 	"\x05build\x18\b \x01(\tR\x05build\x12\x1f\n" +
 	"\vcache_bytes\x18\t \x01(\x03R\n" +
-	"cacheBytes\"I\n" +
+	"cacheBytes\x12.\n" +
+	"\x13memory_budget_bytes\x18\n" +
+	" \x01(\x03R\x11memoryBudgetBytes\x120\n" +
+	"\x14memory_budget_source\x18\v \x01(\tR\x12memoryBudgetSource\"I\n" +
 	"\x0fRegisterRequest\x126\n" +
 	"\x06status\x18\x01 \x01(\v2\x1e.sluice.worker.v1.WorkerStatusR\x06status\"F\n" +
 	"\x10RegisterResponse\x122\n" +

@@ -30,6 +30,16 @@
 // it unless the process called AllowExit: in the single-process mode the
 // process running the model is the gateway itself.
 //
+// "memory": "64MiB" makes every loaded model (each replica) hold that much
+// memory: Load allocates it and writes to every page, so the process's RSS
+// grows by that much, and Close gives it back (on unix the memory is an
+// anonymous mapping outside the Go heap, unmapped by Close, so RSS drops at
+// once without waiting for the garbage collector). Sizes are whole numbers
+// with KiB, MiB, GiB, KB, MB or GB, at most MaxMemory. "loadTime": "500ms"
+// makes Load take that long (a wait, no CPU), ending early with ctx.Err()
+// when ctx ends. Together they let placement and eviction be tested with
+// known sizes and load costs.
+//
 // Inputs may have any width (Info().Inputs is 0) unless the package's schema
 // says how many features it produces (Spec.Features), in which case batches
 // must have that width. There are Spec.Outputs output columns (at least one);
@@ -54,6 +64,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sluiceml/sluice/internal/bytesize"
 	"github.com/sluiceml/sluice/internal/runtime"
 )
 
@@ -66,6 +77,8 @@ const (
 	MaxEvery       = 1 << 30
 	MaxOutputs     = 1 << 12
 	MaxFeatures    = 1 << 20
+	MaxMemory      = 64 << 30
+	MaxLoadTime    = 10 * time.Minute
 )
 
 // Modes.
@@ -82,6 +95,8 @@ type Cost struct {
 	PanicEvery  int    // 0: never
 	FailEvery   int    // 0: never
 	ExitEvery   int    // 0: never; else kill the process on every Nth call of the version
+	Memory      int64  // bytes each loaded model holds (0: none)
+	LoadTime    time.Duration
 }
 
 // For returns what a batch of n rows costs: Base + n·PerInstance.
@@ -94,7 +109,7 @@ func (c Cost) For(n int) time.Duration {
 
 // knownKeys are cost.json's keys. Matching is exact (encoding/json alone
 // would accept "perinstance" for "perInstance").
-var knownKeys = []string{"base", "perInstance", "mode", "panicEvery", "failEvery", "exitEvery"}
+var knownKeys = []string{"base", "perInstance", "mode", "panicEvery", "failEvery", "exitEvery", "memory", "loadTime"}
 
 // Decode parses and checks a cost.json artifact.
 func Decode(data []byte) (Cost, error) {
@@ -114,8 +129,9 @@ func Decode(data []byte) (Cost, error) {
 			return Cost{}, fmt.Errorf("synthetic: unknown key %q in cost.json (known keys: %s)", k, strings.Join(knownKeys, ", "))
 		}
 	}
-	a := struct{ Base, PerInstance, Mode, PanicEvery, FailEvery, ExitEvery json.RawMessage }{
+	a := struct{ Base, PerInstance, Mode, PanicEvery, FailEvery, ExitEvery, Memory, LoadTime json.RawMessage }{
 		raw["base"], raw["perInstance"], raw["mode"], raw["panicEvery"], raw["failEvery"], raw["exitEvery"],
+		raw["memory"], raw["loadTime"],
 	}
 	var c Cost
 	var err error
@@ -147,6 +163,23 @@ func Decode(data []byte) (Cost, error) {
 	// exitEvery has no "off" value: leave it out.
 	if c.ExitEvery, err = every("exitEvery", a.ExitEvery, 1); err != nil {
 		return Cost{}, err
+	}
+	if c.LoadTime, err = duration("loadTime", a.LoadTime, MaxLoadTime); err != nil {
+		return Cost{}, err
+	}
+	if !isNull(a.Memory) {
+		var s string
+		if err := json.Unmarshal(a.Memory, &s); err != nil {
+			return Cost{}, fmt.Errorf("synthetic: memory must be a size string such as \"64MiB\", got %s", a.Memory)
+		}
+		n, err := bytesize.Parse(s)
+		if err != nil {
+			return Cost{}, fmt.Errorf("synthetic: memory: %v", err)
+		}
+		if n > MaxMemory {
+			return Cost{}, fmt.Errorf("synthetic: memory must be at most %s, got %s", bytesize.Format(MaxMemory), s)
+		}
+		c.Memory = n
 	}
 	return c, nil
 }
@@ -230,7 +263,8 @@ func exitCounter(name string) *atomic.Int64 {
 // Runtime loads synthetic artifacts.
 type Runtime struct{}
 
-// Load decodes cost.json and sizes the model from spec.
+// Load decodes cost.json, waits LoadTime (or until ctx ends) and sizes
+// the model from spec.
 func (Runtime) Load(ctx context.Context, spec runtime.Spec, data []byte) (runtime.Model, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -238,6 +272,15 @@ func (Runtime) Load(ctx context.Context, spec runtime.Spec, data []byte) (runtim
 	c, err := Decode(data)
 	if err != nil {
 		return nil, err
+	}
+	if c.LoadTime > 0 {
+		t := time.NewTimer(c.LoadTime)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("synthetic: %s: load interrupted after less than loadTime %v: %w", spec.Name, c.LoadTime, ctx.Err())
+		}
 	}
 	return New(c, spec)
 }
@@ -257,11 +300,25 @@ func New(c Cost, spec runtime.Spec) (*Model, error) {
 	if outs < 1 {
 		outs = 1
 	}
-	m := &Model{cost: c, inputs: spec.Features, outputs: outs}
+	if c.Memory < 0 || c.Memory > MaxMemory {
+		return nil, fmt.Errorf("synthetic: %s: memory must be between 0 and %s, got %d bytes", spec.Name, bytesize.Format(MaxMemory), c.Memory)
+	}
+	mem, err := allocate(c.Memory)
+	if err != nil {
+		return nil, fmt.Errorf("synthetic: %s: allocate memory %s: %v", spec.Name, bytesize.Format(c.Memory), err)
+	}
+	m := &Model{cost: c, inputs: spec.Features, outputs: outs, mem: mem}
 	if c.ExitEvery > 0 {
 		m.exitCalls = exitCounter(spec.Name)
 	}
 	return m, nil
+}
+
+// touch writes one byte on every page of b, so the pages are resident.
+func touch(b []byte) {
+	for i := 0; i < len(b); i += 4096 {
+		b[i] = 1
+	}
 }
 
 // Model is a loaded synthetic model.
@@ -271,6 +328,9 @@ type Model struct {
 	outputs   int
 	calls     atomic.Int64
 	exitCalls *atomic.Int64 // shared by the version's models in this process; nil without exitEvery
+
+	memMu sync.Mutex // guards mem
+	mem   []byte     // Cost.Memory bytes, held until Close
 }
 
 // Cost returns the model's cost curve.
@@ -278,12 +338,15 @@ func (m *Model) Cost() Cost { return m.cost }
 
 // Info reports the model's shape.
 func (m *Model) Info() runtime.Info {
-	return runtime.Info{
-		Inputs:  m.inputs,
-		Outputs: m.outputs,
-		Detail: fmt.Sprintf("synthetic, %s, base %v + %v per instance, %d outputs",
-			m.cost.Mode, m.cost.Base, m.cost.PerInstance, m.outputs),
+	d := fmt.Sprintf("synthetic, %s, base %v + %v per instance, %d outputs",
+		m.cost.Mode, m.cost.Base, m.cost.PerInstance, m.outputs)
+	if m.cost.Memory > 0 {
+		d += ", memory " + bytesize.Format(m.cost.Memory)
 	}
+	if m.cost.LoadTime > 0 {
+		d += fmt.Sprintf(", load %v", m.cost.LoadTime)
+	}
+	return runtime.Info{Inputs: m.inputs, Outputs: m.outputs, Detail: d}
 }
 
 // Predict pays the batch's cost and returns the deterministic outputs.
@@ -370,5 +433,11 @@ func Compute(in runtime.Batch, k int) runtime.Output {
 	return out
 }
 
-// Close releases nothing.
-func (m *Model) Close() error { return nil }
+// Close gives back the model's memory; closing twice is harmless.
+func (m *Model) Close() error {
+	m.memMu.Lock()
+	defer m.memMu.Unlock()
+	b := m.mem
+	m.mem = nil
+	return release(b)
+}

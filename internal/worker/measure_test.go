@@ -1,0 +1,55 @@
+package worker
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"testing"
+
+	"github.com/sluiceml/sluice/internal/hosting"
+	"github.com/sluiceml/sluice/internal/modelpkg"
+	"github.com/sluiceml/sluice/internal/placement"
+	_ "github.com/sluiceml/sluice/internal/runtime/linear"
+	_ "github.com/sluiceml/sluice/internal/runtime/onnx"
+	_ "github.com/sluiceml/sluice/internal/runtime/xgboost"
+)
+
+// TestMeasureExamples prints the memory the worker's measure gives each
+// example model (1 and 4 replicas) and what its unload gives back: the
+// calibration of placement.Estimate. It asserts nothing about the figures
+// (they depend on the host) and runs with SLUICE_MEASURE=1:
+//
+//	SLUICE_MEASURE=1 go test ./internal/worker -run TestMeasureExamples -v
+func TestMeasureExamples(t *testing.T) {
+	if os.Getenv("SLUICE_MEASURE") == "" {
+		t.Skip("set SLUICE_MEASURE=1 to measure the examples")
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, ex := range []string{"churn", "iris", "fraud", "mlp", "seq"} {
+		p, err := modelpkg.ReadDir("../../examples/" + ex)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []int{1, 4} {
+			var m meter
+			mk, before := m.begin()
+			srv, _, err := hosting.Start(context.Background(), hosting.Config{ID: ex + "@1", Spec: p.Spec, Runtime: p.Spec.Manifest.Runtime,
+				Artifact: p.Artifact, Replicas: n, Logger: log})
+			grew, alone := m.end(mk, before)
+			if err != nil {
+				t.Logf("%s: %v", ex, err)
+				break
+			}
+			_ = srv.Close(context.Background())
+			loaded := RSS()
+			giveBack()
+			after := RSS()
+			est := placement.Estimate(p.Spec.Manifest.Runtime, int64(len(p.Artifact)), 0)
+			t.Logf("%-6s %-8s artifact %7d B, %d replicas: RSS grew %6.2f MiB (%.2f MiB per replica, %.1f× artifact; alone %v); estimate %.2f MiB per replica; unload gave back %6.2f MiB",
+				ex, p.Spec.Manifest.Runtime, len(p.Artifact), n, float64(grew)/(1<<20), float64(grew)/float64(n)/(1<<20),
+				float64(grew)/float64(n)/float64(len(p.Artifact)), alone, float64(est)/(1<<20), float64(before+grew-after)/(1<<20))
+			_ = loaded
+		}
+	}
+}

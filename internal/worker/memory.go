@@ -1,0 +1,118 @@
+package worker
+
+import (
+	"fmt"
+	"os"
+	goruntime "runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Memory accounting. A version's memory on a worker is the growth of the
+// process's RSS over its load (hosting.Start: every replica's runtime load,
+// golden examples, warmup), with the garbage collector run and the freed
+// heap returned to the OS before and after (debug.FreeOSMemory), so the
+// figure is what the loaded version holds, not the load's garbage. Two
+// loads that overlap cannot be told apart in one RSS: a load that
+// overlapped another reports the estimate instead (serving.memory, else
+// placement.Estimate) and says so (memory_measured false). Unloading runs
+// FreeOSMemory after the version's models are closed, so what a Go-heap
+// runtime held is given back to the OS, not kept by the Go runtime.
+
+// meter tells whether loads overlapped.
+type meter struct {
+	mu      sync.Mutex // guards running and dirty
+	running int
+	dirty   map[*loadMark]bool // loads that overlapped another
+}
+
+type loadMark struct{}
+
+// begin starts measuring one load: it collects garbage and reads RSS.
+func (m *meter) begin() (*loadMark, int64) {
+	mk := &loadMark{}
+	m.mu.Lock()
+	if m.dirty == nil {
+		m.dirty = map[*loadMark]bool{}
+	}
+	m.running++
+	if m.running > 1 {
+		for k := range m.dirty {
+			m.dirty[k] = true
+		}
+		m.dirty[mk] = true
+	} else {
+		m.dirty[mk] = false
+	}
+	m.mu.Unlock()
+	debug.FreeOSMemory()
+	return mk, RSS()
+}
+
+// end finishes measuring: the RSS growth since begin (never negative) and
+// whether it is this load's alone.
+func (m *meter) end(mk *loadMark, before int64) (int64, bool) {
+	debug.FreeOSMemory()
+	after := RSS()
+	m.mu.Lock()
+	m.running--
+	alone := !m.dirty[mk]
+	delete(m.dirty, mk)
+	m.mu.Unlock()
+	return max(after-before, 0), alone && before > 0
+}
+
+// giveBack returns freed heap to the OS (after an unload).
+func giveBack() {
+	goruntime.GC()
+	debug.FreeOSMemory()
+}
+
+// Budget files, read by DefaultBudget.
+const (
+	cgroupMemoryMax = "/sys/fs/cgroup/memory.max"
+	procMeminfo     = "/proc/meminfo"
+)
+
+// DefaultBudget is a worker's memory budget when --worker-memory is not
+// given: the cgroup v2 limit of the process (memory.max) when one is set,
+// else the host's MemTotal, divided by workersOnHost (the workers that
+// share that memory; 0 or 1: a lone worker takes it all). It returns the
+// budget and where it came from ("" and 0 when neither is readable).
+func DefaultBudget(workersOnHost int) (int64, string) {
+	cg, _ := os.ReadFile(cgroupMemoryMax)
+	mi, _ := os.ReadFile(procMeminfo)
+	return budgetFrom(string(cg), string(mi), workersOnHost)
+}
+
+// budgetFrom is DefaultBudget on the files' contents.
+func budgetFrom(cgroupMax, meminfo string, workersOnHost int) (int64, string) {
+	n := max(workersOnHost, 1)
+	var total int64
+	var source string
+	if v, err := strconv.ParseInt(strings.TrimSpace(cgroupMax), 10, 64); err == nil && v > 0 {
+		total, source = v, "cgroup memory.max"
+	} else {
+		for _, line := range strings.Split(meminfo, "\n") {
+			rest, ok := strings.CutPrefix(line, "MemTotal:")
+			if !ok {
+				continue
+			}
+			f := strings.Fields(rest)
+			if len(f) == 2 && f[1] == "kB" {
+				if kb, err := strconv.ParseInt(f[0], 10, 64); err == nil && kb > 0 {
+					total, source = kb<<10, "host MemTotal"
+				}
+			}
+		}
+	}
+	if total == 0 {
+		return 0, ""
+	}
+	if n > 1 {
+		source = fmt.Sprintf("%s / %d workers", source, n)
+	}
+	return total / int64(n), source
+}
