@@ -14,11 +14,25 @@ const SustainedShare = 0.99
 // least SustainedShare of the scheduled requests answered 2xx within the
 // deadline, the generator kept to its schedule, and the corrected p99 is
 // within slo.
-func Sustained(r Result, slo time.Duration) bool {
-	if r.Scheduled == 0 || r.FellBehind || r.Interrupted {
-		return false
+func Sustained(r Result, slo time.Duration) bool { return NotSustained(r, slo) == "" }
+
+// NotSustained says why a run was not sustained ("" when it was). A
+// generator that fell behind its schedule is a limit of the machine
+// sending the load, not a measure of the server.
+func NotSustained(r Result, slo time.Duration) string {
+	switch {
+	case r.Interrupted:
+		return "interrupted"
+	case r.Scheduled == 0:
+		return "nothing scheduled"
+	case r.FellBehind:
+		return "the load generator fell behind its schedule (a limit of this machine, not of the server)"
+	case float64(r.Good) < SustainedShare*float64(r.Scheduled):
+		return fmt.Sprintf("%d of %d good within the deadline, under %g%%", r.Good, r.Scheduled, 100*SustainedShare)
+	case r.Latency.P99 > slo:
+		return fmt.Sprintf("p99 %v over the SLO %v", r.Latency.P99, slo)
 	}
-	return float64(r.Good) >= SustainedShare*float64(r.Scheduled) && r.Latency.P99 <= slo
+	return ""
 }
 
 // CapacitySearch bounds FindCapacity.

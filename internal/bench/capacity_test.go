@@ -29,6 +29,9 @@ func TestSustained(t *testing.T) {
 			if got := Sustained(r, slo); got != c.want {
 				t.Fatalf("Sustained = %v, want %v", got, c.want)
 			}
+			if why := NotSustained(r, slo); (why == "") != c.want {
+				t.Fatalf("NotSustained = %q with Sustained %v", why, c.want)
+			}
 		})
 	}
 }
