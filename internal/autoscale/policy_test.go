@@ -122,6 +122,8 @@ func TestDesired(t *testing.T) {
 			warm(120, 2), {secs: 60, rate: 1000, budget: 3, want: 3, atMostUp: 3}}},
 		{"a budget below the count clamps at once", Config{MinReplicas: 1}, 4, []phase{
 			warm(250, 4), {secs: 1, rate: 250, budget: 2, want: 2}}},
+		{"a count above maxReplicas clamps at once", Config{MinReplicas: 1, MaxReplicas: 3}, 6, []phase{
+			{secs: 1, rate: 350, want: 3}}},
 		{"zero traffic goes to minReplicas, not below", Config{MinReplicas: 2}, 5, []phase{
 			warm(300, 5), {secs: int(5 * cd / time.Second), rate: 0, want: 2}, {secs: 600, rate: 0, want: 2, hold: true}}},
 		{"arrivals with no replica start one", Config{MinReplicas: 0}, 0, []phase{{secs: 1, rate: 5, want: 1}}},
