@@ -49,19 +49,26 @@ func CanonicalJSON(insts []schema.Instance) []byte {
 // AppendCanonical appends the canonical JSON of insts to b.
 func AppendCanonical(b []byte, insts []schema.Instance) []byte {
 	b = append(b, '[')
-	var sorted []schema.Member
+	// Instances decoded from one request (and every instance built from
+	// tensors) list their members in the same order: the sorting
+	// permutation is computed once and reused while the names repeat.
+	var perm []int
+	var prev schema.Instance
 	for i, inst := range insts {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		ms := []schema.Member(inst)
-		if !slices.IsSortedFunc(ms, byName) {
-			sorted = append(sorted[:0], inst...)
-			slices.SortStableFunc(sorted, byName)
-			ms = sorted
+		if !sameNames(inst, prev) {
+			perm = perm[:0]
+			for j := range inst {
+				perm = append(perm, j)
+			}
+			slices.SortStableFunc(perm, func(x, y int) int { return strings.Compare(inst[x].Name, inst[y].Name) })
+			prev = inst
 		}
 		b = append(b, '{')
-		for j, m := range ms {
+		for j, k := range perm {
+			m := inst[k]
 			if j > 0 {
 				b = append(b, ',')
 			}
@@ -94,7 +101,18 @@ func AppendCanonical(b []byte, insts []schema.Instance) []byte {
 	return append(b, ']')
 }
 
-func byName(a, b schema.Member) int { return strings.Compare(a.Name, b.Name) }
+// sameNames reports whether a and b have the same member names in the same order.
+func sameNames(a, b schema.Instance) bool {
+	if len(a) != len(b) || b == nil {
+		return false
+	}
+	for i := range a {
+		if a[i].Name != b[i].Name {
+			return false
+		}
+	}
+	return true
+}
 
 // appendString appends s JSON-escaped exactly as encoding/json does
 // (including \u003c, \u003e, \u0026 and invalid UTF-8): the common case of
