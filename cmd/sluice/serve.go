@@ -11,12 +11,14 @@ import (
 	"os/signal"
 	"path/filepath"
 	goruntime "runtime"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sluiceml/sluice/examples"
+	"github.com/sluiceml/sluice/internal/autoscale"
 	"github.com/sluiceml/sluice/internal/cluster"
 	"github.com/sluiceml/sluice/internal/control"
 	"github.com/sluiceml/sluice/internal/modelpkg"
@@ -241,6 +243,20 @@ func newServeCmd() *cobra.Command {
 				log.Error("changed package published but not released; deploy it by hand (sluice deploy)", "err", err)
 			}
 			ctl.MarkStarted()
+			if pool != nil {
+				// Replicas follow the traffic for versions whose placement
+				// lets them (maxReplicas above the floor); stopped after the
+				// server drained.
+				actx, stopScaling := context.WithCancel(context.Background())
+				loop := autoscale.NewLoop(pool, pool, autoscale.LoopConfig{Logger: log, OnDecision: func(version string, d autoscale.Decision, _ int) {
+					if model, n, ok := strings.Cut(version, "@"); ok && !noMetrics {
+						metrics.SetDesiredReplicas(model, n, d.Replicas)
+					}
+				}})
+				scaled := make(chan struct{})
+				go func() { defer close(scaled); _ = loop.Run(actx) }()
+				defer func() { stopScaling(); <-scaled }()
+			}
 			log.Info("serving", "addr", ln.Addr().String(), "data", data, "models", display)
 			return server.New(cfg, ctl).Serve(ctx, ln, grace)
 		},

@@ -383,3 +383,41 @@ func TestWorkerNice(t *testing.T) {
 	}
 	srv.stop(t)
 }
+
+// Replicas follow the traffic: a version whose placement allows up to 6
+// replicas grows past its floor (one per worker) under a load two
+// replicas cannot carry.
+func TestAutoscaleUpWithWorkers(t *testing.T) {
+	models := t.TempDir()
+	synPackage(t, filepath.Join(models, "syn"), `{"base":"10ms","perInstance":"0ms","mode":"sleep"}`,
+		"serving: {maxBatchSize: 1, defaultDeadline: 500ms, maxInstancesPerRequest: 10, maxQueueInstances: 200}\nplacement: {maxReplicas: 6}\n")
+	srv := startServer(t, "--data", t.TempDir(), "--models", models, "--workers", "2")
+	waitFor(t, 10*time.Second, func() bool { return holders(workers(t, srv.url), "syn@1") == 2 })
+	replicas := func() int {
+		n := 0
+		for _, w := range workers(t, srv.url).Workers {
+			for _, v := range w.Versions {
+				if v.Version == "syn@1" {
+					n += v.ReadyReplicas
+				}
+			}
+		}
+		return n
+	}
+	if n := replicas(); n != 2 {
+		t.Fatalf("before the load: %d replicas, want 2 (one per worker)", n)
+	}
+	stop := make(chan struct{})
+	done := make(chan []outcome)
+	go func() {
+		done <- openLoop(srv.url+"/v1/models/syn:predict", `{"instances":[{"x":1}],"deadlineMs":500}`, 300, stop)
+	}()
+	waitFor(t, 30*time.Second, func() bool { return replicas() >= 4 })
+	close(stop)
+	<-done
+	t.Logf("syn@1 scaled to %d replicas under 300 req/s of a 10 ms model", replicas())
+	if !strings.Contains(srv.logs.String(), "replicas set") {
+		t.Errorf("no scaling logged:\n%s", srv.logs)
+	}
+	srv.stop(t)
+}

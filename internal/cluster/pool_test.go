@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -34,6 +35,13 @@ type fakeWorker struct {
 	mu     sync.Mutex
 	behave error
 	hang   chan struct{} // when set, ModelInfer waits for it or the caller's end
+	// replicas is the count of the last SetReplicas
+	replicas atomic.Int32
+}
+
+func (f *fakeWorker) SetReplicas(_ context.Context, req *workerpb.SetReplicasRequest) (*workerpb.SetReplicasResponse, error) {
+	f.replicas.Store(req.Replicas)
+	return &workerpb.SetReplicasResponse{ReadyReplicas: req.Replicas}, nil
 }
 
 func (f *fakeWorker) Load(context.Context, *workerpb.LoadRequest) (*workerpb.LoadResponse, error) {
@@ -366,5 +374,71 @@ func TestDeadlineDoesNotTakeWorkerOut(t *testing.T) {
 	}
 	if calls := a.calls.Load() + b.calls.Load(); calls != 1 {
 		t.Errorf("%d calls: a passed deadline is not tried elsewhere", calls)
+	}
+}
+
+func TestSpread(t *testing.T) {
+	cases := []struct {
+		n, h int
+		want []int
+	}{
+		{5, 2, []int{3, 2}}, {4, 2, []int{2, 2}}, {1, 2, []int{1, 1}}, {7, 3, []int{3, 2, 2}}, {3, 1, []int{3}}, {2, 0, nil},
+	}
+	for _, c := range cases {
+		if got := Spread(c.n, c.h); !slices.Equal(got, c.want) {
+			t.Errorf("Spread(%d, %d) = %v, want %v", c.n, c.h, got, c.want)
+		}
+	}
+}
+
+// The pool reports a scalable version to the autoscaler (arrivals seen by
+// Submit, the workers' replicas, a floor of one per holder) and spreads a
+// replica count over its workers.
+func TestAutoscaleSourceAndActuator(t *testing.T) {
+	p := New(Config{Known: []string{"a", "b"}, HeartbeatInterval: time.Hour})
+	t.Cleanup(p.Close)
+	a, b := startFake(t, "a"), startFake(t, "b")
+	a.register(t, p, 1)
+	b.register(t, p, 2)
+	y := "name: m\nruntime: linear\nartifact: a.json\ninput:\n  schema: i@1\n  fields: [{name: x, type: float}, {name: z, type: float}]\noutput:\n  schema: o@1\n  fields: [{name: y}]\nplacement: {maxReplicas: 6}\n"
+	spec, err := modelpkg.Parse("model.yaml", []byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _, err := p.Start(t.Context(), VersionSpec{Model: "m", N: 1, Manifest: []byte(y), ArtifactSHA: "00", Spec: spec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, func() bool { return len(p.candidates(v.key, nil)) == 2 })
+	for i := 0; i < 3; i++ {
+		if _, err := v.Submit(t.Context(), rows(4)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	obs, err := p.Observe(t.Context())
+	if err != nil || len(obs) != 1 {
+		t.Fatalf("observe: %+v %v", obs, err)
+	}
+	o := obs[0]
+	if o.Version != "m@1" || o.Sample.Arrived != 12 || o.Config.MinReplicas != 2 || o.Config.MaxReplicas != 6 {
+		t.Errorf("observation %+v", o)
+	}
+	if err := p.SetReplicas(t.Context(), "m@1", 5); err != nil {
+		t.Fatal(err)
+	}
+	got := []int32{a.replicas.Load(), b.replicas.Load()}
+	slices.Sort(got)
+	if !slices.Equal(got, []int32{2, 3}) {
+		t.Errorf("workers asked for %v replicas, want 3 and 2", got)
+	}
+	// A version whose placement does not let the count move is not reported.
+	p2 := New(Config{Known: []string{"a"}, HeartbeatInterval: time.Hour})
+	t.Cleanup(p2.Close)
+	a.register(t, p2, 1)
+	if _, _, err := p2.Start(t.Context(), testSpec(t)); err != nil {
+		t.Fatal(err)
+	}
+	if obs, _ := p2.Observe(t.Context()); len(obs) != 0 {
+		t.Errorf("a fixed-size version was reported: %+v", obs)
 	}
 }

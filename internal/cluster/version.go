@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluiceml/sluice/internal/errs"
@@ -21,6 +22,9 @@ type Version struct {
 	ver  string // spec.N as the protocol's model_version
 
 	timing hosting.Timings // guarded by Pool.mu
+
+	// Instances seen by Submit, for the autoscaler (cumulative).
+	arrived, refused, missed atomic.Int64
 }
 
 func newVersion(p *Pool, vs VersionSpec) *Version {
@@ -42,7 +46,17 @@ func retryable(code errs.Code) bool {
 // version; when that worker refuses or dies, it tries one other inside the
 // request's deadline (predictions are pure, so a batch lost with a dead
 // worker is safe to compute again). Result.Attempts counts the workers tried.
-func (v *Version) Submit(ctx context.Context, w serving.Work) (serving.Result, error) {
+func (v *Version) Submit(ctx context.Context, w serving.Work) (res serving.Result, err error) {
+	n := int64(w.Rows.Rows)
+	v.arrived.Add(n)
+	defer func() {
+		switch errs.CodeOf(err) {
+		case errs.QueueFull, errs.DeadlineInfeasible, errs.NotReady:
+			v.refused.Add(n)
+		case errs.DeadlineExceeded, errs.ExpiredInQueue:
+			v.missed.Add(n)
+		}
+	}()
 	var skip *worker
 	var last error
 	for attempt := 1; attempt <= 2; attempt++ {

@@ -142,6 +142,7 @@ type Metrics struct {
 	shadowLat    *prometheus.HistogramVec
 	canaryShare  *prometheus.GaugeVec
 	driftPSI     *prometheus.GaugeVec
+	desired      *prometheus.GaugeVec
 	violations   *prometheus.CounterVec
 	missing      *prometheus.CounterVec
 	tenantReqs   *prometheus.CounterVec
@@ -196,6 +197,7 @@ func New(reg prometheus.Registerer, build BuildInfo) *Metrics {
 		shadowDiff:   histogram("shadow_abs_diff", "Absolute difference between a shadow prediction and the primary's.", AbsDiffBuckets, mv...),
 		shadowLat:    histogram("shadow_latency_seconds", "Latency of shadow predictions.", LatencyBuckets, mv...),
 		canaryShare:  gauge("canary_traffic_share", "Share of a model's traffic routed to a canary version (0 to 1).", mv...),
+		desired:      gauge("replicas_desired", "Replicas the autoscaler wants for a version (sluice_replicas has the ready ones).", mv...),
 		driftPSI:     gauge("drift_psi", "Population stability index of a feature or output over the drift window against the reference sample (> 0.2: drifted).", "model", "version", "feature"),
 		violations:   counter("schema_violations_total", "Input values rejected by a version's schema, by declared field and reason.", with("field", "reason")...),
 		missing:      counter("missing_features_total", "Optional input fields absent from an instance (filled by their default).", with("field")...),
@@ -208,7 +210,7 @@ func New(reg prometheus.Registerer, build BuildInfo) *Metrics {
 	}{
 		m.requests, m.instances, m.stage, m.batchSize, m.fillRatio, m.padRatio, m.refusals, m.expired, m.deadline,
 		m.crashes, m.restarts, m.loadSeconds, m.golden, m.artifact, m.versionState, m.shadowDis,
-		m.shadowDiff, m.shadowLat, m.canaryShare, m.driftPSI, m.violations, m.missing,
+		m.shadowDiff, m.shadowLat, m.canaryShare, m.driftPSI, m.violations, m.missing, m.desired,
 	}
 	m.live = newLiveCollector()
 	m.drops = newDropsCollector()
@@ -217,7 +219,7 @@ func New(reg prometheus.Registerer, build BuildInfo) *Metrics {
 
 	reg.MustRegister(m.requests, m.instances, m.stage, m.batchSize, m.fillRatio, m.padRatio, m.refusals, m.expired,
 		m.deadline, m.crashes, m.restarts, m.loadSeconds, m.golden, m.artifact, m.versionState,
-		m.shadowDis, m.shadowDiff, m.shadowLat, m.canaryShare, m.driftPSI, m.violations, m.missing,
+		m.shadowDis, m.shadowDiff, m.shadowLat, m.canaryShare, m.driftPSI, m.violations, m.missing, m.desired,
 		m.tenantReqs, m.tenantQuota, buildInfo, m.live, m.drops)
 	if g, ok := reg.(prometheus.Gatherer); ok {
 		m.gatherer = g
@@ -488,6 +490,11 @@ func (m *Metrics) Forget(model, version string) {
 	m.mu.Lock()
 	delete(m.fields, [2]string{model, version})
 	m.mu.Unlock()
+}
+
+// SetDesiredReplicas sets the autoscaler's replica count for a version.
+func (m *Metrics) SetDesiredReplicas(model, version string, n int) {
+	m.desired.WithLabelValues(model, version).Set(float64(n))
 }
 
 // SetDriftPSI sets the PSI of one feature or output ("output:NAME") of a

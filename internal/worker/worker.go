@@ -113,6 +113,9 @@ type version struct {
 	measured bool
 
 	unloading bool // guarded by Worker.mu
+
+	req   *workerpb.LoadRequest // what loaded it: SetReplicas loads more from it
+	scale sync.Mutex            // serializes SetReplicas of this version
 }
 
 func (v *version) id() string { return fmt.Sprintf("%s@%d", v.model, v.n) }
@@ -318,6 +321,7 @@ func (w *Worker) status() *workerpb.WorkerStatus {
 				vst.ReadyReplicas, vst.RestartingReplicas = int32(s.ReadyReplicas), int32(s.Restarting)
 				vst.QueuedInstances, vst.InflightBatches = int64(s.QueuedInstances), int32(s.InflightBatches)
 				vst.Batches, vst.Rows, vst.Crashes, vst.ExpiredInQueue = s.Batches, s.Rows, s.Crashes, s.ExpiredInQueue
+				vst.CostANs, vst.CostBNs, vst.MaxBatch = int64(s.Cost.A), int64(s.Cost.B), int32(v.spec.Manifest.Serving.MaxBatchSize)
 				vst.MemoryBytes, vst.ReplicaMemoryBytes, vst.MemoryMeasured = v.memory, v.memory/int64(max(v.replicas, 1)), v.measured
 			}
 		default:
@@ -361,7 +365,7 @@ func (w *Worker) Load(ctx context.Context, req *workerpb.LoadRequest) (*workerpb
 		return nil, oip.Status(errs.New(errs.Unavailable, "%s is being unloaded; load it again when that is done", k))
 	}
 	if v == nil {
-		v = &version{model: req.Model, n: req.Version, done: make(chan struct{})}
+		v = &version{model: req.Model, n: req.Version, done: make(chan struct{}), req: req}
 		w.versions[k] = v
 		w.wg.Add(1)
 		go func() {

@@ -136,6 +136,27 @@ func TestWorkerAgainstControlPlane(t *testing.T) {
 		t.Errorf("unknown version: %+v", e)
 	}
 
+	// The replica pool grows and shrinks; new replicas are checked first.
+	wc := workerpb.NewWorkerClient(conn)
+	for _, n := range []int32{3, 1} {
+		r, err := wc.SetReplicas(sctx, &workerpb.SetReplicasRequest{Model: "calc", Version: 1, Replicas: n})
+		if err != nil || r.ReadyReplicas != n {
+			t.Fatalf("set replicas %d: %+v %v", n, r, err)
+		}
+		st, err := wc.Status(sctx, &workerpb.StatusRequest{})
+		if err != nil || len(st.Versions) == 0 || st.Versions[0].ReadyReplicas != n {
+			t.Fatalf("status after set replicas %d: %+v %v", n, st, err)
+		}
+		if st.Versions[0].CostBNs <= 0 || st.Versions[0].MaxBatch <= 0 {
+			t.Errorf("status carries no cost model: %+v", st.Versions[0])
+		}
+	}
+	if _, err := wc.SetReplicas(sctx, &workerpb.SetReplicasRequest{Model: "calc", Version: 1, Replicas: 0}); err == nil {
+		t.Error("0 replicas accepted: unloading is Unload")
+	} else if e, _ := oip.FromStatus(err); e.Code != errs.InvalidArgument || e.Field != "replicas" {
+		t.Errorf("0 replicas: %+v", e)
+	}
+
 	// Unload: the version leaves the worker; calls are refused, not hung.
 	if err := v.Close(sctx); err != nil {
 		t.Fatal(err)

@@ -367,8 +367,13 @@ type VersionStatus struct {
 	// memory_bytes / the replicas loaded.
 	ReplicaMemoryBytes int64 `protobuf:"varint,14,opt,name=replica_memory_bytes,json=replicaMemoryBytes,proto3" json:"replica_memory_bytes,omitempty"`
 	MemoryMeasured     bool  `protobuf:"varint,15,opt,name=memory_measured,json=memoryMeasured,proto3" json:"memory_measured,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// The version's learned cost model (batch time = a + b·n) and its
+	// largest batch, for the autoscaler's per-replica throughput.
+	CostANs       int64 `protobuf:"varint,30,opt,name=cost_a_ns,json=costANs,proto3" json:"cost_a_ns,omitempty"`
+	CostBNs       int64 `protobuf:"varint,31,opt,name=cost_b_ns,json=costBNs,proto3" json:"cost_b_ns,omitempty"`
+	MaxBatch      int32 `protobuf:"varint,32,opt,name=max_batch,json=maxBatch,proto3" json:"max_batch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *VersionStatus) Reset() {
@@ -504,6 +509,27 @@ func (x *VersionStatus) GetMemoryMeasured() bool {
 		return x.MemoryMeasured
 	}
 	return false
+}
+
+func (x *VersionStatus) GetCostANs() int64 {
+	if x != nil {
+		return x.CostANs
+	}
+	return 0
+}
+
+func (x *VersionStatus) GetCostBNs() int64 {
+	if x != nil {
+		return x.CostBNs
+	}
+	return 0
+}
+
+func (x *VersionStatus) GetMaxBatch() int32 {
+	if x != nil {
+		return x.MaxBatch
+	}
+	return 0
 }
 
 type WorkerStatus struct {
@@ -868,6 +894,111 @@ func (x *ArtifactChunk) GetTotalBytes() int64 {
 	return 0
 }
 
+type SetReplicasRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Model   string                 `protobuf:"bytes,1,opt,name=model,proto3" json:"model,omitempty"`
+	Version int64                  `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
+	// The replicas wanted on this worker (>= 1).
+	Replicas      int32 `protobuf:"varint,3,opt,name=replicas,proto3" json:"replicas,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetReplicasRequest) Reset() {
+	*x = SetReplicasRequest{}
+	mi := &file_sluice_worker_v1_worker_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetReplicasRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetReplicasRequest) ProtoMessage() {}
+
+func (x *SetReplicasRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_worker_v1_worker_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetReplicasRequest.ProtoReflect.Descriptor instead.
+func (*SetReplicasRequest) Descriptor() ([]byte, []int) {
+	return file_sluice_worker_v1_worker_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *SetReplicasRequest) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *SetReplicasRequest) GetVersion() int64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *SetReplicasRequest) GetReplicas() int32 {
+	if x != nil {
+		return x.Replicas
+	}
+	return 0
+}
+
+type SetReplicasResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ReadyReplicas int32                  `protobuf:"varint,1,opt,name=ready_replicas,json=readyReplicas,proto3" json:"ready_replicas,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetReplicasResponse) Reset() {
+	*x = SetReplicasResponse{}
+	mi := &file_sluice_worker_v1_worker_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetReplicasResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetReplicasResponse) ProtoMessage() {}
+
+func (x *SetReplicasResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_worker_v1_worker_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetReplicasResponse.ProtoReflect.Descriptor instead.
+func (*SetReplicasResponse) Descriptor() ([]byte, []int) {
+	return file_sluice_worker_v1_worker_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *SetReplicasResponse) GetReadyReplicas() int32 {
+	if x != nil {
+		return x.ReadyReplicas
+	}
+	return 0
+}
+
 var File_sluice_worker_v1_worker_proto protoreflect.FileDescriptor
 
 const file_sluice_worker_v1_worker_proto_rawDesc = "" +
@@ -893,7 +1024,7 @@ const file_sluice_worker_v1_worker_proto_rawDesc = "" +
 	"\aversion\x18\x02 \x01(\x03R\aversion\x12\x19\n" +
 	"\bdrain_ms\x18\x03 \x01(\x03R\adrainMs\"\x10\n" +
 	"\x0eUnloadResponse\"\x0f\n" +
-	"\rStatusRequest\"\x8b\x04\n" +
+	"\rStatusRequest\"\xe0\x04\n" +
 	"\rVersionStatus\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\x03R\aversion\x12\x14\n" +
@@ -910,7 +1041,10 @@ const file_sluice_worker_v1_worker_proto_rawDesc = "" +
 	"\x10expired_in_queue\x18\f \x01(\x03R\x0eexpiredInQueue\x12!\n" +
 	"\fmemory_bytes\x18\r \x01(\x03R\vmemoryBytes\x120\n" +
 	"\x14replica_memory_bytes\x18\x0e \x01(\x03R\x12replicaMemoryBytes\x12'\n" +
-	"\x0fmemory_measured\x18\x0f \x01(\bR\x0ememoryMeasured\"\xff\x02\n" +
+	"\x0fmemory_measured\x18\x0f \x01(\bR\x0ememoryMeasured\x12\x1a\n" +
+	"\tcost_a_ns\x18\x1e \x01(\x03R\acostANs\x12\x1a\n" +
+	"\tcost_b_ns\x18\x1f \x01(\x03R\acostBNs\x12\x1b\n" +
+	"\tmax_batch\x18  \x01(\x05R\bmaxBatch\"\xff\x02\n" +
 	"\fWorkerStatus\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x10\n" +
@@ -936,11 +1070,18 @@ const file_sluice_worker_v1_worker_proto_rawDesc = "" +
 	"\rArtifactChunk\x12\x12\n" +
 	"\x04data\x18\x01 \x01(\fR\x04data\x12\x1f\n" +
 	"\vtotal_bytes\x18\x02 \x01(\x03R\n" +
-	"totalBytes2\xed\x01\n" +
+	"totalBytes\"`\n" +
+	"\x12SetReplicasRequest\x12\x14\n" +
+	"\x05model\x18\x01 \x01(\tR\x05model\x12\x18\n" +
+	"\aversion\x18\x02 \x01(\x03R\aversion\x12\x1a\n" +
+	"\breplicas\x18\x03 \x01(\x05R\breplicas\"<\n" +
+	"\x13SetReplicasResponse\x12%\n" +
+	"\x0eready_replicas\x18\x01 \x01(\x05R\rreadyReplicas2\xcb\x02\n" +
 	"\x06Worker\x12G\n" +
 	"\x04Load\x12\x1d.sluice.worker.v1.LoadRequest\x1a\x1e.sluice.worker.v1.LoadResponse\"\x00\x12M\n" +
 	"\x06Unload\x12\x1f.sluice.worker.v1.UnloadRequest\x1a .sluice.worker.v1.UnloadResponse\"\x00\x12K\n" +
-	"\x06Status\x12\x1f.sluice.worker.v1.StatusRequest\x1a\x1e.sluice.worker.v1.WorkerStatus\"\x002\x95\x02\n" +
+	"\x06Status\x12\x1f.sluice.worker.v1.StatusRequest\x1a\x1e.sluice.worker.v1.WorkerStatus\"\x00\x12\\\n" +
+	"\vSetReplicas\x12$.sluice.worker.v1.SetReplicasRequest\x1a%.sluice.worker.v1.SetReplicasResponse\"\x002\x95\x02\n" +
 	"\fControlPlane\x12S\n" +
 	"\bRegister\x12!.sluice.worker.v1.RegisterRequest\x1a\".sluice.worker.v1.RegisterResponse\"\x00\x12R\n" +
 	"\tHeartbeat\x12\x1e.sluice.worker.v1.WorkerStatus\x1a#.sluice.worker.v1.HeartbeatResponse\"\x00\x12\\\n" +
@@ -958,7 +1099,7 @@ func file_sluice_worker_v1_worker_proto_rawDescGZIP() []byte {
 	return file_sluice_worker_v1_worker_proto_rawDescData
 }
 
-var file_sluice_worker_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_sluice_worker_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_sluice_worker_v1_worker_proto_goTypes = []any{
 	(*LoadRequest)(nil),          // 0: sluice.worker.v1.LoadRequest
 	(*LoadResponse)(nil),         // 1: sluice.worker.v1.LoadResponse
@@ -972,6 +1113,8 @@ var file_sluice_worker_v1_worker_proto_goTypes = []any{
 	(*HeartbeatResponse)(nil),    // 9: sluice.worker.v1.HeartbeatResponse
 	(*FetchArtifactRequest)(nil), // 10: sluice.worker.v1.FetchArtifactRequest
 	(*ArtifactChunk)(nil),        // 11: sluice.worker.v1.ArtifactChunk
+	(*SetReplicasRequest)(nil),   // 12: sluice.worker.v1.SetReplicasRequest
+	(*SetReplicasResponse)(nil),  // 13: sluice.worker.v1.SetReplicasResponse
 }
 var file_sluice_worker_v1_worker_proto_depIdxs = []int32{
 	5,  // 0: sluice.worker.v1.WorkerStatus.versions:type_name -> sluice.worker.v1.VersionStatus
@@ -979,17 +1122,19 @@ var file_sluice_worker_v1_worker_proto_depIdxs = []int32{
 	0,  // 2: sluice.worker.v1.Worker.Load:input_type -> sluice.worker.v1.LoadRequest
 	2,  // 3: sluice.worker.v1.Worker.Unload:input_type -> sluice.worker.v1.UnloadRequest
 	4,  // 4: sluice.worker.v1.Worker.Status:input_type -> sluice.worker.v1.StatusRequest
-	7,  // 5: sluice.worker.v1.ControlPlane.Register:input_type -> sluice.worker.v1.RegisterRequest
-	6,  // 6: sluice.worker.v1.ControlPlane.Heartbeat:input_type -> sluice.worker.v1.WorkerStatus
-	10, // 7: sluice.worker.v1.ControlPlane.FetchArtifact:input_type -> sluice.worker.v1.FetchArtifactRequest
-	1,  // 8: sluice.worker.v1.Worker.Load:output_type -> sluice.worker.v1.LoadResponse
-	3,  // 9: sluice.worker.v1.Worker.Unload:output_type -> sluice.worker.v1.UnloadResponse
-	6,  // 10: sluice.worker.v1.Worker.Status:output_type -> sluice.worker.v1.WorkerStatus
-	8,  // 11: sluice.worker.v1.ControlPlane.Register:output_type -> sluice.worker.v1.RegisterResponse
-	9,  // 12: sluice.worker.v1.ControlPlane.Heartbeat:output_type -> sluice.worker.v1.HeartbeatResponse
-	11, // 13: sluice.worker.v1.ControlPlane.FetchArtifact:output_type -> sluice.worker.v1.ArtifactChunk
-	8,  // [8:14] is the sub-list for method output_type
-	2,  // [2:8] is the sub-list for method input_type
+	12, // 5: sluice.worker.v1.Worker.SetReplicas:input_type -> sluice.worker.v1.SetReplicasRequest
+	7,  // 6: sluice.worker.v1.ControlPlane.Register:input_type -> sluice.worker.v1.RegisterRequest
+	6,  // 7: sluice.worker.v1.ControlPlane.Heartbeat:input_type -> sluice.worker.v1.WorkerStatus
+	10, // 8: sluice.worker.v1.ControlPlane.FetchArtifact:input_type -> sluice.worker.v1.FetchArtifactRequest
+	1,  // 9: sluice.worker.v1.Worker.Load:output_type -> sluice.worker.v1.LoadResponse
+	3,  // 10: sluice.worker.v1.Worker.Unload:output_type -> sluice.worker.v1.UnloadResponse
+	6,  // 11: sluice.worker.v1.Worker.Status:output_type -> sluice.worker.v1.WorkerStatus
+	13, // 12: sluice.worker.v1.Worker.SetReplicas:output_type -> sluice.worker.v1.SetReplicasResponse
+	8,  // 13: sluice.worker.v1.ControlPlane.Register:output_type -> sluice.worker.v1.RegisterResponse
+	9,  // 14: sluice.worker.v1.ControlPlane.Heartbeat:output_type -> sluice.worker.v1.HeartbeatResponse
+	11, // 15: sluice.worker.v1.ControlPlane.FetchArtifact:output_type -> sluice.worker.v1.ArtifactChunk
+	9,  // [9:16] is the sub-list for method output_type
+	2,  // [2:9] is the sub-list for method input_type
 	2,  // [2:2] is the sub-list for extension type_name
 	2,  // [2:2] is the sub-list for extension extendee
 	0,  // [0:2] is the sub-list for field type_name
@@ -1006,7 +1151,7 @@ func file_sluice_worker_v1_worker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sluice_worker_v1_worker_proto_rawDesc), len(file_sluice_worker_v1_worker_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -26,9 +26,10 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Worker_Load_FullMethodName   = "/sluice.worker.v1.Worker/Load"
-	Worker_Unload_FullMethodName = "/sluice.worker.v1.Worker/Unload"
-	Worker_Status_FullMethodName = "/sluice.worker.v1.Worker/Status"
+	Worker_Load_FullMethodName        = "/sluice.worker.v1.Worker/Load"
+	Worker_Unload_FullMethodName      = "/sluice.worker.v1.Worker/Unload"
+	Worker_Status_FullMethodName      = "/sluice.worker.v1.Worker/Status"
+	Worker_SetReplicas_FullMethodName = "/sluice.worker.v1.Worker/SetReplicas"
 )
 
 // WorkerClient is the client API for Worker service.
@@ -46,6 +47,11 @@ type WorkerClient interface {
 	Unload(ctx context.Context, in *UnloadRequest, opts ...grpc.CallOption) (*UnloadResponse, error)
 	// Status reports what the worker holds now.
 	Status(ctx context.Context, in *StatusRequest, opts ...grpc.CallOption) (*WorkerStatus, error)
+	// SetReplicas grows or shrinks a ready version's replicas on this
+	// worker (at least one): new replicas are loaded, checked against the
+	// golden examples and take work only then; removed ones finish their
+	// batch first. It answers when the change is done.
+	SetReplicas(ctx context.Context, in *SetReplicasRequest, opts ...grpc.CallOption) (*SetReplicasResponse, error)
 }
 
 type workerClient struct {
@@ -86,6 +92,16 @@ func (c *workerClient) Status(ctx context.Context, in *StatusRequest, opts ...gr
 	return out, nil
 }
 
+func (c *workerClient) SetReplicas(ctx context.Context, in *SetReplicasRequest, opts ...grpc.CallOption) (*SetReplicasResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetReplicasResponse)
+	err := c.cc.Invoke(ctx, Worker_SetReplicas_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // WorkerServer is the server API for Worker service.
 // All implementations must embed UnimplementedWorkerServer
 // for forward compatibility.
@@ -101,6 +117,11 @@ type WorkerServer interface {
 	Unload(context.Context, *UnloadRequest) (*UnloadResponse, error)
 	// Status reports what the worker holds now.
 	Status(context.Context, *StatusRequest) (*WorkerStatus, error)
+	// SetReplicas grows or shrinks a ready version's replicas on this
+	// worker (at least one): new replicas are loaded, checked against the
+	// golden examples and take work only then; removed ones finish their
+	// batch first. It answers when the change is done.
+	SetReplicas(context.Context, *SetReplicasRequest) (*SetReplicasResponse, error)
 	mustEmbedUnimplementedWorkerServer()
 }
 
@@ -119,6 +140,9 @@ func (UnimplementedWorkerServer) Unload(context.Context, *UnloadRequest) (*Unloa
 }
 func (UnimplementedWorkerServer) Status(context.Context, *StatusRequest) (*WorkerStatus, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Status not implemented")
+}
+func (UnimplementedWorkerServer) SetReplicas(context.Context, *SetReplicasRequest) (*SetReplicasResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method SetReplicas not implemented")
 }
 func (UnimplementedWorkerServer) mustEmbedUnimplementedWorkerServer() {}
 func (UnimplementedWorkerServer) testEmbeddedByValue()                {}
@@ -195,6 +219,24 @@ func _Worker_Status_Handler(srv interface{}, ctx context.Context, dec func(inter
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Worker_SetReplicas_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetReplicasRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WorkerServer).SetReplicas(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Worker_SetReplicas_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WorkerServer).SetReplicas(ctx, req.(*SetReplicasRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Worker_ServiceDesc is the grpc.ServiceDesc for Worker service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -213,6 +255,10 @@ var Worker_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Status",
 			Handler:    _Worker_Status_Handler,
+		},
+		{
+			MethodName: "SetReplicas",
+			Handler:    _Worker_SetReplicas_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -1,0 +1,144 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/sluiceml/sluice/internal/autoscale"
+	"github.com/sluiceml/sluice/internal/oip"
+	"github.com/sluiceml/sluice/internal/serving"
+	"github.com/sluiceml/sluice/internal/workerpb"
+)
+
+// The pool is the autoscaler's Source and Actuator for versions on
+// workers: Observe reports what the gateway saw (instances arrived,
+// refused, missed) and what the workers report (queued work, ready
+// replicas, the learned cost model); SetReplicas spreads a count over the
+// workers that hold the version. Only versions whose placement lets the
+// count move (maxReplicas above the floor) are reported.
+
+// floorLocked is the fewest replicas a version keeps: its minReplicas, and
+// one on every worker that holds it (a worker keeps at least one; fewer
+// replicas means unloading, which is placement's business).
+func (p *Pool) floorLocked(v *Version, holders int) int {
+	return max(v.spec.Spec.Manifest.Placement.Min(), holders, 1)
+}
+
+// holdersLocked lists the live workers holding key ready, in shard order.
+func (p *Pool) holdersLocked(v *Version) []*worker {
+	var out []*worker
+	for _, id := range p.shardLocked(v) {
+		if w := p.workers[id]; w != nil && w.live && w.ready[v.key] {
+			out = append(out, w)
+		}
+	}
+	// Workers holding it outside the shard (a shard that grew) come last.
+	var extra []*worker
+	for _, w := range p.workers {
+		if w.live && w.ready[v.key] && !contains(out, w) {
+			extra = append(extra, w)
+		}
+	}
+	sort.Slice(extra, func(i, j int) bool { return extra[i].id < extra[j].id })
+	return append(out, extra...)
+}
+
+func contains(ws []*worker, w *worker) bool {
+	for _, x := range ws {
+		if x == w {
+			return true
+		}
+	}
+	return false
+}
+
+// Observe implements autoscale.Source.
+func (p *Pool) Observe(context.Context) ([]autoscale.Observation, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []autoscale.Observation
+	for _, v := range p.versions {
+		pl := v.spec.Spec.Manifest.Placement
+		holders := p.holdersLocked(v)
+		floor := p.floorLocked(v, len(holders))
+		if len(holders) == 0 || pl.MaxReplicas <= floor {
+			continue // nothing to scale
+		}
+		sv := v.spec.Spec.Manifest.Serving
+		smp := autoscale.Sample{Arrived: v.arrived.Load(), Refused: v.refused.Load(), Missed: v.missed.Load(),
+			ColdStart: v.timing.Load + v.timing.Golden + v.timing.Warmup}
+		for _, w := range holders {
+			for _, vs := range w.status.GetVersions() {
+				if key(vs.Model, vs.Version) != v.key {
+					continue
+				}
+				smp.Queued += int(vs.QueuedInstances)
+				smp.Replicas += int(vs.ReadyReplicas)
+				if c := (serving.CostModel{A: time.Duration(vs.CostANs), B: time.Duration(vs.CostBNs)}); c.B > 0 && smp.Cost.B == 0 {
+					smp.Cost = c
+				}
+			}
+		}
+		out = append(out, autoscale.Observation{Version: v.key, Sample: smp, Config: autoscale.Config{
+			MinReplicas: floor, MaxReplicas: pl.MaxReplicas, SLO: sv.DefaultDeadline.Duration, MaxBatch: sv.MaxBatchSize}})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
+	return out, nil
+}
+
+// Spread splits n replicas over h workers, the first ones taking the
+// remainder, each at least one.
+func Spread(n, h int) []int {
+	if h <= 0 {
+		return nil
+	}
+	out := make([]int, h)
+	for i := range out {
+		out[i] = max(1, n/h)
+		if i < n%h && n >= h {
+			out[i]++
+		}
+	}
+	return out
+}
+
+// SetReplicas implements autoscale.Actuator: it spreads n over the workers
+// holding the version and asks each for its share. New replicas take work
+// only once loaded and checked (the worker adds them then); removed ones
+// finish their batch first.
+func (p *Pool) SetReplicas(ctx context.Context, version string, n int) error {
+	p.mu.Lock()
+	v := p.versions[version]
+	if v == nil {
+		p.mu.Unlock()
+		return fmt.Errorf("set replicas of %s: not placed on workers", version)
+	}
+	holders := p.holdersLocked(v)
+	type call struct {
+		ctl workerpb.WorkerClient
+		id  string
+		n   int
+	}
+	var calls []call
+	for i, k := range Spread(n, len(holders)) {
+		calls = append(calls, call{holders[i].ctl, holders[i].id, k})
+	}
+	p.mu.Unlock()
+	if len(calls) == 0 {
+		return fmt.Errorf("set replicas of %s: no worker holds it ready", version)
+	}
+	var errList []error
+	for _, c := range calls {
+		if _, err := c.ctl.SetReplicas(ctx, &workerpb.SetReplicasRequest{Model: v.spec.Model, Version: int64(v.spec.N), Replicas: int32(c.n)}); err != nil {
+			e, _ := oip.FromStatus(err)
+			errList = append(errList, fmt.Errorf("worker %s: %s", c.id, e.Message))
+		}
+	}
+	if len(errList) == 0 {
+		p.log.Info("replicas set", "version", version, "replicas", n, "workers", len(calls))
+	}
+	return errors.Join(errList...)
+}
