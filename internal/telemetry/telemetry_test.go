@@ -30,6 +30,7 @@ func observeAll(m *Metrics) {
 	m.ObserveRequest("fraud", "3", CodeOf(errs.New(errs.QueueFull, "full")), 1, Stages{Preprocess: time.Millisecond, Total: time.Millisecond})
 	m.ObserveBatch("fraud", "3", 12, 32)
 	m.ObservePadding("fraud", "3", 0.25)
+	m.SetDesiredReplicas("fraud", "3", 4)
 	m.Refused("fraud", "3", RefusedQueueFull)
 	m.ExpiredInQueue("fraud", "3")
 	m.DeadlineExceeded("fraud", "3")
