@@ -133,7 +133,7 @@ func twoWorkers(t *testing.T) (*Pool, *Version, *fakeWorker, *fakeWorker) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, func() bool { return len(p.candidates(v.key, nil)) == 2 })
+	waitUntil(t, func() bool { return len(p.candidates(v, nil)) == 2 })
 	return p, v, a, b
 }
 
