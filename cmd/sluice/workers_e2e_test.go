@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -312,8 +313,35 @@ func TestExitEveryModelLeavesGatewayUp(t *testing.T) {
 	if n := strings.Count(srv.logs.String(), "worker exited; restarting"); n < 2 {
 		t.Errorf("exitEvery 5 over 40 calls: %d worker exits logged, expected several", n)
 	}
-	t.Logf("syn (shard %v): %d answered, %d failed (5xx) while its workers died; %s (shard %v) answered all 40",
-		synShard, ok, failed, other, cluster.Shard(other, ids, 2))
+	// After 3 exits in 5 minutes syn is quarantined: unloaded everywhere
+	// and failed with the reason; its calls answer 503 not_ready naming
+	// it, and no worker exits any more.
+	const reason = "quarantined: made its worker exit 3 times in 5m"
+	for end := time.Now().Add(20 * time.Second); !strings.Contains(srv.logs.String(), "version quarantined"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("syn was not quarantined:\n%s", srv.logs)
+		}
+		// Its workers come back; more calls make them exit again.
+		if _, out, err := postJSON(srv.url+"/v1/models/syn:predict", `{"instances":[{"x":1}],"deadlineMs":2000}`); err != nil {
+			t.Fatalf("the gateway stopped answering: %v %s\n%s", err, out, srv.logs)
+		}
+	}
+	exits := strings.Count(srv.logs.String(), "worker exited; restarting")
+	for i := 0; i < 20; i++ {
+		status, out, err := postJSON(srv.url+"/v1/models/syn:predict", `{"instances":[{"x":1}],"deadlineMs":2000}`)
+		if err != nil || status != 503 || !strings.Contains(string(out), "not_ready") || !strings.Contains(string(out), reason) {
+			t.Fatalf("syn after its quarantine: %d %v %s", status, err, out)
+		}
+	}
+	if n := strings.Count(srv.logs.String(), "worker exited; restarting"); n != exits {
+		t.Errorf("%d worker exits after the quarantine", n-exits)
+	}
+	out, _, err := sluice(t, "models", "--server", srv.url)
+	if err != nil || !regexp.MustCompile(`syn\s.*failed`).MatchString(out) || !strings.Contains(out, reason) {
+		t.Errorf("sluice models after the quarantine (%v):\n%s", err, out)
+	}
+	t.Logf("syn (shard %v): %d answered, %d failed (5xx) while its workers died, then quarantined after %d exits; %s (shard %v) answered all 40",
+		synShard, ok, failed, exits, other, cluster.Shard(other, ids, 2))
 	srv.stop(t)
 }
 

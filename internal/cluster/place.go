@@ -357,7 +357,17 @@ func (p *Pool) reconcileLocked(v *Version, now time.Time) (jobs []func(), noRoom
 	mem := p.replicaMemoryLocked(v) * int64(reps)
 	ids := p.idsLocked()
 	ranked := Shard(v.spec.Model, ids, len(ids))
-	dec := p.cfg.Placement.Choose(placement.Request{Key: v.key, Memory: mem, Replicas: v.want - have, Ranked: ranked, ShardSize: p.cfg.ShardSize}, view, now)
+	grow := ranked
+	for _, id := range ranked[:min(p.cfg.ShardSize, len(ranked))] {
+		if w := p.workers[id]; w == nil || !w.live {
+			// A member of the shard is not up (yet): the shard grows only
+			// for memory, never because a member is still starting or
+			// restarting, so a model stays off the workers of others.
+			grow = ranked[:min(p.cfg.ShardSize, len(ranked))]
+			break
+		}
+	}
+	dec := p.cfg.Placement.Choose(placement.Request{Key: v.key, Memory: mem, Replicas: v.want - have, Ranked: grow, ShardSize: p.cfg.ShardSize}, view, now)
 	for _, a := range dec.Assignments {
 		w := p.workers[a.Worker]
 		if w == nil || v.on[w.id] != nil {
