@@ -411,3 +411,87 @@ func TestWorkerNice(t *testing.T) {
 	}
 	srv.stop(t)
 }
+
+// Many models on two small workers: 40 synthetic models of 8 MiB each
+// (a third of them cold) on two workers whose budgets hold about 7 each.
+// Versions that do not fit are evicted (the least costly to reload first,
+// none younger than --min-residency) and loaded again on demand; every
+// model answers, some after a cold load; sluice workers shows the
+// evictions; and the workers' RSS stays within the budget plus a slack
+// for the process itself (Go runtime, gRPC, the artifact cache's buffers:
+// about 30 MiB measured at idle) and the allocator's lag.
+func TestManyModelsEvict(t *testing.T) {
+	const n, budget, slack = 40, 64 << 20, 48 << 20
+	models := t.TempDir()
+	for i := range n {
+		tier := "warm"
+		if i%3 == 2 {
+			tier = "cold"
+		}
+		dir := filepath.Join(models, fmt.Sprintf("m%02d", i))
+		synPackage(t, dir, `{"base":"100us","memory":"8MiB"}`, "serving: {warmupBatches: 0, memory: 8MiB}\nplacement: {tier: "+tier+"}\n")
+		manifest, _ := os.ReadFile(filepath.Join(dir, "model.yaml"))
+		if err := os.WriteFile(filepath.Join(dir, "model.yaml"), bytes.Replace(manifest, []byte("name: syn"), []byte(fmt.Sprintf("name: m%02d", i)), 1), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := startServer(t, "--data", t.TempDir(), "--models", models, "--workers", "2", "--worker-memory", "64MiB", "--min-residency", "100ms")
+	waitFor(t, 60*time.Second, func() bool { return readiness(t, srv.url).Ready })
+	cold := 0
+	for round := range 2 {
+		for i := range n {
+			url := fmt.Sprintf("%s/v1/models/m%02d:predict", srv.url, i)
+			var status int
+			var out []byte
+			var err error
+			for try := 0; try < 20; try++ {
+				status, out, err = postJSON(url, `{"instances":[{"x":1}],"deadlineMs":5000}`)
+				if err != nil || status != 503 || !strings.Contains(string(out), "cold_start") {
+					break
+				}
+				cold++ // no room yet (everything younger than the minimum residency): try again
+				time.Sleep(100 * time.Millisecond)
+			}
+			if err != nil || status != 200 {
+				t.Fatalf("round %d: m%02d: %d %v %s\n%s", round, i, status, err, out, srv.logs)
+			}
+		}
+		time.Sleep(200 * time.Millisecond) // past the minimum residency
+	}
+	wl := workers(t, srv.url)
+	var evictions, loads int64
+	for _, w := range wl.Workers {
+		evictions += w.Evictions
+		loads += w.Loads
+		if w.MemoryBudgetBytes != budget {
+			t.Errorf("%s: budget %d, want %d (--worker-memory passed through serve)", w.ID, w.MemoryBudgetBytes, budget)
+		}
+		if w.MemoryUsedBytes > budget {
+			t.Errorf("%s: placement counts %d MiB used over a %d MiB budget", w.ID, w.MemoryUsedBytes>>20, budget>>20)
+		}
+		if w.RSSBytes > budget+slack {
+			t.Errorf("%s: RSS %d MiB over the budget %d MiB + slack %d MiB", w.ID, w.RSSBytes>>20, budget>>20, slack>>20)
+		}
+	}
+	if evictions == 0 || loads <= n {
+		t.Errorf("%d loads and %d evictions for %d models of 8 MiB on 2×64 MiB: expected evictions", loads, evictions, n)
+	}
+	// Every eviction's unload ends: a worker reports no version it holds
+	// that the pool evicted (as many evictions as loads there).
+	waitFor(t, 10*time.Second, func() bool {
+		for _, w := range workers(t, srv.url).Workers {
+			for _, v := range w.Versions {
+				if v.Loads > 0 && v.Loads == v.Evictions {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	out, _, err := sluice(t, "workers", "--server", srv.url)
+	if err != nil || !strings.Contains(out, "EVICTIONS") {
+		t.Errorf("sluice workers: %v\n%s", err, out)
+	}
+	t.Logf("%d models, 2 rounds: %d loads, %d evictions, %d cold_start refusals retried\n%s", n, loads, evictions, cold, out)
+	srv.stop(t)
+}
