@@ -570,6 +570,11 @@ func (p *Pool) ensure(ctx context.Context, v *Version) error {
 				return &errs.Error{Code: errs.NotReady, RetryAfter: time.Second,
 					Message: fmt.Sprintf("%s is not loaded: its load failed %s ago (%s); it is not tried again for %s, or load it again by hand", v.key, ago, why, p.cfg.FailureMemory)}
 			}
+			if !v.failedAt.IsZero() {
+				for _, w := range p.workers {
+					delete(w.failed, v.key) // the failure memory passed: try them again
+				}
+			}
 			v.want = max(v.want, 1)
 			var noRoom string
 			jobs, noRoom = p.reconcileLocked(v, now)

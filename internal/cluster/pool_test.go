@@ -34,14 +34,43 @@ type fakeWorker struct {
 	mu     sync.Mutex
 	behave error
 	hang   chan struct{} // when set, ModelInfer waits for it or the caller's end
+	// loads counts Load calls; gate, when set, holds each Load until it
+	// is closed; loadErr fails them; unloads lists the Unload calls.
+	loads   atomic.Int64
+	gate    chan struct{}
+	loadErr error
+	unloads []string
 }
 
-func (f *fakeWorker) Load(context.Context, *workerpb.LoadRequest) (*workerpb.LoadResponse, error) {
+func (f *fakeWorker) Load(ctx context.Context, req *workerpb.LoadRequest) (*workerpb.LoadResponse, error) {
+	f.loads.Add(1)
+	f.mu.Lock()
+	gate, lerr := f.gate, f.loadErr
+	f.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	if lerr != nil {
+		return nil, oip.Status(lerr)
+	}
 	return &workerpb.LoadResponse{LoadNs: 1000}, nil
 }
 
-func (f *fakeWorker) Unload(context.Context, *workerpb.UnloadRequest) (*workerpb.UnloadResponse, error) {
+func (f *fakeWorker) Unload(_ context.Context, req *workerpb.UnloadRequest) (*workerpb.UnloadResponse, error) {
+	f.mu.Lock()
+	f.unloads = append(f.unloads, key(req.Model, req.Version))
+	f.mu.Unlock()
 	return &workerpb.UnloadResponse{}, nil
+}
+
+func (f *fakeWorker) unloaded() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.unloads...)
 }
 
 func (f *fakeWorker) ModelInfer(ctx context.Context, req *inferencepb.ModelInferRequest) (*inferencepb.ModelInferResponse, error) {
