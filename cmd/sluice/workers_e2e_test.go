@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -435,8 +436,29 @@ func TestManyModelsEvict(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	slow := filepath.Join(models, "slow")
+	synPackage(t, slow, `{"base":"100us","loadTime":"1500ms"}`, "placement: {tier: cold}\n")
+	manifest, _ := os.ReadFile(filepath.Join(slow, "model.yaml"))
+	if err := os.WriteFile(filepath.Join(slow, "model.yaml"), bytes.Replace(manifest, []byte("name: syn"), []byte("name: slow"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	srv := startServer(t, "--data", t.TempDir(), "--models", models, "--workers", "2", "--worker-memory", "64MiB", "--min-residency", "100ms")
 	waitFor(t, 60*time.Second, func() bool { return readiness(t, srv.url).Ready })
+	// A cold version whose load (1.5 s) is longer than the deadline: 503
+	// cold_start at once, Retry-After ≈ the load time; the load goes on,
+	// and a request with a long enough deadline waits for it.
+	resp, err := http.Post(srv.url+"/v1/models/slow:predict", "application/json", strings.NewReader(`{"instances":[{"x":1}],"deadlineMs":300}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 503 || !strings.Contains(string(body), "cold_start") || resp.Header.Get("Retry-After") != "2" {
+		t.Fatalf("slow, short deadline: %d Retry-After %q %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+	if status, out, err := postJSON(srv.url+"/v1/models/slow:predict", `{"instances":[{"x":1}],"deadlineMs":5000}`); err != nil || status != 200 {
+		t.Fatalf("slow, long deadline: %d %v %s", status, err, out)
+	}
 	cold := 0
 	for round := range 2 {
 		for i := range n {

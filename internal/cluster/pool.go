@@ -2,9 +2,9 @@
 // control plane's registry of workers (they register and heartbeat over
 // the worker control protocol; one that misses heartbeats, dies or fails a
 // call is taken out of routing), the place versions are loaded onto them
-// (until placement arrives: every worker holds every version, the
-// version's replicas spread across them), and the source of artifacts they
-// fetch by SHA-256. A Version is the data plane's backend for one version
+// (where internal/placement decides, within the workers' memory budgets,
+// evicting what may go; cold versions on demand: place.go), and the source
+// of artifacts they fetch by SHA-256. A Version is the data plane's backend for one version
 // whose replicas live on workers: it picks a worker by the power of two
 // choices on reported queue work, sends the preprocessed rows over the Open
 // Inference Protocol, and tries one other worker when the first refuses
