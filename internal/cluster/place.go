@@ -83,7 +83,7 @@ func (p *Pool) Start(ctx context.Context, vs VersionSpec) (*Version, hosting.Tim
 	wait := time.NewTimer(p.cfg.WaitForWorker)
 	defer wait.Stop()
 	for {
-		now := time.Now()
+		now := p.now()
 		p.mu.Lock()
 		jobs, noRoom := p.reconcileLocked(v, now)
 		live := 0
@@ -151,7 +151,7 @@ func (p *Pool) SetWant(model string, n, copies int) {
 	var jobs []func()
 	if v != nil {
 		v.want = max(copies, 0)
-		jobs, _ = p.reconcileLocked(v, time.Now())
+		jobs, _ = p.reconcileLocked(v, p.now())
 	}
 	p.mu.Unlock()
 	p.run(jobs)
@@ -163,6 +163,14 @@ func (p *Pool) forget(v *Version) {
 		delete(p.versions, v.key)
 	}
 	p.mu.Unlock()
+}
+
+// now is the placement clock (Config.Now).
+func (p *Pool) now() time.Time {
+	if p.cfg.Now != nil {
+		return p.cfg.Now()
+	}
+	return time.Now()
 }
 
 // run starts each action on its own goroutine, owned by the pool.
@@ -441,7 +449,7 @@ func (p *Pool) load(w *worker, session int64, v *Version, cp *copyOn) {
 		}
 		return
 	}
-	now := time.Now()
+	now := p.now()
 	if err != nil {
 		e, _ := oip.FromStatus(err)
 		delete(v.on, w.id)
@@ -551,7 +559,7 @@ func (p *Pool) loadTimeLocked(v *Version) time.Duration {
 // failed less than FailureMemory ago is not tried again: the request gets
 // the failure.
 func (p *Pool) ensure(ctx context.Context, v *Version) error {
-	now := time.Now()
+	now := p.now()
 	p.mu.Lock()
 	if v.quarantined != "" {
 		p.mu.Unlock()
@@ -798,7 +806,7 @@ func (p *Pool) Workers() []WorkerInfo {
 		if st := w.status; st != nil {
 			wi.RSS, wi.CacheSize, wi.Started = st.RssBytes, st.CacheBytes, time.UnixMilli(st.StartedUnixMs)
 			wi.Budget, wi.BudgetSource = st.MemoryBudgetBytes, st.MemoryBudgetSource
-			wi.MemoryUsed, _ = p.heldLocked(w, nil, time.Now())
+			wi.MemoryUsed, _ = p.heldLocked(w, nil, p.now())
 			for _, vs := range st.Versions {
 				k := key(vs.Model, vs.Version)
 				wv := WorkerVersion{ID: k, State: vs.State, Reason: vs.Reason,

@@ -37,6 +37,26 @@ func (f *fakeWorker) registerWith(t *testing.T, p *Pool, pid, budget int64) {
 	}
 }
 
+// clock is a placement clock the test moves.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock() *clock { return &clock{t: time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)} }
+
+func (c *clock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
 // oneWorker is a pool over one fake worker with budget.
 func oneWorker(t *testing.T, budget int64, cfg Config) (*Pool, *fakeWorker) {
 	t.Helper()
@@ -74,7 +94,8 @@ func submit(v *Version, d time.Duration) error {
 func TestEvictionOrder(t *testing.T) {
 	const mib = 1 << 20
 	ev := &countingMetrics{}
-	p, a := oneWorker(t, 35*mib, Config{Metrics: ev})
+	clk := newClock()
+	p, a := oneWorker(t, 35*mib, Config{Metrics: ev, Now: clk.now, Placement: placement.Policy{MinResidency: time.Minute}})
 	start(t, p, specOf(t, "hot", "hot", "10MiB"))
 	start(t, p, specOf(t, "idle", "warm", "10MiB"))
 	busy := start(t, p, specOf(t, "used", "warm", "10MiB"))
@@ -83,7 +104,7 @@ func TestEvictionOrder(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(time.Millisecond) // the rate is calls per second since the load
+	clk.advance(time.Minute) // past the minimum residency: the three may go
 	start(t, p, specOf(t, "new", "warm", "10MiB"))
 	if got := a.unloaded(); !slices.Equal(got, []string{"idle@1"}) {
 		t.Fatalf("unloaded %v, want [idle@1]", got)
@@ -104,7 +125,8 @@ func TestEvictionOrder(t *testing.T) {
 
 // Requests for a cold version share one load and wait for it.
 func TestColdLoadShared(t *testing.T) {
-	p, a := oneWorker(t, 1<<30, Config{})
+	ev := &countingMetrics{}
+	p, a := oneWorker(t, 1<<30, Config{Metrics: ev})
 	gate := make(chan struct{})
 	a.mu.Lock()
 	a.gate = gate
@@ -118,8 +140,7 @@ func TestColdLoadShared(t *testing.T) {
 	for range 8 {
 		wg.Go(func() { errc <- submit(v, 10*time.Second) })
 	}
-	waitUntil(t, func() bool { return a.loads.Load() == 1 })
-	time.Sleep(20 * time.Millisecond) // let them all join
+	waitUntil(t, func() bool { return ev.waited.Load() == 8 }) // all of them wait
 	close(gate)
 	wg.Wait()
 	close(errc)
@@ -162,7 +183,8 @@ func TestColdStartRefused(t *testing.T) {
 // A failed load is remembered: requests get its reason, not a new load,
 // until FailureMemory has passed.
 func TestFailedLoadNotRetried(t *testing.T) {
-	p, a := oneWorker(t, 1<<30, Config{FailureMemory: 300 * time.Millisecond})
+	clk := newClock()
+	p, a := oneWorker(t, 1<<30, Config{FailureMemory: 30 * time.Second, Now: clk.now})
 	a.mu.Lock()
 	a.loadErr = errs.New(errs.Internal, "load c@1: broken artifact")
 	a.mu.Unlock()
@@ -181,7 +203,11 @@ func TestFailedLoadNotRetried(t *testing.T) {
 	a.mu.Lock()
 	a.loadErr = nil
 	a.mu.Unlock()
-	time.Sleep(300 * time.Millisecond)
+	clk.advance(29 * time.Second)
+	if err := submit(v, 5*time.Second); errs.CodeOf(err) != errs.NotReady {
+		t.Fatalf("inside the failure memory: %v", err)
+	}
+	clk.advance(time.Second)
 	if err := submit(v, 5*time.Second); err != nil {
 		t.Fatalf("after the failure memory: %v", err)
 	}

@@ -82,7 +82,11 @@ type Config struct {
 	OnQuarantine func(model string, n int, reason string)
 	// Metrics receives placement events (nil: none).
 	Metrics Metrics
-	Logger  *slog.Logger
+	// Now is the clock of placement's decisions (residency, request
+	// rates, failure memory, quarantine windows; default time.Now), so
+	// tests can move it.
+	Now    func() time.Time
+	Logger *slog.Logger
 }
 
 // Metrics receives the pool's placement events (telemetry.Metrics).
@@ -268,7 +272,7 @@ func (p *Pool) MarkDead(id, why string) {
 	p.mu.Lock()
 	var acts []func()
 	if w := p.workers[id]; w != nil {
-		now := time.Now()
+		now := p.now()
 		for _, v := range p.sortedVersionsLocked() {
 			if cp := v.on[w.id]; cp != nil && cp.session == w.session && cp.inflight.Load() > 0 {
 				acts = append(acts, p.exitedLocked(v, w, w.session, now)...)
@@ -287,7 +291,7 @@ func (p *Pool) suspect(w *worker, session int64, v *Version, err error) {
 	p.mu.Lock()
 	var acts []func()
 	if w.session == session {
-		acts = p.exitedLocked(v, w, session, time.Now())
+		acts = p.exitedLocked(v, w, session, p.now())
 		p.downLocked(w, "call failed: "+err.Error())
 	}
 	p.mu.Unlock()
@@ -343,7 +347,7 @@ func (p *Pool) Register(_ context.Context, req *workerpb.RegisterRequest) (*work
 	// Versions short of the copies they want are placed again (on this
 	// worker or another, as placement decides): hot ones first.
 	var jobs []func()
-	now := time.Now()
+	now := p.now()
 	for _, v := range p.sortedVersionsLocked() {
 		js, _ := p.reconcileLocked(v, now)
 		jobs = append(jobs, js...)
@@ -416,7 +420,7 @@ func (p *Pool) Heartbeat(_ context.Context, st *workerpb.WorkerStatus) (*workerp
 	}
 	p.applyStatusLocked(w, st)
 	if p.cfg.Metrics != nil {
-		used, _ := p.heldLocked(w, nil, time.Now())
+		used, _ := p.heldLocked(w, nil, p.now())
 		p.cfg.Metrics.WorkerMemory(w.id, st.MemoryBudgetBytes, used)
 	}
 	return &workerpb.HeartbeatResponse{Known: true}, nil
