@@ -27,32 +27,16 @@ func (p *Pool) floorLocked(v *Version, holders int) int {
 	return max(v.spec.Spec.Manifest.Placement.Min(), holders, 1)
 }
 
-// holdersLocked lists the live workers holding key ready, in shard order.
+// holdersLocked lists the live workers holding v ready, by id.
 func (p *Pool) holdersLocked(v *Version) []*worker {
 	var out []*worker
-	for _, id := range p.shardLocked(v) {
-		if w := p.workers[id]; w != nil && w.live && w.ready[v.key] {
+	for _, w := range p.workers {
+		if w.live && w.ready[v.key] {
 			out = append(out, w)
 		}
 	}
-	// Workers holding it outside the shard (a shard that grew) come last.
-	var extra []*worker
-	for _, w := range p.workers {
-		if w.live && w.ready[v.key] && !contains(out, w) {
-			extra = append(extra, w)
-		}
-	}
-	sort.Slice(extra, func(i, j int) bool { return extra[i].id < extra[j].id })
-	return append(out, extra...)
-}
-
-func contains(ws []*worker, w *worker) bool {
-	for _, x := range ws {
-		if x == w {
-			return true
-		}
-	}
-	return false
+	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
+	return out
 }
 
 // Observe implements autoscale.Source.
