@@ -39,6 +39,10 @@ func (p *Pool) holdersLocked(v *Version) []*worker {
 	return out
 }
 
+// MaxAutoscaled bounds the replicas one worker's free memory can add to a
+// version's budget in one observation.
+const MaxAutoscaled = 64
+
 // Observe implements autoscale.Source.
 func (p *Pool) Observe(context.Context) ([]autoscale.Observation, error) {
 	p.mu.Lock()
@@ -64,6 +68,16 @@ func (p *Pool) Observe(context.Context) ([]autoscale.Observation, error) {
 				if c := (serving.CostModel{A: time.Duration(vs.CostANs), B: time.Duration(vs.CostBNs)}); c.B > 0 && smp.Cost.B == 0 {
 					smp.Cost = c
 				}
+			}
+		}
+		// The workers' budgets cap the count: what the holders run now plus
+		// the replicas their free memory can still take.
+		per := max(p.replicaMemoryLocked(v), 1)
+		smp.Budget = smp.Replicas
+		for _, w := range holders {
+			used, _ := p.heldLocked(w, nil, p.now())
+			if free := budgetOf(w) - used; free > 0 {
+				smp.Budget += int(min(free/per, int64(MaxAutoscaled)))
 			}
 		}
 		out = append(out, autoscale.Observation{Version: v.key, Sample: smp, Config: autoscale.Config{
@@ -116,10 +130,19 @@ func (p *Pool) SetReplicas(ctx context.Context, version string, n int) error {
 	}
 	var errList []error
 	for _, c := range calls {
-		if _, err := c.ctl.SetReplicas(ctx, &workerpb.SetReplicasRequest{Model: v.spec.Model, Version: int64(v.spec.N), Replicas: int32(c.n)}); err != nil {
+		resp, err := c.ctl.SetReplicas(ctx, &workerpb.SetReplicasRequest{Model: v.spec.Model, Version: int64(v.spec.N), Replicas: int32(c.n)})
+		if err != nil {
 			e, _ := oip.FromStatus(err)
 			errList = append(errList, fmt.Errorf("worker %s: %s", c.id, e.Message))
+			continue
 		}
+		// The copy's memory follows its replicas, so placement and the
+		// next budget see what the worker holds now.
+		p.mu.Lock()
+		if cp := v.on[c.id]; cp != nil {
+			cp.memory = int64(resp.ReadyReplicas) * p.replicaMemoryLocked(v)
+		}
+		p.mu.Unlock()
 	}
 	if len(errList) == 0 {
 		p.log.Info("replicas set", "version", version, "replicas", n, "workers", len(calls))

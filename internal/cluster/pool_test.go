@@ -452,6 +452,20 @@ func TestAutoscaleSourceAndActuator(t *testing.T) {
 	if o.Version != "m@1" || o.Sample.Arrived != 12 || o.Config.MinReplicas != 2 || o.Config.MaxReplicas != 6 {
 		t.Errorf("observation %+v", o)
 	}
+	// The budget: what each holder's free memory can still take, in
+	// replicas of the version's (estimated) size; unbounded workers are
+	// capped at MaxAutoscaled each.
+	if o.Sample.Budget != 2*MaxAutoscaled {
+		t.Errorf("budget of two workers without a memory budget: %d, want %d", o.Sample.Budget, 2*MaxAutoscaled)
+	}
+	p.mu.Lock()
+	per := p.replicaMemoryLocked(v)
+	usedA, _ := p.heldLocked(p.workers["a"], nil, p.now())
+	p.workers["a"].status = &workerpb.WorkerStatus{Id: "a", Address: a.addr, Pid: 1, MemoryBudgetBytes: usedA + 3*per + per/2}
+	p.mu.Unlock()
+	if obs, _ := p.Observe(t.Context()); len(obs) != 1 || obs[0].Sample.Budget != 3+MaxAutoscaled {
+		t.Errorf("budget with room for 3 more replicas on a: %+v, want %d", obs, 3+MaxAutoscaled)
+	}
 	if err := p.SetReplicas(t.Context(), "m@1", 5); err != nil {
 		t.Fatal(err)
 	}
