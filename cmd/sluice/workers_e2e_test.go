@@ -451,8 +451,8 @@ func TestAutoscaleUpWithWorkers(t *testing.T) {
 	srv.stop(t)
 }
 
-// Many models on two small workers: 40 synthetic models of 8 MiB each
-// (a third of them cold) on two workers whose budgets hold about 7 each.
+// Many models on two small workers: 100 synthetic models of 8 MiB each
+// (a third of them cold) on two workers whose budgets hold about 11 each.
 // Versions that do not fit are evicted (the least costly to reload first,
 // none younger than --min-residency) and loaded again on demand; every
 // model answers, some after a cold load; sluice workers shows the
@@ -460,17 +460,17 @@ func TestAutoscaleUpWithWorkers(t *testing.T) {
 // for the process itself (Go runtime, gRPC, the artifact cache's buffers:
 // about 30 MiB measured at idle) and the allocator's lag.
 func TestManyModelsEvict(t *testing.T) {
-	const n, budget, slack = 40, 64 << 20, 48 << 20
+	const n, budget, slack = 100, 96 << 20, 48 << 20
 	models := t.TempDir()
 	for i := range n {
 		tier := "warm"
 		if i%3 == 2 {
 			tier = "cold"
 		}
-		dir := filepath.Join(models, fmt.Sprintf("m%02d", i))
+		dir := filepath.Join(models, fmt.Sprintf("m%03d", i))
 		synPackage(t, dir, `{"base":"100us","memory":"8MiB"}`, "serving: {warmupBatches: 0, memory: 8MiB}\nplacement: {tier: "+tier+"}\n")
 		manifest, _ := os.ReadFile(filepath.Join(dir, "model.yaml"))
-		if err := os.WriteFile(filepath.Join(dir, "model.yaml"), bytes.Replace(manifest, []byte("name: syn"), []byte(fmt.Sprintf("name: m%02d", i)), 1), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, "model.yaml"), bytes.Replace(manifest, []byte("name: syn"), []byte(fmt.Sprintf("name: m%03d", i)), 1), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -480,7 +480,7 @@ func TestManyModelsEvict(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(slow, "model.yaml"), bytes.Replace(manifest, []byte("name: syn"), []byte("name: slow"), 1), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	srv := startServer(t, "--data", t.TempDir(), "--models", models, "--workers", "2", "--worker-memory", "64MiB", "--min-residency", "100ms")
+	srv := startServer(t, "--data", t.TempDir(), "--models", models, "--workers", "2", "--worker-memory", "96MiB", "--min-residency", "100ms")
 	waitFor(t, 60*time.Second, func() bool { return readiness(t, srv.url).Ready })
 	// A cold version whose load (1.5 s) is longer than the deadline: 503
 	// cold_start at once, Retry-After ≈ the load time; the load goes on,
@@ -500,7 +500,7 @@ func TestManyModelsEvict(t *testing.T) {
 	cold := 0
 	for round := range 2 {
 		for i := range n {
-			url := fmt.Sprintf("%s/v1/models/m%02d:predict", srv.url, i)
+			url := fmt.Sprintf("%s/v1/models/m%03d:predict", srv.url, i)
 			var status int
 			var out []byte
 			var err error
@@ -513,7 +513,7 @@ func TestManyModelsEvict(t *testing.T) {
 				time.Sleep(100 * time.Millisecond)
 			}
 			if err != nil || status != 200 {
-				t.Fatalf("round %d: m%02d: %d %v %s\n%s", round, i, status, err, out, srv.logs)
+				t.Fatalf("round %d: m%03d: %d %v %s\n%s", round, i, status, err, out, srv.logs)
 			}
 		}
 		time.Sleep(200 * time.Millisecond) // past the minimum residency
@@ -534,7 +534,7 @@ func TestManyModelsEvict(t *testing.T) {
 		}
 	}
 	if evictions == 0 || loads <= n {
-		t.Errorf("%d loads and %d evictions for %d models of 8 MiB on 2×64 MiB: expected evictions", loads, evictions, n)
+		t.Errorf("%d loads and %d evictions for %d models of 8 MiB on 2×96 MiB: expected evictions", loads, evictions, n)
 	}
 	// Every eviction's unload ends: a worker reports no version it holds
 	// that the pool evicted (as many evictions as loads there).
