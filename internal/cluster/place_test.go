@@ -259,6 +259,9 @@ func TestQuarantineAfterThreeExits(t *testing.T) {
 	if got.Load() != want {
 		t.Fatalf("OnQuarantine got %q, want %q", got.Load(), want)
 	}
+	// The unload goes to the process that held it (here still reachable);
+	// wait for it before the next registration replaces the connection.
+	waitUntil(t, func() bool { return slices.Contains(a.unloaded(), "poison@1") })
 	a.registerWith(t, p, 9, 1<<30)
 	err := submit(v, time.Second)
 	if errs.CodeOf(err) != errs.NotReady || !strings.Contains(err.Error(), "quarantined") {
@@ -267,7 +270,6 @@ func TestQuarantineAfterThreeExits(t *testing.T) {
 	if n := a.loads.Load(); n != 3 {
 		t.Fatalf("%d loads: a quarantined version is not loaded again", n)
 	}
-	waitUntil(t, func() bool { return slices.Contains(a.unloaded(), "poison@1") })
 	if ev.quarantined.Load() != 1 {
 		t.Fatalf("quarantines counted: %d", ev.quarantined.Load())
 	}
