@@ -56,16 +56,20 @@ func LibraryInfo() (path, version string) {
 	return envLibrary, envVersion
 }
 
-// Model is one ONNX Runtime session: one per replica.
+// Model is one ONNX Runtime session: one per replica. It keeps its input
+// and output tensors per batch shape (tensorCache): one of floats for a
+// tabular model, one of token ids for a sequence model.
 type Model struct {
-	name     string
-	sess     *ort.DynamicAdvancedSession
-	c        *Contract
-	info     runtime.Info
-	mu       sync.Mutex // guards sess against Close during Predict
-	closed   bool
-	outShape func(n int) ort.Shape
-	pad      int64 // sequence models: the token id rows are padded with
+	name string
+	c    *Contract
+	info runtime.Info
+	pad  int64 // sequence models: the token id rows are padded with
+
+	mu     sync.Mutex // guards sess, the caches and closed: Close against Predict
+	sess   *ort.DynamicAdvancedSession
+	floats *tensorCache[float32]
+	tokens *tensorCache[int64]
+	closed bool
 }
 
 // Load checks the model's tensors against the package and creates a session.
@@ -105,10 +109,14 @@ func (Runtime) Load(ctx context.Context, spec runtime.Spec, data []byte) (runtim
 	}
 	m := &Model{name: spec.Name, sess: sess, c: c, pad: spec.PadValue}
 	k := int64(c.Outputs)
+	outShape := func(n int) ort.Shape { return ort.NewShape(int64(n), k) }
 	if c.VectorOutput {
-		m.outShape = func(n int) ort.Shape { return ort.NewShape(int64(n)) }
+		outShape = func(n int) ort.Shape { return ort.NewShape(int64(n)) }
+	}
+	if c.Sequence {
+		m.tokens = newTensorCache[int64](c.Outputs, outShape)
 	} else {
-		m.outShape = func(n int) ort.Shape { return ort.NewShape(int64(n), k) }
+		m.floats = newTensorCache[float32](c.Outputs, outShape)
 	}
 	producer := mi.Producer
 	if producer == "" {
@@ -131,8 +139,10 @@ func (Runtime) Load(ctx context.Context, spec runtime.Spec, data []byte) (runtim
 func (m *Model) Info() runtime.Info { return m.info }
 
 // Predict runs the batch through the session: input [n, d], output [n, k]
-// (or [n]). Tensors wrap the batch's and the output's Go memory: nothing is
-// copied.
+// (or [n]). The rows are copied into the replica's input tensor for the
+// batch's shape and the result copied out of its output tensor into a new
+// slice the caller owns; the tensors are made on a shape's first batch and
+// reused after (tensorCache).
 func (m *Model) Predict(ctx context.Context, in runtime.Batch) (runtime.Output, error) {
 	if m.c.Sequence {
 		return m.predictSequence(ctx, in)
@@ -144,23 +154,34 @@ func (m *Model) Predict(ctx context.Context, in runtime.Batch) (runtime.Output, 
 	if in.Rows < 0 || len(in.Data) != in.Rows*in.Cols {
 		return runtime.Output{}, fmt.Errorf("onnx: batch of %d×%d has %d values", in.Rows, in.Cols, len(in.Data))
 	}
-	out := runtime.Output{Rows: in.Rows, Cols: k, Data: make([]float32, in.Rows*k)}
 	if in.Rows == 0 {
-		return out, nil
+		return runtime.Output{Cols: k, Data: []float32{}}, nil
 	}
-	return run(ctx, m, in.Rows, d, in.Data, out)
+	if err := ctx.Err(); err != nil {
+		return runtime.Output{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return runtime.Output{}, m.closedError()
+	}
+	p, buf, res, err := m.floats.get(in.Rows, d)
+	if err != nil {
+		return runtime.Output{}, err
+	}
+	copy(buf, in.Data)
+	return m.runLocked(p, in.Rows, res)
 }
 
 // predictSequence pads the batch's token rows to its longest row with the
-// pad value into one int64 [n, L] tensor and runs it.
+// pad value into the replica's int64 [n, L] tensor and runs it.
 func (m *Model) predictSequence(ctx context.Context, in runtime.Batch) (runtime.Output, error) {
 	if in.Rows < 0 || len(in.Tokens) != in.Rows {
 		return runtime.Output{}, fmt.Errorf("onnx: input %q reads token ids: batch of %d rows has %d token rows", m.c.Input.Name, in.Rows, len(in.Tokens))
 	}
 	k := m.c.Outputs
-	out := runtime.Output{Rows: in.Rows, Cols: k, Data: make([]float32, in.Rows*k)}
 	if in.Rows == 0 {
-		return out, nil
+		return runtime.Output{Cols: k, Data: []float32{}}, nil
 	}
 	L := 0
 	for i, r := range in.Tokens {
@@ -169,7 +190,18 @@ func (m *Model) predictSequence(ctx context.Context, in runtime.Batch) (runtime.
 		}
 		L = max(L, len(r))
 	}
-	data := make([]int64, in.Rows*L)
+	if err := ctx.Err(); err != nil {
+		return runtime.Output{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return runtime.Output{}, m.closedError()
+	}
+	p, data, res, err := m.tokens.get(in.Rows, L)
+	if err != nil {
+		return runtime.Output{}, err
+	}
 	for i, r := range in.Tokens {
 		row := data[i*L : (i+1)*L]
 		n := copy(row, r)
@@ -177,36 +209,25 @@ func (m *Model) predictSequence(ctx context.Context, in runtime.Batch) (runtime.
 			row[j] = m.pad
 		}
 	}
-	return run(ctx, m, in.Rows, L, data, out)
+	return m.runLocked(p, in.Rows, res)
 }
 
-// run feeds a rows×width input tensor of data to the session and fills out.
-func run[T ort.TensorData](ctx context.Context, m *Model, rows, width int, data []T, out runtime.Output) (runtime.Output, error) {
-	if err := ctx.Err(); err != nil {
-		return runtime.Output{}, err
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		return runtime.Output{}, fmt.Errorf("onnx: %s: predict on a closed model", m.name)
-	}
-	inT, err := ort.NewTensor(ort.NewShape(int64(rows), int64(width)), data)
-	if err != nil {
-		return runtime.Output{}, fmt.Errorf("onnx: input tensor: %v", err)
-	}
-	defer inT.Destroy()
-	outT, err := ort.NewTensor(m.outShape(rows), out.Data)
-	if err != nil {
-		return runtime.Output{}, fmt.Errorf("onnx: output tensor: %v", err)
-	}
-	defer outT.Destroy()
-	if err := m.sess.Run([]ort.Value{inT}, []ort.Value{outT}); err != nil {
+// runLocked runs the session on a pair whose input is filled and copies
+// res, the pair's output, into a new Output of rows rows.
+func (m *Model) runLocked(p *boundPair, rows int, res []float32) (runtime.Output, error) {
+	if err := m.sess.Run(p.inputs, p.outputs); err != nil {
 		return runtime.Output{}, fmt.Errorf("onnx: run: %v", err)
 	}
+	out := runtime.Output{Rows: rows, Cols: m.c.Outputs, Data: make([]float32, len(res))}
+	copy(out.Data, res)
 	return out, nil
 }
 
-// Close releases the session.
+func (m *Model) closedError() error {
+	return fmt.Errorf("onnx: %s: predict on a closed model", m.name)
+}
+
+// Close releases the cached tensors and the session.
 func (m *Model) Close() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -214,5 +235,11 @@ func (m *Model) Close() error {
 		return nil
 	}
 	m.closed = true
+	if m.floats != nil {
+		m.floats.flush()
+	}
+	if m.tokens != nil {
+		m.tokens.flush()
+	}
 	return m.sess.Destroy()
 }

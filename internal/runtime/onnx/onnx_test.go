@@ -422,7 +422,7 @@ func BenchmarkPredict(b *testing.B) {
 	m := load(b, "mlp", 30, 1, runtime.SessionOptions{})
 	ref := readReference(b)
 	src := ref.Cases[len(ref.Cases)-1] // 64 rows
-	for _, n := range []int{1, 8, 32, 128} {
+	for _, n := range []int{1, 8, 64, 128} {
 		b.Run(fmt.Sprintf("batch=%d", n), func(b *testing.B) {
 			batch := runtime.Batch{Rows: n, Cols: 30, Data: make([]float32, n*30)}
 			for i := range batch.Data {
@@ -468,7 +468,7 @@ func FuzzLoad(f *testing.F) {
 // (checks, two tensors made and released, the output slice).
 func BenchmarkSessionRun(b *testing.B) {
 	m := load(b, "mlp", 30, 1, runtime.SessionOptions{}).(*Model)
-	for _, n := range []int{1, 8, 32, 128} {
+	for _, n := range []int{1, 8, 64, 128} {
 		b.Run(fmt.Sprintf("batch=%d", n), func(b *testing.B) {
 			in, err := ort.NewTensor(ort.NewShape(int64(n), 30), make([]float32, n*30))
 			if err != nil {
