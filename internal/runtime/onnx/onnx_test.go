@@ -465,7 +465,7 @@ func FuzzLoad(f *testing.F) {
 
 // BenchmarkSessionRun is the floor under BenchmarkPredict: the same session
 // run on tensors made once, so the difference is Predict's own per-call cost
-// (checks, two tensors made and released, the output slice).
+// (checks, the cache lookup, the copies in and out, the output slice).
 func BenchmarkSessionRun(b *testing.B) {
 	m := load(b, "mlp", 30, 1, runtime.SessionOptions{}).(*Model)
 	for _, n := range []int{1, 8, 64, 128} {
