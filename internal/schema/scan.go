@@ -16,14 +16,16 @@ import (
 // key:value pair"), the offset Decoder.InputOffset reports after the failed
 // Token (the start of the offending value, or the end of the last token at
 // end of input), and the order in which a streaming reader meets problems
-// (a duplicate key is reported before a syntax error further on). The fast
-// tokenizers on the module proxy (valyala/fastjson, tidwall/gjson,
-// goccy/go-json, bytedance/sonic) parse or validate the whole text first
-// and have messages and offsets of their own, so keeping the contract
-// would mean a second pass with encoding/json on every error, and none of
-// them reports duplicate keys in the token order we need. The scanner is
-// about 300 lines, mirrors Decoder.Token's state machine state for state,
-// and is checked against the token decoder by FuzzDecodeSame.
+// (a duplicate key is reported before a syntax error further on). The
+// fast JSON libraries on the module proxy (valyala/fastjson, tidwall/gjson,
+// goccy/go-json, bytedance/sonic) have messages and offsets of their own, so
+// keeping the contract with any of them would mean re-running encoding/json
+// on every error body, and their streaming token APIs (goccy/go-json's
+// Decoder.Token) hand tokens back as interface values, which allocates per
+// token again. They were not benchmarked side by side: the contract rules
+// them out before speed does. The scanner is a few hundred lines, mirrors
+// Decoder.Token's state machine state for state, and FuzzDecodeSame (in
+// internal/server) holds it to the token decoder on every input.
 //
 // Cost model: the body is copied once into a string; keys, number literals
 // and strings without escapes are substrings of that copy (no allocation
@@ -451,6 +453,7 @@ func (s *Scanner) ReadInstance(at Path) (Instance, error) {
 		return nil, errs.Field(errs.InvalidArgument, at.String(), "expected an object")
 	}
 	s.cur = s.cur[:0]
+	start := s.pos - 1 // the '{'
 	for s.More() {
 		tok, err := s.Token(lazyPath)
 		if err != nil {
@@ -494,11 +497,24 @@ func (s *Scanner) ReadInstance(at Path) (Instance, error) {
 		return nil, nil
 	}
 	if cap(s.slab)-len(s.slab) < len(s.cur) {
-		s.slab = make([]Member, 0, max(len(s.cur), 2*cap(s.slab), 64))
+		s.slab = make([]Member, 0, s.slabSize(start))
 	}
 	n := len(s.slab)
 	s.slab = append(s.slab, s.cur...)
 	return Instance(s.slab[n:len(s.slab):len(s.slab)]), nil
+}
+
+// slabSize is the capacity of the next member slab. The first one is
+// sized for the rest of the body, guessed from the size of the instance
+// just read (bodies hold instances alike), at most one member per 8 bytes
+// left; later ones double.
+func (s *Scanner) slabSize(start int) int {
+	if cap(s.slab) > 0 {
+		return max(len(s.cur), 2*cap(s.slab))
+	}
+	used := max(s.pos-start, 1)
+	left := len(s.src) - s.pos
+	return len(s.cur) + min(len(s.cur)*(left/used), left/8)
 }
 
 // dup reports whether key is already a member of the instance being read.
@@ -528,7 +544,7 @@ func (s *Scanner) readNumberArray(at Path, key string) (Value, error) {
 		case TokDelim:
 			if tok.Delim == ']' {
 				if cap(s.itemSlab)-len(s.itemSlab) < len(s.items) || len(s.items) == 0 && s.itemSlab == nil {
-					s.itemSlab = make([]string, 0, max(len(s.items), 2*cap(s.itemSlab), 64))
+					s.itemSlab = make([]string, 0, max(len(s.items), 2*cap(s.itemSlab), 16))
 				}
 				n := len(s.itemSlab)
 				s.itemSlab = append(s.itemSlab, s.items...)
