@@ -506,15 +506,16 @@ func (s *Scanner) ReadInstance(at Path) (Instance, error) {
 
 // slabSize is the capacity of the next member slab. The first one is
 // sized for the rest of the body, guessed from the size of the instance
-// just read (bodies hold instances alike), at most one member per 8 bytes
-// left; later ones double.
+// just read (bodies hold instances alike) but at most 4,096 members, so
+// that a small first instance before a huge string cannot make the guess
+// cost more than the body; later ones double.
 func (s *Scanner) slabSize(start int) int {
 	if cap(s.slab) > 0 {
 		return max(len(s.cur), 2*cap(s.slab))
 	}
 	used := max(s.pos-start, 1)
 	left := len(s.src) - s.pos
-	return len(s.cur) + min(len(s.cur)*(left/used), left/8)
+	return len(s.cur) + min(len(s.cur)*(left/used), left/8, 4096)
 }
 
 // dup reports whether key is already a member of the instance being read.
