@@ -2,7 +2,9 @@
 // instances against typed fields, and the preprocessing steps that turn a
 // valid instance into the numeric feature row the model sees. It knows
 // nothing of HTTP, files or runtimes; callers hand it decoded values and
-// get back float32 rows or errors that name the offending field.
+// get back float32 rows or errors that name the offending field. Scanner
+// decodes predict bodies in one pass with the token decoder's errors; scan.go
+// says why it is hand-written rather than a library.
 package schema
 
 // Field declares one input field (model.yaml input.fields[i]).

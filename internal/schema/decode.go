@@ -173,10 +173,12 @@ func syntaxErr(dec *json.Decoder, err error, path string) error {
 func syntaxPos(se *json.SyntaxError, off int64) *jsonPos {
 	p := &jsonPos{off: off, msg: se.Error(), literal: strings.Contains(se.Error(), " in literal ")}
 	if p.literal {
-		p.msg = "not a JSON value (expected an object, array, string, number, true, false or null)"
+		p.msg = literalMsg
 	}
 	return p
 }
+
+const literalMsg = "not a JSON value (expected an object, array, string, number, true, false or null)"
 
 // jsonPos is the cause of a malformed-JSON error: the byte offset of the
 // offending character and what is wrong there.

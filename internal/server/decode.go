@@ -37,8 +37,131 @@ const maxInstancesDecoded = 1_000_000
 // naming the field. encoding/json's struct decoding cannot see duplicate
 // keys or keep number literals per field, so this walks the token stream.
 func decodePredict(body []byte, maxDeadline time.Duration) (*predictBody, error) {
-	p, err := decodePredictTokens(body, maxDeadline)
+	p, err := decodePredictScan(body, maxDeadline)
 	return p, schema.LocateJSON(body, err) // syntax errors quote line:column
+}
+
+// decodePredictScan is decodePredictTokens on schema.Scanner: one pass over
+// the body without allocation per token, the same results and the same
+// errors (FuzzDecodeSame holds the two together; decodePredictTokens stays
+// as the reference).
+func decodePredictScan(body []byte, maxDeadline time.Duration) (*predictBody, error) {
+	sc := schema.NewScanner(body)
+	out := &predictBody{}
+	tok, err := sc.Token("")
+	if err != nil {
+		return nil, err
+	}
+	if tok.Kind != schema.TokDelim || tok.Delim != '{' {
+		return nil, errs.New(errs.InvalidArgument, "the request body must be a JSON object")
+	}
+	var seenInstances, seenDeadline, seenRouting bool
+	for sc.More() {
+		tok, err := sc.Token("")
+		if err != nil {
+			return nil, err
+		}
+		if tok.Kind != schema.TokString {
+			return nil, errs.Field(errs.InvalidArgument, "", "malformed JSON: expected an object key")
+		}
+		key := tok.Text
+		var seen *bool
+		switch key {
+		case "instances":
+			seen = &seenInstances
+		case "deadlineMs":
+			seen = &seenDeadline
+		case "routingKey":
+			seen = &seenRouting
+		default:
+			return nil, errs.Field(errs.InvalidArgument, errs.Clip(key), "unknown key (expected instances, deadlineMs, routingKey)")
+		}
+		if *seen {
+			return nil, errs.Field(errs.InvalidArgument, errs.Clip(key), "duplicate key")
+		}
+		*seen = true
+		switch key {
+		case "instances":
+			if out.Instances, err = scanInstances(sc); err != nil {
+				return nil, err
+			}
+		case "deadlineMs":
+			tok, err := sc.Token(key)
+			if err != nil {
+				return nil, err
+			}
+			if tok.Kind != schema.TokNumber {
+				return nil, errs.Field(errs.InvalidArgument, key, "expected a number of milliseconds")
+			}
+			if out.Deadline, err = parseDeadline(tok.Text, maxDeadline); err != nil {
+				return nil, err
+			}
+		case "routingKey":
+			tok, err := sc.Token(key)
+			if err != nil {
+				return nil, err
+			}
+			rk := tok.Text
+			if tok.Kind != schema.TokString || rk == "" || utf8.RuneCountInString(rk) > maxRoutingKey {
+				return nil, errs.Field(errs.InvalidArgument, key, "must be a string of 1 to %d characters", maxRoutingKey)
+			}
+			out.RoutingKey = rk
+		}
+	}
+	if _, err := sc.Token(""); err != nil { // the closing '}'
+		return nil, err
+	}
+	if sc.Rest() {
+		return nil, errs.New(errs.InvalidArgument, "malformed JSON: data after the top-level object")
+	}
+	if !seenInstances {
+		return nil, errs.Field(errs.InvalidArgument, "instances", "is required")
+	}
+	return out, nil
+}
+
+func scanInstances(sc *schema.Scanner) ([]schema.Instance, error) {
+	tok, err := sc.Token("instances")
+	if err != nil {
+		return nil, err
+	}
+	if tok.Kind != schema.TokDelim || tok.Delim != '[' {
+		return nil, errs.Field(errs.InvalidArgument, "instances", "expected an array")
+	}
+	var out []schema.Instance
+	for i := 0; sc.More(); i++ {
+		if i >= maxInstancesDecoded {
+			return nil, errs.Field(errs.TooManyInstances, "instances", "more than %d instances", maxInstancesDecoded)
+		}
+		inst, err := sc.ReadInstance(schema.Path{Prefix: "instances", Index: i})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, inst)
+	}
+	if _, err := sc.Token("instances"); err != nil { // ']'
+		return nil, err
+	}
+	return out, nil
+}
+
+// parseDeadline checks a deadlineMs literal.
+func parseDeadline(num string, maxDeadline time.Duration) (time.Duration, error) {
+	const key = "deadlineMs"
+	ms, err := strconv.ParseFloat(num, 64)
+	if err != nil || math.IsInf(ms, 0) || math.IsNaN(ms) {
+		return 0, errs.Field(errs.InvalidArgument, key, "invalid number %s", errs.Clip(num))
+	}
+	if ms <= 0 {
+		return 0, errs.Field(errs.InvalidArgument, key, "must be > 0, got %s", errs.Clip(num))
+	}
+	if ms < minDeadlineMs {
+		return 0, errs.Field(errs.InvalidArgument, key, "must be at least 0.001 (1µs), got %s", errs.Clip(num))
+	}
+	if ms > float64(maxDeadline)/float64(time.Millisecond) {
+		return 0, errs.Field(errs.InvalidArgument, key, "must be at most %d (the server's maximum deadline), got %s", maxDeadline.Milliseconds(), errs.Clip(num))
+	}
+	return time.Duration(ms * float64(time.Millisecond)), nil
 }
 
 func decodePredictTokens(body []byte, maxDeadline time.Duration) (*predictBody, error) {
@@ -72,20 +195,9 @@ func decodePredictTokens(body []byte, maxDeadline time.Duration) (*predictBody, 
 			if !ok {
 				return nil, errs.Field(errs.InvalidArgument, key, "expected a number of milliseconds")
 			}
-			ms, err := strconv.ParseFloat(string(num), 64)
-			if err != nil || math.IsInf(ms, 0) || math.IsNaN(ms) {
-				return nil, errs.Field(errs.InvalidArgument, key, "invalid number %s", errs.Clip(string(num)))
+			if out.Deadline, err = parseDeadline(string(num), maxDeadline); err != nil {
+				return nil, err
 			}
-			if ms <= 0 {
-				return nil, errs.Field(errs.InvalidArgument, key, "must be > 0, got %s", errs.Clip(string(num)))
-			}
-			if ms < minDeadlineMs {
-				return nil, errs.Field(errs.InvalidArgument, key, "must be at least 0.001 (1µs), got %s", errs.Clip(string(num)))
-			}
-			if ms > float64(maxDeadline)/float64(time.Millisecond) {
-				return nil, errs.Field(errs.InvalidArgument, key, "must be at most %d (the server's maximum deadline), got %s", maxDeadline.Milliseconds(), errs.Clip(string(num)))
-			}
-			out.Deadline = time.Duration(ms * float64(time.Millisecond))
 		case "routingKey":
 			tok, err := schema.JSONToken(dec, key)
 			if err != nil {
