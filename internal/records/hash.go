@@ -119,8 +119,7 @@ func sameNames(a, b schema.Instance) bool {
 // plain printable ASCII is copied as is, anything else goes to json.Marshal.
 func appendString(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+		if escaped[s[i]] {
 			q, _ := json.Marshal(s) // marshaling a string cannot fail
 			return append(b, q...)
 		}
@@ -129,6 +128,15 @@ func appendString(b []byte, s string) []byte {
 	b = append(b, s...)
 	return append(b, '"')
 }
+
+// escaped marks the bytes appendString does not copy as they are: control
+// characters, non-ASCII, '"', '\\', '<', '>', '&' and DEL.
+var escaped = func() (t [256]bool) {
+	for c := range t {
+		t[c] = c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&'
+	}
+	return t
+}()
 
 // canonicalNumber normalizes a JSON number literal exactly: the result is
 // "0" or [-]d[.ddd][eN] with no redundant zeros. A literal that is not a
@@ -139,34 +147,54 @@ func canonicalNumber(lit string) string { return string(appendNumber(nil, lit)) 
 func appendNumber(b []byte, lit string) []byte {
 	s := lit
 	neg := false
-	if strings.HasPrefix(s, "-") {
+	if len(s) > 0 && s[0] == '-' {
 		neg, s = true, s[1:]
 	}
+	// One pass over the mantissa: digits and at most one '.', up to the
+	// first 'e' or 'E'.
 	mant, exp := s, int64(0)
-	if i := strings.IndexAny(s, "eE"); i >= 0 {
-		e, err := strconv.ParseInt(strings.TrimPrefix(s[i+1:], "+"), 10, 64)
-		if err != nil || e > 1<<40 || e < -(1<<40) {
-			return append(b, quoted(lit)...)
+	dot := -1
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= '0' && c <= '9' {
+			continue
 		}
-		mant, exp = s[:i], e
-	}
-	intPart, frac := mant, ""
-	if i := strings.IndexByte(mant, '.'); i >= 0 {
-		intPart, frac = mant[:i], mant[i+1:]
-	}
-	if intPart == "" || !allDigits(intPart) || !allDigits(frac) || strings.Contains(mant, ".") && frac == "" {
+		if c == '.' && dot < 0 {
+			dot = i
+			continue
+		}
+		if c == 'e' || c == 'E' {
+			e, err := strconv.ParseInt(strings.TrimPrefix(s[i+1:], "+"), 10, 64)
+			if err != nil || e > 1<<40 || e < -(1<<40) {
+				return append(b, quoted(lit)...)
+			}
+			mant, exp = s[:i], e
+			break
+		}
 		return append(b, quoted(lit)...)
 	}
-	// value = 0.digits × 10^(exp+len(intPart)) with digits = intPart+frac,
-	// read through digit(k) without joining the two.
-	n := len(intPart) + len(frac)
-	digit := func(k int) byte {
-		if k < len(intPart) {
-			return intPart[k]
-		}
-		return frac[k-len(intPart)]
+	// mant is digits with at most one '.': it needs a digit before the
+	// '.' and one after it.
+	if mant == "" || dot == 0 || dot == len(mant)-1 {
+		return append(b, quoted(lit)...)
 	}
-	exp += int64(len(intPart))
+	intLen := len(mant)
+	if dot > 0 {
+		intLen = dot
+	}
+	// value = 0.digits × 10^(exp+intLen) with digits = mant without its
+	// '.', read through digit(k).
+	n := len(mant)
+	if dot > 0 {
+		n--
+	}
+	digit := func(k int) byte {
+		if dot > 0 && k >= dot {
+			return mant[k+1]
+		}
+		return mant[k]
+	}
+	exp += int64(intLen)
 	lo := 0
 	for lo < n && digit(lo) == '0' {
 		lo++

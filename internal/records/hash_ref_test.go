@@ -107,7 +107,8 @@ func TestCanonicalMatchesReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 9))
 	pick := func(xs []string) string { return xs[rng.IntN(len(xs))] }
 	names := []string{"a", "b", "amount", "z", "é", "q\"<", "x&y", "\x01", "b"}
-	nums := []string{"0", "-0", "1", "1.0", "10e-1", "1500", "-2.50E+3", "0.000120", "12345678901234567890", "1e999999999999", "1.", ".5", "abc", "-", "007", "3e+2"}
+	nums := []string{"0", "-0", "1", "1.0", "10e-1", "1500", "-2.50E+3", "0.000120", "12345678901234567890", "1e999999999999", "1.", ".5", "abc", "-", "007", "3e+2",
+		"1.2.3", "1e5.5", "--1", "1e++5", "1e+-5", "e5", "-.5", "1.5e-3", "-0.0e0", "1E+5", "0e", "1e", "+1", "00.00100"}
 	strs := []string{"US", "", "a\"b", "<tag>", "naïve", "\xff\xfe", "tab\there", "\u2028"}
 	for n := 0; n < 2000; n++ {
 		var insts []schema.Instance
@@ -137,4 +138,18 @@ func TestCanonicalMatchesReference(t *testing.T) {
 			t.Fatalf("canonical form changed:\n got %s\nwant %s", got, want)
 		}
 	}
+}
+
+// FuzzCanonicalNumberMatchesReference: every literal, JSON or not, keeps
+// the canonical bytes of the first implementation.
+func FuzzCanonicalNumberMatchesReference(f *testing.F) {
+	for _, s := range []string{"1", "1.0", "-0", "0.015", "1500", "1e400", "1.2.3", "1e++5", ".5", "1.", "-", "abc", "00.00100"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, lit string) {
+		insts := []schema.Instance{{{Name: "x", Value: schema.Value{Kind: schema.Number, Text: lit}}}}
+		if got, want := string(CanonicalJSON(insts)), refCanonical(insts); got != want {
+			t.Fatalf("canonical form of %q changed: got %s, want %s", lit, got, want)
+		}
+	})
 }

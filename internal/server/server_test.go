@@ -41,7 +41,7 @@ func newTestServerFS(t *testing.T, cfg Config, fsys fs.FS) (*httptest.Server, *c
 }
 
 // newTestServerAll is newTestServerFS that returns the *Server too.
-func newTestServerAll(t *testing.T, cfg Config, fsys fs.FS) (*httptest.Server, *control.Controller, *Server) {
+func newTestServerAll(t testing.TB, cfg Config, fsys fs.FS) (*httptest.Server, *control.Controller, *Server) {
 	t.Helper()
 	store, err := registry.Open(t.TempDir())
 	if err != nil {
