@@ -108,8 +108,8 @@ func FuzzDecodeSame(f *testing.F) {
 	})
 }
 
-// fraudBody is a predict body of n fraud rows.
-func fraudBody(n int) []byte {
+// scanFraudBody is a predict body of n fraud rows.
+func scanFraudBody(n int) []byte {
 	var b bytes.Buffer
 	b.WriteString(`{"instances":[`)
 	for i := range n {
@@ -123,7 +123,7 @@ func fraudBody(n int) []byte {
 }
 
 func TestDecodeSameLarge(t *testing.T) {
-	body := fraudBody(1000)
+	body := scanFraudBody(1000)
 	ref, got, refErr, gotErr := decodeBoth(body)
 	if refErr != nil || gotErr != nil || !reflect.DeepEqual(ref, got) || len(got.Instances) != 1000 {
 		t.Fatalf("1,000 rows: %v, %v", refErr, gotErr)
@@ -138,7 +138,7 @@ func BenchmarkDecodePredict(b *testing.B) {
 	for _, body := range []struct {
 		name string
 		b    []byte
-	}{{"rows=1", one}, {"rows=1000", fraudBody(1000)}} {
+	}{{"rows=1", one}, {"rows=1000", scanFraudBody(1000)}} {
 		for _, dec := range []struct {
 			name string
 			fn   func([]byte, time.Duration) (*predictBody, error)
