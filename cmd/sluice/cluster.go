@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"google.golang.org/grpc"
 
@@ -16,6 +18,8 @@ import (
 	"github.com/sluiceml/sluice/internal/control"
 	"github.com/sluiceml/sluice/internal/hosting"
 	"github.com/sluiceml/sluice/internal/registry"
+	"github.com/sluiceml/sluice/internal/runtime/synthetic"
+	"github.com/sluiceml/sluice/internal/telemetry"
 	"github.com/sluiceml/sluice/internal/workerpb"
 )
 
@@ -31,21 +35,52 @@ func (h workersHost) Start(ctx context.Context, req control.HostRequest) (contro
 	v := req.Version
 	// The store's copy is verified at every load, as in process: a damaged
 	// artifact fails the version even when workers hold a good cached copy.
+	// A cold version is verified here too, then returned loaded nowhere:
+	// the controller marks it ready and routes to it, and its first
+	// request loads it (cluster.Pool.Start).
 	r, _, err := h.store.Open(ctx, v.ArtifactSHA)
 	if err != nil {
 		return nil, hosting.Timings{}, fmt.Errorf("load %s: %w", v.ID(), err)
 	}
-	_, err = io.Copy(io.Discard, r)
+	var head bytes.Buffer
+	_, err = io.Copy(io.Discard, io.TeeReader(r, &limitedWriter{&head, 64 << 10}))
 	r.Close()
 	if err != nil {
 		return nil, hosting.Timings{}, fmt.Errorf("load %s: %w", v.ID(), err)
 	}
+	var loadTime time.Duration
+	if v.Runtime == "synthetic" {
+		if c, err := synthetic.Decode(head.Bytes()); err == nil {
+			loadTime = c.LoadTime // the first on-demand load's expected time
+		}
+	}
 	rv, tm, err := h.pool.Start(ctx, cluster.VersionSpec{Model: v.Model, N: v.N, Manifest: v.Manifest, ArtifactSHA: v.ArtifactSHA,
-		ArtifactBytes: v.ArtifactBytes, Spec: req.Spec, Observer: req.Observer})
+		ArtifactBytes: v.ArtifactBytes, Spec: req.Spec, Observer: req.Observer, LoadTime: loadTime})
 	if err != nil {
 		return nil, tm, err
 	}
 	return rv, tm, nil
+}
+
+// limitedWriter keeps the first n bytes written to it and drops the rest.
+type limitedWriter struct {
+	b *bytes.Buffer
+	n int
+}
+
+func (w *limitedWriter) Write(p []byte) (int, error) {
+	if room := w.n - w.b.Len(); room > 0 {
+		w.b.Write(p[:min(room, len(p))])
+	}
+	return len(p), nil
+}
+
+// placementMetrics is the pool's metrics sink (nil with --no-metrics).
+func placementMetrics(m *telemetry.Metrics, off bool) cluster.Metrics {
+	if off {
+		return nil
+	}
+	return m
 }
 
 // storeArtifacts serves the registry's artifacts to workers (verified as
@@ -90,7 +125,7 @@ func localWorkerIDs(n int) []string {
 }
 
 // localWorkers is the supervisor of `--workers N` processes.
-func localWorkers(ids []string, join, data, logFormat, logLevel, onnxLib string, log *slog.Logger, pool *cluster.Pool) (*cluster.Supervisor, error) {
+func localWorkers(ids []string, join, data, logFormat, logLevel, onnxLib, memory string, log *slog.Logger, pool *cluster.Pool) (*cluster.Supervisor, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("--workers: find the sluice binary: %w", err)
@@ -106,6 +141,9 @@ func localWorkers(ids []string, join, data, logFormat, logLevel, onnxLib string,
 				"--log-format", logFormat, "--log-level", logLevel, "--workers-on-host", strconv.Itoa(len(ids))}
 			if onnxLib != "" {
 				args = append(args, "--onnxruntime-lib", onnxLib)
+			}
+			if memory != "" {
+				args = append(args, "--worker-memory", memory)
 			}
 			return args
 		},

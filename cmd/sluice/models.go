@@ -53,6 +53,11 @@ func newModelsCmd() *cobra.Command {
 				return err
 			}
 			for _, m := range ms {
+				for _, v := range m.Versions {
+					if v.State == "failed" && v.Reason != "" {
+						fmt.Fprintf(cmd.OutOrStdout(), "\n%s@%d failed: %s\n", m.Name, v.Version, v.Reason)
+					}
+				}
 				if p := m.InvalidPackage; p != nil {
 					fmt.Fprintf(cmd.OutOrStdout(), "\n%s: package %s is invalid and was not published:\n  %s\n", m.Name, p.Dir, strings.ReplaceAll(p.Error, "\n", "\n  "))
 				}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	goruntime "runtime"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -19,9 +20,11 @@ import (
 
 	"github.com/sluiceml/sluice/examples"
 	"github.com/sluiceml/sluice/internal/autoscale"
+	"github.com/sluiceml/sluice/internal/bytesize"
 	"github.com/sluiceml/sluice/internal/cluster"
 	"github.com/sluiceml/sluice/internal/control"
 	"github.com/sluiceml/sluice/internal/modelpkg"
+	"github.com/sluiceml/sluice/internal/placement"
 	"github.com/sluiceml/sluice/internal/records"
 	"github.com/sluiceml/sluice/internal/registry"
 	"github.com/sluiceml/sluice/internal/runtime/onnx"
@@ -48,6 +51,8 @@ func newServeCmd() *cobra.Command {
 		cfg                 server.Config
 		grace               time.Duration
 		workers             int
+		workerMemory        string
+		minResidency        time.Duration
 		controlAddr         string
 		shardSize           int
 		pprofAddr           string
@@ -137,6 +142,14 @@ func newServeCmd() *cobra.Command {
 				return err
 			}
 			defer stopPprof()
+			reg := telemetry.NewRegistry()
+			metrics := telemetry.New(reg, telemetry.BuildInfo{Version: version, GoVersion: goruntime.Version()})
+			var ctlRef atomic.Pointer[control.Controller] // for the pool's hooks, set once the controller exists
+			if workerMemory != "" {
+				if n, err := bytesize.Parse(workerMemory); err != nil || n == 0 {
+					return fmt.Errorf("--worker-memory %q: a size more than 0 like \"4GiB\" (%v)", workerMemory, err)
+				}
+			}
 			var host control.Host // nil: replicas in this process
 			var pool *cluster.Pool
 			var sup *cluster.Supervisor
@@ -148,7 +161,17 @@ func newServeCmd() *cobra.Command {
 					controlAddr = "127.0.0.1:0"
 				}
 				ids := localWorkerIDs(workers)
-				pool = cluster.New(cluster.Config{Artifacts: storeArtifacts{store}, Known: ids, ShardSize: shardSize, Logger: log})
+				if minResidency < 0 {
+					return fmt.Errorf("--min-residency %s: must be >= 0", minResidency)
+				}
+				pool = cluster.New(cluster.Config{Artifacts: storeArtifacts{store}, Known: ids, ShardSize: shardSize, Logger: log,
+					Placement: placement.Policy{MinResidency: minResidency}, Metrics: placementMetrics(metrics, noMetrics),
+					Protected: func(model string, n int) bool { c := ctlRef.Load(); return c != nil && c.RollbackTarget(model, n) },
+					OnQuarantine: func(model string, n int, why string) {
+						if c := ctlRef.Load(); c != nil {
+							c.Quarantine(model, n, why)
+						}
+					}})
 				defer pool.Close()
 				cp, err := startControlPlane(controlAddr, pool)
 				if err != nil {
@@ -157,7 +180,7 @@ func newServeCmd() *cobra.Command {
 				defer cp.stop()
 				log.Info("control plane listening for workers", "control_addr", cp.ln.Addr().String(), "local_workers", workers)
 				if workers > 0 {
-					if sup, err = localWorkers(ids, cp.ln.Addr().String(), data, logFormat, logLevel, onnxLib, log, pool); err != nil {
+					if sup, err = localWorkers(ids, cp.ln.Addr().String(), data, logFormat, logLevel, onnxLib, workerMemory, log, pool); err != nil {
 						return err
 					}
 					if workerNice < 0 || workerNice > 19 {
@@ -174,8 +197,7 @@ func newServeCmd() *cobra.Command {
 				cfg.Workers = pool
 			}
 			ctl := control.New(store, host, log)
-			reg := telemetry.NewRegistry()
-			metrics := telemetry.New(reg, telemetry.BuildInfo{Version: version, GoVersion: goruntime.Version()})
+			ctlRef.Store(ctl)
 			metrics.SetVersionSource(ctl.LiveState)
 			if !noMetrics {
 				ctl.Metrics, cfg.Metrics = metrics, metrics
@@ -289,6 +311,8 @@ func newServeCmd() *cobra.Command {
 	f.IntVar(&workers, "workers", 0, "start and supervise N local worker processes that host the replicas (0: replicas in this process, no hop)")
 	f.StringVar(&pprofAddr, "pprof-addr", "", "serve Go profiles (/debug/pprof/) on this admin address, e.g. 127.0.0.1:6060 (default: off)")
 	f.IntVar(&workerNice, "worker-nice", 0, "lower the local workers' CPU priority by this much (0-19): the server's admission, refusals and health checks run first when the CPUs are busy")
+	f.StringVar(&workerMemory, "worker-memory", "", "memory each local worker's versions may hold, e.g. 2GiB, passed to the workers (default: the cgroup's or host's memory divided by --workers)")
+	f.DurationVar(&minResidency, "min-residency", placement.DefaultMinResidency, "a version loaded on a worker less than this long ago is never evicted (anti-thrash)")
 	f.IntVar(&shardSize, "shard-size", 2, "how many workers hold each model (its shard, chosen by rendezvous hashing of the model name)")
 	f.StringVar(&controlAddr, "control-addr", "", "where workers register (sluice worker --join ADDR); set it to attach workers started elsewhere (default with --workers: 127.0.0.1:0)")
 	return cmd

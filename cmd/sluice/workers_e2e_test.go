@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -312,8 +314,35 @@ func TestExitEveryModelLeavesGatewayUp(t *testing.T) {
 	if n := strings.Count(srv.logs.String(), "worker exited; restarting"); n < 2 {
 		t.Errorf("exitEvery 5 over 40 calls: %d worker exits logged, expected several", n)
 	}
-	t.Logf("syn (shard %v): %d answered, %d failed (5xx) while its workers died; %s (shard %v) answered all 40",
-		synShard, ok, failed, other, cluster.Shard(other, ids, 2))
+	// After 3 exits in 5 minutes syn is quarantined: unloaded everywhere
+	// and failed with the reason; its calls answer 503 not_ready naming
+	// it, and no worker exits any more.
+	const reason = "quarantined: made its worker exit 3 times in 5m"
+	for end := time.Now().Add(20 * time.Second); !strings.Contains(srv.logs.String(), "version quarantined"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("syn was not quarantined:\n%s", srv.logs)
+		}
+		// Its workers come back; more calls make them exit again.
+		if _, out, err := postJSON(srv.url+"/v1/models/syn:predict", `{"instances":[{"x":1}],"deadlineMs":2000}`); err != nil {
+			t.Fatalf("the gateway stopped answering: %v %s\n%s", err, out, srv.logs)
+		}
+	}
+	exits := strings.Count(srv.logs.String(), "worker exited; restarting")
+	for i := 0; i < 20; i++ {
+		status, out, err := postJSON(srv.url+"/v1/models/syn:predict", `{"instances":[{"x":1}],"deadlineMs":2000}`)
+		if err != nil || status != 503 || !strings.Contains(string(out), "not_ready") || !strings.Contains(string(out), reason) {
+			t.Fatalf("syn after its quarantine: %d %v %s", status, err, out)
+		}
+	}
+	if n := strings.Count(srv.logs.String(), "worker exited; restarting"); n != exits {
+		t.Errorf("%d worker exits after the quarantine", n-exits)
+	}
+	out, _, err := sluice(t, "models", "--server", srv.url)
+	if err != nil || !regexp.MustCompile(`syn\s.*failed`).MatchString(out) || !strings.Contains(out, reason) {
+		t.Errorf("sluice models after the quarantine (%v):\n%s", err, out)
+	}
+	t.Logf("syn (shard %v): %d answered, %d failed (5xx) while its workers died, then quarantined after %d exits; %s (shard %v) answered all 40",
+		synShard, ok, failed, exits, other, cluster.Shard(other, ids, 2))
 	srv.stop(t)
 }
 
@@ -419,5 +448,110 @@ func TestAutoscaleUpWithWorkers(t *testing.T) {
 	if !strings.Contains(srv.logs.String(), "replicas set") {
 		t.Errorf("no scaling logged:\n%s", srv.logs)
 	}
+	srv.stop(t)
+}
+
+// Many models on two small workers: 100 synthetic models of 8 MiB each
+// (a third of them cold) on two workers whose budgets hold about 11 each.
+// Versions that do not fit are evicted (the least costly to reload first,
+// none younger than --min-residency) and loaded again on demand; every
+// model answers, some after a cold load; sluice workers shows the
+// evictions; and the workers' RSS stays within the budget plus a slack
+// for the process itself (Go runtime, gRPC, the artifact cache's buffers:
+// about 30 MiB measured at idle) and the allocator's lag.
+func TestManyModelsEvict(t *testing.T) {
+	const n, budget, slack = 100, 96 << 20, 48 << 20
+	models := t.TempDir()
+	for i := range n {
+		tier := "warm"
+		if i%3 == 2 {
+			tier = "cold"
+		}
+		dir := filepath.Join(models, fmt.Sprintf("m%03d", i))
+		synPackage(t, dir, `{"base":"100us","memory":"8MiB"}`, "serving: {warmupBatches: 0, memory: 8MiB}\nplacement: {tier: "+tier+"}\n")
+		manifest, _ := os.ReadFile(filepath.Join(dir, "model.yaml"))
+		if err := os.WriteFile(filepath.Join(dir, "model.yaml"), bytes.Replace(manifest, []byte("name: syn"), []byte(fmt.Sprintf("name: m%03d", i)), 1), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slow := filepath.Join(models, "slow")
+	synPackage(t, slow, `{"base":"100us","loadTime":"1500ms"}`, "placement: {tier: cold}\n")
+	manifest, _ := os.ReadFile(filepath.Join(slow, "model.yaml"))
+	if err := os.WriteFile(filepath.Join(slow, "model.yaml"), bytes.Replace(manifest, []byte("name: syn"), []byte("name: slow"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := startServer(t, "--data", t.TempDir(), "--models", models, "--workers", "2", "--worker-memory", "96MiB", "--min-residency", "100ms")
+	waitFor(t, 60*time.Second, func() bool { return readiness(t, srv.url).Ready })
+	// A cold version whose load (1.5 s) is longer than the deadline: 503
+	// cold_start at once, Retry-After ≈ the load time; the load goes on,
+	// and a request with a long enough deadline waits for it.
+	resp, err := http.Post(srv.url+"/v1/models/slow:predict", "application/json", strings.NewReader(`{"instances":[{"x":1}],"deadlineMs":300}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 503 || !strings.Contains(string(body), "cold_start") || resp.Header.Get("Retry-After") != "2" {
+		t.Fatalf("slow, short deadline: %d Retry-After %q %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+	if status, out, err := postJSON(srv.url+"/v1/models/slow:predict", `{"instances":[{"x":1}],"deadlineMs":5000}`); err != nil || status != 200 {
+		t.Fatalf("slow, long deadline: %d %v %s", status, err, out)
+	}
+	cold := 0
+	for round := range 2 {
+		for i := range n {
+			url := fmt.Sprintf("%s/v1/models/m%03d:predict", srv.url, i)
+			var status int
+			var out []byte
+			var err error
+			for try := 0; try < 20; try++ {
+				status, out, err = postJSON(url, `{"instances":[{"x":1}],"deadlineMs":5000}`)
+				if err != nil || status != 503 || !strings.Contains(string(out), "cold_start") {
+					break
+				}
+				cold++ // no room yet (everything younger than the minimum residency): try again
+				time.Sleep(100 * time.Millisecond)
+			}
+			if err != nil || status != 200 {
+				t.Fatalf("round %d: m%03d: %d %v %s\n%s", round, i, status, err, out, srv.logs)
+			}
+		}
+		time.Sleep(200 * time.Millisecond) // past the minimum residency
+	}
+	wl := workers(t, srv.url)
+	var evictions, loads int64
+	for _, w := range wl.Workers {
+		evictions += w.Evictions
+		loads += w.Loads
+		if w.MemoryBudgetBytes != budget {
+			t.Errorf("%s: budget %d, want %d (--worker-memory passed through serve)", w.ID, w.MemoryBudgetBytes, budget)
+		}
+		if w.MemoryUsedBytes > budget {
+			t.Errorf("%s: placement counts %d MiB used over a %d MiB budget", w.ID, w.MemoryUsedBytes>>20, budget>>20)
+		}
+		if w.RSSBytes > budget+slack {
+			t.Errorf("%s: RSS %d MiB over the budget %d MiB + slack %d MiB", w.ID, w.RSSBytes>>20, budget>>20, slack>>20)
+		}
+	}
+	if evictions == 0 || loads <= n {
+		t.Errorf("%d loads and %d evictions for %d models of 8 MiB on 2×96 MiB: expected evictions", loads, evictions, n)
+	}
+	// Every eviction's unload ends: a worker reports no version it holds
+	// that the pool evicted (as many evictions as loads there).
+	waitFor(t, 10*time.Second, func() bool {
+		for _, w := range workers(t, srv.url).Workers {
+			for _, v := range w.Versions {
+				if v.Loads > 0 && v.Loads == v.Evictions {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	out, _, err := sluice(t, "workers", "--server", srv.url)
+	if err != nil || !strings.Contains(out, "EVICTIONS") {
+		t.Errorf("sluice workers: %v\n%s", err, out)
+	}
+	t.Logf("%d models, 2 rounds: %d loads, %d evictions, %d cold_start refusals retried\n%s", n, loads, evictions, cold, out)
 	srv.stop(t)
 }

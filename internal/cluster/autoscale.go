@@ -27,33 +27,21 @@ func (p *Pool) floorLocked(v *Version, holders int) int {
 	return max(v.spec.Spec.Manifest.Placement.Min(), holders, 1)
 }
 
-// holdersLocked lists the live workers holding key ready, in shard order.
+// holdersLocked lists the live workers holding v ready, by id.
 func (p *Pool) holdersLocked(v *Version) []*worker {
 	var out []*worker
-	for _, id := range p.shardLocked(v) {
-		if w := p.workers[id]; w != nil && w.live && w.ready[v.key] {
+	for _, w := range p.workers {
+		if w.live && w.ready[v.key] {
 			out = append(out, w)
 		}
 	}
-	// Workers holding it outside the shard (a shard that grew) come last.
-	var extra []*worker
-	for _, w := range p.workers {
-		if w.live && w.ready[v.key] && !contains(out, w) {
-			extra = append(extra, w)
-		}
-	}
-	sort.Slice(extra, func(i, j int) bool { return extra[i].id < extra[j].id })
-	return append(out, extra...)
+	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
+	return out
 }
 
-func contains(ws []*worker, w *worker) bool {
-	for _, x := range ws {
-		if x == w {
-			return true
-		}
-	}
-	return false
-}
+// MaxAutoscaled bounds the replicas one worker's free memory can add to a
+// version's budget in one observation.
+const MaxAutoscaled = 64
 
 // Observe implements autoscale.Source.
 func (p *Pool) Observe(context.Context) ([]autoscale.Observation, error) {
@@ -82,6 +70,16 @@ func (p *Pool) Observe(context.Context) ([]autoscale.Observation, error) {
 				if c := (serving.CostModel{A: time.Duration(vs.CostANs), B: time.Duration(vs.CostBNs)}); c.A+c.B > 0 && smp.Cost.A+smp.Cost.B == 0 {
 					smp.Cost = c
 				}
+			}
+		}
+		// The workers' budgets cap the count: what the holders run now plus
+		// the replicas their free memory can still take.
+		per := max(p.replicaMemoryLocked(v), 1)
+		smp.Budget = smp.Replicas
+		for _, w := range holders {
+			used, _ := p.heldLocked(w, nil, p.now())
+			if free := budgetOf(w) - used; free > 0 {
+				smp.Budget += int(min(free/per, int64(MaxAutoscaled)))
 			}
 		}
 		out = append(out, autoscale.Observation{Version: v.key, Sample: smp, Config: autoscale.Config{
@@ -134,10 +132,19 @@ func (p *Pool) SetReplicas(ctx context.Context, version string, n int) error {
 	}
 	var errList []error
 	for _, c := range calls {
-		if _, err := c.ctl.SetReplicas(ctx, &workerpb.SetReplicasRequest{Model: v.spec.Model, Version: int64(v.spec.N), Replicas: int32(c.n)}); err != nil {
+		resp, err := c.ctl.SetReplicas(ctx, &workerpb.SetReplicasRequest{Model: v.spec.Model, Version: int64(v.spec.N), Replicas: int32(c.n)})
+		if err != nil {
 			e, _ := oip.FromStatus(err)
 			errList = append(errList, fmt.Errorf("worker %s: %s", c.id, e.Message))
+			continue
 		}
+		// The copy's memory follows its replicas, so placement and the
+		// next budget see what the worker holds now.
+		p.mu.Lock()
+		if cp := v.on[c.id]; cp != nil {
+			cp.memory = int64(resp.ReadyReplicas) * p.replicaMemoryLocked(v)
+		}
+		p.mu.Unlock()
 	}
 	if len(errList) == 0 {
 		p.log.Info("replicas set", "version", version, "replicas", n, "workers", len(calls))

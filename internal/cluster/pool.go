@@ -2,9 +2,9 @@
 // control plane's registry of workers (they register and heartbeat over
 // the worker control protocol; one that misses heartbeats, dies or fails a
 // call is taken out of routing), the place versions are loaded onto them
-// (until placement arrives: every worker holds every version, the
-// version's replicas spread across them), and the source of artifacts they
-// fetch by SHA-256. A Version is the data plane's backend for one version
+// (where internal/placement decides, within the workers' memory budgets,
+// evicting what may go; cold versions on demand: place.go), and the source
+// of artifacts they fetch by SHA-256. A Version is the data plane's backend for one version
 // whose replicas live on workers: it picks a worker by the power of two
 // choices on reported queue work, sends the preprocessed rows over the Open
 // Inference Protocol, and tries one other worker when the first refuses
@@ -20,8 +20,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,11 +28,9 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/sluiceml/sluice/internal/errs"
-	"github.com/sluiceml/sluice/internal/hosting"
-	"github.com/sluiceml/sluice/internal/modelpkg"
 	"github.com/sluiceml/sluice/internal/oip"
 	"github.com/sluiceml/sluice/internal/oip/inferencepb"
-	"github.com/sluiceml/sluice/internal/serving"
+	"github.com/sluiceml/sluice/internal/placement"
 	"github.com/sluiceml/sluice/internal/workerpb"
 )
 
@@ -64,7 +60,42 @@ type Config struct {
 	WaitForWorker time.Duration
 	// MaxMessageBytes bounds gRPC messages to workers (default 64 MiB).
 	MaxMessageBytes int
-	Logger          *slog.Logger
+	// Placement is eviction's anti-thrash rule (its MinResidency; default
+	// placement.DefaultMinResidency).
+	Placement placement.Policy
+	// Quarantine says when a version that worker processes died under is
+	// poison (default 3 exits in 5 minutes).
+	Quarantine placement.Quarantine
+	// FailureMemory is how long a failed load is remembered before a
+	// request may load the version again (default placement.FailureMemory).
+	FailureMemory time.Duration
+	// EvictDrain bounds how long an evicted version's queued work may take
+	// to drain on its worker (default 5s).
+	EvictDrain time.Duration
+	// Protected, when set, says whether model@n is the rollback target of a
+	// deployment inside its window: it is never evicted. It is called with
+	// the pool's lock held and must not call the pool.
+	Protected func(model string, n int) bool
+	// OnQuarantine, when set, is told (on its own goroutine) that a version
+	// was quarantined, with the reason: the controller marks it failed and
+	// writes an audit event.
+	OnQuarantine func(model string, n int, reason string)
+	// Metrics receives placement events (nil: none).
+	Metrics Metrics
+	// Now is the clock of placement's decisions (residency, request
+	// rates, failure memory, quarantine windows; default time.Now), so
+	// tests can move it.
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// Metrics receives the pool's placement events (telemetry.Metrics).
+type Metrics interface {
+	VersionLoaded(model, version string)
+	VersionEvicted(model, version string)
+	ColdStart(model, version, outcome string) // outcome: waited, refused
+	VersionQuarantined(model, version string)
+	WorkerMemory(worker string, budget, used int64)
 }
 
 // Flow-control windows of the hop, both ways (the gateway's client and the
@@ -119,6 +150,10 @@ type worker struct {
 	failed   map[string]string // version key → why its load failed in this session
 	queued   map[string]int64  // version key → queued instances at the last heartbeat
 	counts   map[string]counts // version key → cumulative counters at the last heartbeat
+	busy     map[string]bool   // version key → queued or running work at the last heartbeat
+	// loads and evictions count, per version key, the loads onto and the
+	// evictions from this worker since the pool started (across sessions).
+	loads, evictions map[string]int64
 }
 
 // maxEventsPerBeat bounds the events one heartbeat can forward.
@@ -146,6 +181,12 @@ func New(cfg Config) *Pool {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.FailureMemory <= 0 {
+		cfg.FailureMemory = placement.FailureMemory
+	}
+	if cfg.EvictDrain <= 0 {
+		cfg.EvictDrain = 5 * time.Second
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Pool{cfg: cfg, log: cfg.Logger, ctx: ctx, cancel: cancel, workers: map[string]*worker{},
@@ -225,23 +266,36 @@ func (p *Pool) downLocked(w *worker, why string) {
 	p.broadcastLocked()
 }
 
-// MarkDead takes a worker out of routing at once (its process exited).
+// MarkDead takes a worker out of routing at once (its process exited);
+// every version with calls in flight there is charged with the exit.
 func (p *Pool) MarkDead(id, why string) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
+	var acts []func()
 	if w := p.workers[id]; w != nil {
+		now := p.now()
+		for _, v := range p.sortedVersionsLocked() {
+			if cp := v.on[w.id]; cp != nil && cp.session == w.session && cp.inflight.Load() > 0 {
+				acts = append(acts, p.exitedLocked(v, w, w.session, now)...)
+			}
+		}
 		p.downLocked(w, why)
 	}
+	p.mu.Unlock()
+	p.run(acts)
 }
 
-// suspect takes a worker whose call failed out of routing until it
-// heartbeats again (a transient failure costs one interval).
-func (p *Pool) suspect(w *worker, session int64, err error) {
+// suspect takes a worker whose call of v failed on the connection out of
+// routing until it heartbeats again (a transient failure costs one
+// interval), and charges v with the worker's exit.
+func (p *Pool) suspect(w *worker, session int64, v *Version, err error) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
+	var acts []func()
 	if w.session == session {
+		acts = p.exitedLocked(v, w, session, p.now())
 		p.downLocked(w, "call failed: "+err.Error())
 	}
+	p.mu.Unlock()
+	p.run(acts)
 }
 
 // Register implements the control plane service.
@@ -276,24 +330,32 @@ func (p *Pool) Register(_ context.Context, req *workerpb.RegisterRequest) (*work
 		}
 		w.conn, w.infer, w.ctl = conn, inferencepb.NewGRPCInferenceServiceClient(conn), workerpb.NewWorkerClient(conn)
 		w.session++
-		w.ready, w.failed, w.queued, w.counts = map[string]bool{}, map[string]string{}, map[string]int64{}, map[string]counts{}
+		w.ready, w.failed, w.queued, w.counts, w.busy = map[string]bool{}, map[string]string{}, map[string]int64{}, map[string]counts{}, map[string]bool{}
+		if w.loads == nil {
+			w.loads, w.evictions = map[string]int64{}, map[string]int64{}
+		}
+		for _, v := range p.versions {
+			if cp := v.on[w.id]; cp != nil && cp.session != w.session {
+				delete(v.on, w.id) // the process that held it is gone
+				p.settleLocked(v)
+			}
+		}
 	}
 	w.addr, w.pid, w.status, w.lastBeat = st.Address, st.Pid, st, time.Now()
 	w.live, w.why = true, ""
 	p.applyStatusLocked(w, st)
-	var todo []*Version
-	for _, v := range p.versions {
-		if !w.ready[v.key] && p.inShardLocked(v, w.id) {
-			todo = append(todo, v)
-		}
+	// Versions short of the copies they want are placed again (on this
+	// worker or another, as placement decides): hot ones first.
+	var jobs []func()
+	now := p.now()
+	for _, v := range p.sortedVersionsLocked() {
+		js, _ := p.reconcileLocked(v, now)
+		jobs = append(jobs, js...)
 	}
-	session := w.session
 	p.broadcastLocked()
 	p.mu.Unlock()
-	p.log.Info("worker registered", "worker", st.Id, "addr", st.Address, "pid", st.Pid, "versions_to_load", len(todo))
-	for _, v := range todo {
-		p.loadOn(w, session, v)
-	}
+	p.log.Info("worker registered", "worker", st.Id, "addr", st.Address, "pid", st.Pid, "loads", len(jobs))
+	p.run(jobs)
 	return &workerpb.RegisterResponse{HeartbeatIntervalMs: p.cfg.HeartbeatInterval.Milliseconds()}, nil
 }
 
@@ -304,10 +366,16 @@ func (p *Pool) applyStatusLocked(w *worker, st *workerpb.WorkerStatus) {
 	for _, vs := range st.Versions {
 		k := key(vs.Model, vs.Version)
 		w.queued[k] = vs.QueuedInstances
+		w.busy[k] = vs.QueuedInstances > 0 || vs.InflightBatches > 0
 		// Counters grow within a process (a session): forward the growth.
 		prev, now := w.counts[k], counts{crashes: vs.Crashes, expired: vs.ExpiredInQueue}
 		w.counts[k] = now
-		if v := p.versions[k]; v != nil && v.spec.Observer != nil {
+		v := p.versions[k]
+		var cp *copyOn
+		if v != nil {
+			cp = v.on[w.id]
+		}
+		if v != nil && v.spec.Observer != nil {
 			for i := prev.crashes; i < min(now.crashes, prev.crashes+maxEventsPerBeat); i++ {
 				v.spec.Observer.ReplicaCrash()
 			}
@@ -315,9 +383,14 @@ func (p *Pool) applyStatusLocked(w *worker, st *workerpb.WorkerStatus) {
 				v.spec.Observer.ExpiredInQueue()
 			}
 		}
+		if cp != nil && !cp.loading && vs.State == "ready" && vs.MemoryBytes > 0 {
+			cp.memory = vs.MemoryBytes
+		}
 		switch vs.State {
 		case "ready":
-			ok := vs.ReadyReplicas > 0
+			// Only a copy the pool placed takes traffic: one being evicted
+			// is still reported ready while it drains.
+			ok := vs.ReadyReplicas > 0 && cp != nil && !cp.loading
 			if w.ready[k] != ok {
 				w.ready[k] = ok
 				p.broadcastLocked()
@@ -346,6 +419,10 @@ func (p *Pool) Heartbeat(_ context.Context, st *workerpb.WorkerStatus) (*workerp
 		p.broadcastLocked()
 	}
 	p.applyStatusLocked(w, st)
+	if p.cfg.Metrics != nil {
+		used, _ := p.heldLocked(w, nil, p.now())
+		p.cfg.Metrics.WorkerMemory(w.id, st.MemoryBudgetBytes, used)
+	}
 	return &workerpb.HeartbeatResponse{Known: true}, nil
 }
 
@@ -380,278 +457,4 @@ func (p *Pool) FetchArtifact(req *workerpb.FetchArtifactRequest, stream grpc.Ser
 			return oip.Status(errs.Wrap(errs.Internal, err, "read artifact %s: %v", req.Sha256, err))
 		}
 	}
-}
-
-// VersionSpec is one version to place on workers.
-type VersionSpec struct {
-	Model         string
-	N             int
-	Manifest      []byte
-	ArtifactSHA   string
-	ArtifactBytes int64
-	Spec          *modelpkg.Spec
-	// Observer is told of replica crashes and expired requests on the
-	// workers (from their heartbeats' counters; nil: nobody).
-	Observer serving.Observer
-}
-
-func key(model string, n int64) string { return fmt.Sprintf("%s@%d", model, n) }
-
-// Start places v on every live worker (and on every worker that registers
-// later) and returns once one of them has it ready, or with the reason
-// when every live worker failed to load it.
-func (p *Pool) Start(ctx context.Context, vs VersionSpec) (*Version, hosting.Timings, error) {
-	v := newVersion(p, vs)
-	p.mu.Lock()
-	p.versions[v.key] = v
-	type job struct {
-		w       *worker
-		session int64
-	}
-	var jobs []job
-	for _, w := range p.workers {
-		if w.live && p.inShardLocked(v, w.id) {
-			jobs = append(jobs, job{w, w.session})
-		}
-	}
-	p.mu.Unlock()
-	for _, j := range jobs {
-		p.loadOn(j.w, j.session, v)
-	}
-	wait := time.NewTimer(p.cfg.WaitForWorker)
-	defer wait.Stop()
-	for {
-		p.mu.Lock()
-		live, failed := 0, 0
-		var reasons []string
-		for _, w := range p.workers {
-			if !w.live || !p.inShardLocked(v, w.id) {
-				continue
-			}
-			live++
-			if w.ready[v.key] {
-				tm := v.timing
-				p.mu.Unlock()
-				return v, tm, nil
-			}
-			if why, ok := w.failed[v.key]; ok {
-				failed++
-				reasons = append(reasons, why)
-			}
-		}
-		ch := p.changed
-		p.mu.Unlock()
-		if live > 0 && failed == live {
-			p.forget(v)
-			sort.Strings(reasons)
-			return nil, hosting.Timings{}, errors.New(reasons[0])
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			p.forget(v)
-			return nil, hosting.Timings{}, ctx.Err()
-		case <-wait.C:
-			if live == 0 {
-				p.forget(v)
-				return nil, hosting.Timings{}, fmt.Errorf("load %s: no worker registered within %s (start workers with sluice serve --workers N, or attach one with sluice worker --join ADDR)", v.key, p.cfg.WaitForWorker)
-			}
-			wait.Reset(p.cfg.WaitForWorker)
-		}
-	}
-}
-
-func (p *Pool) forget(v *Version) {
-	p.mu.Lock()
-	if p.versions[v.key] == v {
-		delete(p.versions, v.key)
-	}
-	p.mu.Unlock()
-}
-
-// shardLocked is the workers that hold v's model: the shard among the
-// known and registered workers.
-func (p *Pool) shardLocked(v *Version) []string {
-	seen := map[string]bool{}
-	var ids []string
-	for _, id := range p.cfg.Known {
-		if !seen[id] {
-			seen[id] = true
-			ids = append(ids, id)
-		}
-	}
-	for id := range p.workers {
-		if !seen[id] {
-			seen[id] = true
-			ids = append(ids, id)
-		}
-	}
-	return Shard(v.spec.Model, ids, p.cfg.ShardSize)
-}
-
-func (p *Pool) inShardLocked(v *Version, id string) bool {
-	for _, s := range p.shardLocked(v) {
-		if s == id {
-			return true
-		}
-	}
-	return false
-}
-
-// replicasPerWorkerLocked spreads a version's replicas over its shard.
-func (p *Pool) replicasPerWorkerLocked(v *Version) int32 {
-	r := max(v.spec.Spec.Manifest.Serving.Replicas, 1)
-	n := max(len(p.shardLocked(v)), 1)
-	return int32(max(1, (r+n-1)/n))
-}
-
-// loadOn loads v on w (in the background, owned by the pool).
-func (p *Pool) loadOn(w *worker, session int64, v *Version) {
-	p.mu.Lock()
-	ctl := w.ctl
-	reps := p.replicasPerWorkerLocked(v)
-	p.mu.Unlock()
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		ctx, cancel := context.WithTimeout(p.ctx, 10*time.Minute)
-		defer cancel()
-		resp, err := ctl.Load(ctx, &workerpb.LoadRequest{Model: v.spec.Model, Version: int64(v.spec.N), Manifest: v.spec.Manifest,
-			ArtifactSha256: v.spec.ArtifactSHA, ArtifactBytes: v.spec.ArtifactBytes, Replicas: reps})
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		if w.session != session || p.versions[v.key] != v {
-			return // the worker restarted or the version went away meanwhile
-		}
-		if err != nil {
-			e, _ := oip.FromStatus(err)
-			w.failed[v.key] = e.Message
-			p.log.Error("load on worker failed", "worker", w.id, "version", v.key, "err", e.Message)
-		} else {
-			w.ready[v.key] = true
-			delete(w.failed, v.key)
-			if v.timing == (hosting.Timings{}) {
-				v.timing = hosting.Timings{Load: time.Duration(resp.LoadNs), Golden: time.Duration(resp.GoldenNs), Warmup: time.Duration(resp.WarmupNs)}
-			}
-			p.log.Info("version ready on worker", "worker", w.id, "version", v.key, "replicas", reps, "artifact", resp.ArtifactSource,
-				"load", time.Duration(resp.LoadNs).String(), "rss_mb", resp.RssBytes>>20)
-		}
-		p.broadcastLocked()
-	}()
-}
-
-// unload removes v from every worker (best effort, bounded by ctx).
-func (p *Pool) unload(ctx context.Context, v *Version) error {
-	p.mu.Lock()
-	if p.versions[v.key] == v {
-		delete(p.versions, v.key)
-	}
-	var ctls []workerpb.WorkerClient
-	for _, w := range p.workers {
-		if w.live {
-			ctls = append(ctls, w.ctl)
-		}
-		delete(w.ready, v.key)
-	}
-	p.broadcastLocked()
-	p.mu.Unlock()
-	var errList []error
-	drain := int64(10_000)
-	if dl, ok := ctx.Deadline(); ok {
-		drain = max(1, time.Until(dl).Milliseconds())
-	}
-	for _, c := range ctls {
-		if _, err := c.Unload(ctx, &workerpb.UnloadRequest{Model: v.spec.Model, Version: int64(v.spec.N), DrainMs: drain}); err != nil {
-			errList = append(errList, err)
-		}
-	}
-	return errors.Join(errList...)
-}
-
-// candidate is a worker that can take a version's work now.
-type candidate struct {
-	w       *worker
-	session int64
-	load    int64
-}
-
-// candidates lists the live workers holding key ready, except skip.
-func (p *Pool) candidates(k string, skip *worker) []candidate {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var out []candidate
-	for _, w := range p.workers {
-		if w.live && w.ready[k] && w != skip {
-			out = append(out, candidate{w: w, session: w.session, load: w.queued[k] + w.outstanding.Load()})
-		}
-	}
-	return out
-}
-
-// pick chooses a worker for key by the power of two choices.
-func (p *Pool) pick(k string, skip *worker) (candidate, bool) {
-	cs := p.candidates(k, skip)
-	switch len(cs) {
-	case 0:
-		return candidate{}, false
-	case 1:
-		return cs[0], true
-	}
-	i, j := twoOf(len(cs), rand.Uint64())
-	load := make([]int64, len(cs))
-	for x, c := range cs {
-		load[x] = c.load
-	}
-	return cs[PickTwo(load, i, j)], true
-}
-
-// WorkerInfo is one worker as the API lists it.
-type WorkerInfo struct {
-	ID        string
-	Address   string
-	PID       int64
-	State     string // ready, down
-	Reason    string
-	RSS       int64
-	CacheSize int64
-	LastBeat  time.Time
-	Started   time.Time
-	Versions  []WorkerVersion
-}
-
-// WorkerVersion is one version on a worker.
-type WorkerVersion struct {
-	ID                 string
-	State              string
-	Reason             string
-	ReadyReplicas      int
-	RestartingReplicas int
-	QueuedInstances    int64
-	InflightBatches    int
-	Batches, Rows      int64
-	Crashes            int64
-}
-
-// Workers lists the registered workers by id.
-func (p *Pool) Workers() []WorkerInfo {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	out := make([]WorkerInfo, 0, len(p.workers))
-	for _, w := range p.workers {
-		wi := WorkerInfo{ID: w.id, Address: w.addr, PID: w.pid, State: "ready", LastBeat: w.lastBeat}
-		if !w.live {
-			wi.State, wi.Reason = "down", w.why
-		}
-		if st := w.status; st != nil {
-			wi.RSS, wi.CacheSize, wi.Started = st.RssBytes, st.CacheBytes, time.UnixMilli(st.StartedUnixMs)
-			for _, vs := range st.Versions {
-				wi.Versions = append(wi.Versions, WorkerVersion{ID: key(vs.Model, vs.Version), State: vs.State, Reason: vs.Reason,
-					ReadyReplicas: int(vs.ReadyReplicas), RestartingReplicas: int(vs.RestartingReplicas), QueuedInstances: vs.QueuedInstances,
-					InflightBatches: int(vs.InflightBatches), Batches: vs.Batches, Rows: vs.Rows, Crashes: vs.Crashes})
-			}
-		}
-		out = append(out, wi)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out
 }

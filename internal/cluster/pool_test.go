@@ -37,6 +37,12 @@ type fakeWorker struct {
 	hang   chan struct{} // when set, ModelInfer waits for it or the caller's end
 	// replicas is the count of the last SetReplicas
 	replicas atomic.Int32
+	// loads counts Load calls; gate, when set, holds each Load until it
+	// is closed; loadErr fails them; unloads lists the Unload calls.
+	loads   atomic.Int64
+	gate    chan struct{}
+	loadErr error
+	unloads []string
 }
 
 func (f *fakeWorker) SetReplicas(_ context.Context, req *workerpb.SetReplicasRequest) (*workerpb.SetReplicasResponse, error) {
@@ -44,12 +50,35 @@ func (f *fakeWorker) SetReplicas(_ context.Context, req *workerpb.SetReplicasReq
 	return &workerpb.SetReplicasResponse{ReadyReplicas: req.Replicas}, nil
 }
 
-func (f *fakeWorker) Load(context.Context, *workerpb.LoadRequest) (*workerpb.LoadResponse, error) {
+func (f *fakeWorker) Load(ctx context.Context, req *workerpb.LoadRequest) (*workerpb.LoadResponse, error) {
+	f.loads.Add(1)
+	f.mu.Lock()
+	gate, lerr := f.gate, f.loadErr
+	f.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	if lerr != nil {
+		return nil, oip.Status(lerr)
+	}
 	return &workerpb.LoadResponse{LoadNs: 1000}, nil
 }
 
-func (f *fakeWorker) Unload(context.Context, *workerpb.UnloadRequest) (*workerpb.UnloadResponse, error) {
+func (f *fakeWorker) Unload(_ context.Context, req *workerpb.UnloadRequest) (*workerpb.UnloadResponse, error) {
+	f.mu.Lock()
+	f.unloads = append(f.unloads, key(req.Model, req.Version))
+	f.mu.Unlock()
 	return &workerpb.UnloadResponse{}, nil
+}
+
+func (f *fakeWorker) unloaded() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.unloads...)
 }
 
 func (f *fakeWorker) ModelInfer(ctx context.Context, req *inferencepb.ModelInferRequest) (*inferencepb.ModelInferResponse, error) {
@@ -141,7 +170,7 @@ func twoWorkers(t *testing.T) (*Pool, *Version, *fakeWorker, *fakeWorker) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, func() bool { return len(p.candidates(v.key, nil)) == 2 })
+	waitUntil(t, func() bool { return len(p.candidates(v, nil)) == 2 })
 	return p, v, a, b
 }
 
@@ -409,7 +438,7 @@ func TestAutoscaleSourceAndActuator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, func() bool { return len(p.candidates(v.key, nil)) == 2 })
+	waitUntil(t, func() bool { return len(p.candidates(v, nil)) == 2 })
 	for i := 0; i < 3; i++ {
 		if _, err := v.Submit(t.Context(), rows(4)); err != nil {
 			t.Fatal(err)
@@ -422,6 +451,20 @@ func TestAutoscaleSourceAndActuator(t *testing.T) {
 	o := obs[0]
 	if o.Version != "m@1" || o.Sample.Arrived != 12 || o.Config.MinReplicas != 2 || o.Config.MaxReplicas != 6 {
 		t.Errorf("observation %+v", o)
+	}
+	// The budget: what each holder's free memory can still take, in
+	// replicas of the version's (estimated) size; unbounded workers are
+	// capped at MaxAutoscaled each.
+	if o.Sample.Budget != 2*MaxAutoscaled {
+		t.Errorf("budget of two workers without a memory budget: %d, want %d", o.Sample.Budget, 2*MaxAutoscaled)
+	}
+	p.mu.Lock()
+	per := p.replicaMemoryLocked(v)
+	usedA, _ := p.heldLocked(p.workers["a"], nil, p.now())
+	p.workers["a"].status = &workerpb.WorkerStatus{Id: "a", Address: a.addr, Pid: 1, MemoryBudgetBytes: usedA + 3*per + per/2}
+	p.mu.Unlock()
+	if obs, _ := p.Observe(t.Context()); len(obs) != 1 || obs[0].Sample.Budget != 3+MaxAutoscaled {
+		t.Errorf("budget with room for 3 more replicas on a: %+v, want %d", obs, 3+MaxAutoscaled)
 	}
 	// The workers' cost model reaches the autoscaler, also a fixed-cost
 	// one (maxBatchSize 1 fits B = 0): without it the policy has no

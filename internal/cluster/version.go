@@ -2,12 +2,14 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"sync/atomic"
 	"time"
 
 	"github.com/sluiceml/sluice/internal/errs"
 	"github.com/sluiceml/sluice/internal/hosting"
+	"github.com/sluiceml/sluice/internal/modelpkg"
 	"github.com/sluiceml/sluice/internal/oip"
 	"github.com/sluiceml/sluice/internal/oip/inferencepb"
 	"github.com/sluiceml/sluice/internal/serving"
@@ -20,15 +22,43 @@ type Version struct {
 	key  string
 	spec VersionSpec
 	ver  string // spec.N as the protocol's model_version
+	tier string // placement.tier: hot, warm or cold
 
-	timing hosting.Timings // guarded by Pool.mu
+	// guarded by Pool.mu
+	timing hosting.Timings
+	// want is how many workers should hold a copy (0 for a cold version
+	// nobody asked for, or a warm one evicted everywhere): reconcileLocked
+	// places the missing ones. SetWant is where an autoscaler sets it.
+	want int
+	on   map[string]*copyOn // worker id → the copy placed there
+	// lastLoad is the measured time of its last load (load + golden +
+	// warmup); loads and evictions count them over every worker.
+	lastLoad         time.Duration
+	loads, evictions int64
+	// failed is why its last load failed, at failedAt: requests get it
+	// instead of loading again until placement.RetryLoad allows.
+	failed   string
+	failedAt time.Time
+	// pending is closed when the on-demand load that requests wait for
+	// ends (nil: none).
+	pending chan struct{}
+	// exits are the worker exits it was charged with (once per worker
+	// session: exitSeen); quarantined is the reason once it is poison.
+	exits       []time.Time
+	exitSeen    map[string]int64
+	quarantined string
 
 	// Instances seen by Submit, for the autoscaler (cumulative).
 	arrived, refused, missed atomic.Int64
 }
 
 func newVersion(p *Pool, vs VersionSpec) *Version {
-	return &Version{pool: p, key: key(vs.Model, int64(vs.N)), spec: vs, ver: strconv.Itoa(vs.N)}
+	tier := modelpkg.TierWarm
+	if vs.Spec != nil && vs.Spec.Manifest.Placement.Tier != "" {
+		tier = vs.Spec.Manifest.Placement.Tier
+	}
+	return &Version{pool: p, key: key(vs.Model, int64(vs.N)), spec: vs, ver: strconv.Itoa(vs.N), tier: tier,
+		on: map[string]*copyOn{}, exitSeen: map[string]int64{}}
 }
 
 // retryable reports whether a refusal or failure from one worker is worth
@@ -45,13 +75,16 @@ func retryable(code errs.Code) bool {
 // Submit sends w to the less loaded of two random workers holding the
 // version; when that worker refuses or dies, it tries one other inside the
 // request's deadline (predictions are pure, so a batch lost with a dead
-// worker is safe to compute again). Result.Attempts counts the workers tried.
+// worker is safe to compute again). Result.Attempts counts the workers
+// tried. When no worker has the version loaded (cold, or evicted), the
+// request starts its load and waits for it if its deadline allows
+// (Pool.ensure).
 func (v *Version) Submit(ctx context.Context, w serving.Work) (res serving.Result, err error) {
 	n := int64(w.Rows.Rows)
 	v.arrived.Add(n)
 	defer func() {
 		switch errs.CodeOf(err) {
-		case errs.QueueFull, errs.DeadlineInfeasible, errs.NotReady:
+		case errs.QueueFull, errs.DeadlineInfeasible, errs.NotReady, errs.ColdStart:
 			v.refused.Add(n)
 		case errs.DeadlineExceeded, errs.ExpiredInQueue:
 			v.missed.Add(n)
@@ -60,12 +93,18 @@ func (v *Version) Submit(ctx context.Context, w serving.Work) (res serving.Resul
 	var skip *worker
 	var last error
 	for attempt := 1; attempt <= 2; attempt++ {
-		c, ok := v.pool.pick(v.key, skip)
+		c, ok := v.pool.pick(v, skip)
+		if !ok && last == nil {
+			if err := v.pool.ensure(ctx, v); err != nil {
+				return serving.Result{}, err
+			}
+			c, ok = v.pool.pick(v, skip)
+		}
 		if !ok {
 			if last != nil {
 				return serving.Result{Attempts: attempt - 1}, last
 			}
-			return serving.Result{}, &errs.Error{Code: errs.NotReady, Message: v.key + " is not ready on any worker", RetryAfter: time.Second}
+			return serving.Result{}, v.pool.notReady(v)
 		}
 		res, err, fromPeer := v.call(ctx, c, w)
 		if err == nil {
@@ -76,7 +115,7 @@ func (v *Version) Submit(ctx context.Context, w serving.Work) (res serving.Resul
 			// The connection failed (the worker died or is unreachable).
 			// A deadline that passed while the worker was busy says
 			// nothing against the worker: it stays in routing.
-			v.pool.suspect(c.w, c.session, err)
+			v.pool.suspect(c.w, c.session, v, err)
 		}
 		last = err
 		if !retryable(errs.CodeOf(err)) || ctx.Err() != nil {
@@ -95,8 +134,16 @@ func (v *Version) call(ctx context.Context, c candidate, w serving.Work) (servin
 	oip.EncodeBatch(req, w.Rows)
 	n := int64(w.Rows.Rows)
 	c.w.outstanding.Add(n)
+	if c.cp != nil {
+		c.cp.inflight.Add(1)
+		c.cp.calls.Add(1)
+		c.cp.lastUsed.Store(time.Now().UnixNano())
+	}
 	resp, err := c.w.infer.ModelInfer(ctx, req)
 	c.w.outstanding.Add(-n)
+	if c.cp != nil {
+		c.cp.inflight.Add(-1)
+	}
 	if err != nil {
 		e, fromPeer := oip.FromStatus(err)
 		if fromPeer {
@@ -144,6 +191,20 @@ func (v *Version) Stats() serving.Stats {
 		}
 	}
 	return st
+}
+
+// notReady is the error of a request that found v on no worker after
+// trying to load it: the load's failure when it failed.
+func (p *Pool) notReady(v *Version) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case v.quarantined != "":
+		return &errs.Error{Code: errs.NotReady, Message: fmt.Sprintf("%s is not ready (failed: %s)", v.key, v.quarantined), RetryAfter: time.Second}
+	case v.failed != "":
+		return &errs.Error{Code: errs.NotReady, Message: fmt.Sprintf("%s is not ready: its load failed: %s", v.key, v.failed), RetryAfter: time.Second}
+	}
+	return &errs.Error{Code: errs.NotReady, Message: v.key + " is not ready on any worker", RetryAfter: time.Second}
 }
 
 // Close unloads the version from every worker, draining within ctx.

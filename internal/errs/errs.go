@@ -30,6 +30,7 @@ const (
 	Unauthenticated     Code = "unauthenticated"
 	PermissionDenied    Code = "permission_denied"
 	NotReady            Code = "not_ready"
+	ColdStart           Code = "cold_start"
 	QuotaExceeded       Code = "quota_exceeded"
 	QueueFull           Code = "queue_full"
 	DeadlineInfeasible  Code = "deadline_infeasible"
@@ -55,6 +56,7 @@ var grpcOf = map[Code]codes.Code{
 	Unauthenticated:     codes.Unauthenticated,
 	PermissionDenied:    codes.PermissionDenied,
 	NotReady:            codes.Unavailable,
+	ColdStart:           codes.Unavailable,
 	QuotaExceeded:       codes.ResourceExhausted,
 	QueueFull:           codes.ResourceExhausted,
 	DeadlineInfeasible:  codes.ResourceExhausted,
@@ -86,6 +88,7 @@ var statusOf = map[Code]int{
 	Unauthenticated:     http.StatusUnauthorized,
 	PermissionDenied:    http.StatusForbidden,
 	NotReady:            http.StatusServiceUnavailable,
+	ColdStart:           http.StatusServiceUnavailable,
 	QuotaExceeded:       http.StatusTooManyRequests,
 	QueueFull:           http.StatusServiceUnavailable,
 	DeadlineInfeasible:  http.StatusServiceUnavailable,

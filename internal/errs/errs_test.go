@@ -23,7 +23,7 @@ func TestTable(t *testing.T) {
 		PayloadTooLarge: {413, codes.ResourceExhausted}, TooManyInstances: {413, codes.InvalidArgument},
 		NotFound: {404, codes.NotFound}, AlreadyExists: {409, codes.AlreadyExists},
 		MethodNotAllowed: {405, codes.Unimplemented}, Unauthenticated: {401, codes.Unauthenticated},
-		PermissionDenied: {403, codes.PermissionDenied}, NotReady: {503, codes.Unavailable},
+		PermissionDenied: {403, codes.PermissionDenied}, NotReady: {503, codes.Unavailable}, ColdStart: {503, codes.Unavailable},
 		QuotaExceeded: {429, codes.ResourceExhausted}, QueueFull: {503, codes.ResourceExhausted},
 		DeadlineInfeasible: {503, codes.ResourceExhausted}, DeadlineExceeded: {504, codes.DeadlineExceeded},
 		ExpiredInQueue: {504, codes.DeadlineExceeded}, Unavailable: {503, codes.Unavailable},

@@ -147,6 +147,13 @@ type Metrics struct {
 	missing      *prometheus.CounterVec
 	tenantReqs   *prometheus.CounterVec
 	tenantQuota  *prometheus.CounterVec
+	// placement (workers mode)
+	placeLoads   *prometheus.CounterVec
+	evictions    *prometheus.CounterVec
+	coldStarts   *prometheus.CounterVec
+	quarantines  *prometheus.CounterVec
+	workerBudget *prometheus.GaugeVec
+	workerUsed   *prometheus.GaugeVec
 
 	// perVersion lists every vector labelled by model and version, for Forget.
 	perVersion []interface {
@@ -203,6 +210,12 @@ func New(reg prometheus.Registerer, build BuildInfo) *Metrics {
 		missing:      counter("missing_features_total", "Optional input fields absent from an instance (filled by their default).", with("field")...),
 		tenantReqs:   counter("tenant_requests_total", "Prediction requests by tenant and response code.", "tenant", "code"),
 		tenantQuota:  counter("tenant_quota_refusals_total", "Requests refused because the tenant was over its quota.", "tenant"),
+		placeLoads:   counter("worker_loads_total", "Loads of a version onto a worker process (at start, on demand, after a worker restart).", mv...),
+		evictions:    counter("evictions_total", "Unloads of a version from a worker process to make room for another.", mv...),
+		coldStarts:   counter("cold_starts_total", "Requests that found their version loaded on no worker, by outcome (waited: for the load; refused: 503 cold_start).", with("outcome")...),
+		quarantines:  counter("quarantines_total", "Versions quarantined for making their worker processes exit.", mv...),
+		workerBudget: gauge("worker_memory_budget_bytes", "The memory a worker process's versions may hold.", "worker"),
+		workerUsed:   gauge("worker_memory_used_bytes", "The memory a worker process's versions hold, as placement counts it.", "worker"),
 		fields:       map[[2]string]map[string]bool{},
 	}
 	m.perVersion = []interface {
@@ -211,6 +224,7 @@ func New(reg prometheus.Registerer, build BuildInfo) *Metrics {
 		m.requests, m.instances, m.stage, m.batchSize, m.fillRatio, m.padRatio, m.refusals, m.expired, m.deadline,
 		m.crashes, m.restarts, m.loadSeconds, m.golden, m.artifact, m.versionState, m.shadowDis,
 		m.shadowDiff, m.shadowLat, m.canaryShare, m.driftPSI, m.violations, m.missing, m.desired,
+		m.placeLoads, m.evictions, m.coldStarts, m.quarantines,
 	}
 	m.live = newLiveCollector()
 	m.drops = newDropsCollector()
@@ -220,7 +234,8 @@ func New(reg prometheus.Registerer, build BuildInfo) *Metrics {
 	reg.MustRegister(m.requests, m.instances, m.stage, m.batchSize, m.fillRatio, m.padRatio, m.refusals, m.expired,
 		m.deadline, m.crashes, m.restarts, m.loadSeconds, m.golden, m.artifact, m.versionState,
 		m.shadowDis, m.shadowDiff, m.shadowLat, m.canaryShare, m.driftPSI, m.violations, m.missing, m.desired,
-		m.tenantReqs, m.tenantQuota, buildInfo, m.live, m.drops)
+		m.tenantReqs, m.tenantQuota, buildInfo, m.live, m.drops,
+		m.placeLoads, m.evictions, m.coldStarts, m.quarantines, m.workerBudget, m.workerUsed)
 	if g, ok := reg.(prometheus.Gatherer); ok {
 		m.gatherer = g
 	}
@@ -518,4 +533,31 @@ func (m *Metrics) SetRecordDrops(f func() RecordDrops) {
 	m.drops.mu.Lock()
 	m.drops.src = f
 	m.drops.mu.Unlock()
+}
+
+// VersionLoaded counts a load of a version onto a worker (cluster.Metrics).
+func (m *Metrics) VersionLoaded(model, version string) {
+	m.placeLoads.WithLabelValues(model, version).Inc()
+}
+
+// VersionEvicted counts an eviction of a version from a worker.
+func (m *Metrics) VersionEvicted(model, version string) {
+	m.evictions.WithLabelValues(model, version).Inc()
+}
+
+// ColdStart counts a request that found its version loaded nowhere, by
+// outcome: "waited" or "refused".
+func (m *Metrics) ColdStart(model, version, outcome string) {
+	m.coldStarts.WithLabelValues(model, version, outcome).Inc()
+}
+
+// VersionQuarantined counts a quarantine.
+func (m *Metrics) VersionQuarantined(model, version string) {
+	m.quarantines.WithLabelValues(model, version).Inc()
+}
+
+// WorkerMemory sets a worker's memory budget and use.
+func (m *Metrics) WorkerMemory(worker string, budget, used int64) {
+	m.workerBudget.WithLabelValues(worker).Set(float64(budget))
+	m.workerUsed.WithLabelValues(worker).Set(float64(used))
 }

@@ -26,6 +26,11 @@ func newTest(t *testing.T) (*Metrics, *prometheus.Registry) {
 // observeAll records every metric at least once.
 func observeAll(m *Metrics) {
 	m.InitVersion("fraud", "3")
+	m.VersionLoaded("fraud", "3")
+	m.VersionEvicted("fraud", "3")
+	m.ColdStart("fraud", "3", "waited")
+	m.VersionQuarantined("fraud", "3")
+	m.WorkerMemory("worker-1", 64<<20, 8<<20)
 	m.ObserveRequest("fraud", "3", "2xx", 4, Stages{Preprocess: time.Millisecond, Queue: 2 * time.Millisecond, BatchWait: time.Millisecond, Compute: 3 * time.Millisecond, Total: 8 * time.Millisecond})
 	m.ObserveRequest("fraud", "3", CodeOf(errs.New(errs.QueueFull, "full")), 1, Stages{Preprocess: time.Millisecond, Total: time.Millisecond})
 	m.ObserveBatch("fraud", "3", 12, 32)

@@ -1,0 +1,302 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sluiceml/sluice/internal/errs"
+	"github.com/sluiceml/sluice/internal/modelpkg"
+	"github.com/sluiceml/sluice/internal/placement"
+	"github.com/sluiceml/sluice/internal/workerpb"
+)
+
+// specOf is a linear version name@1 of tier whose replicas take mem.
+func specOf(t *testing.T, name, tier, mem string) VersionSpec {
+	t.Helper()
+	y := "name: " + name + "\nruntime: linear\nartifact: a.json\ninput:\n  schema: i@1\n  fields: [{name: x, type: float}, {name: z, type: float}]\noutput:\n  schema: o@1\n  fields: [{name: y}]\n" +
+		"serving: {memory: " + mem + "}\nplacement: {tier: " + tier + "}\n"
+	spec, err := modelpkg.Parse("model.yaml", []byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return VersionSpec{Model: name, N: 1, Manifest: []byte(y), ArtifactSHA: "00", Spec: spec}
+}
+
+// registerWith registers f with a memory budget.
+func (f *fakeWorker) registerWith(t *testing.T, p *Pool, pid, budget int64) {
+	t.Helper()
+	if _, err := p.Register(t.Context(), &workerpb.RegisterRequest{Status: &workerpb.WorkerStatus{Id: f.id, Address: f.addr, Pid: pid, MemoryBudgetBytes: budget}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// clock is a placement clock the test moves.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock() *clock { return &clock{t: time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)} }
+
+func (c *clock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// oneWorker is a pool over one fake worker with budget.
+func oneWorker(t *testing.T, budget int64, cfg Config) (*Pool, *fakeWorker) {
+	t.Helper()
+	cfg.Known, cfg.ShardSize, cfg.HeartbeatInterval = []string{"a"}, 1, time.Hour
+	if cfg.Placement.MinResidency == 0 {
+		cfg.Placement.MinResidency = time.Nanosecond
+	}
+	p := New(cfg)
+	t.Cleanup(p.Close)
+	a := startFake(t, "a")
+	a.registerWith(t, p, 1, budget)
+	return p, a
+}
+
+func start(t *testing.T, p *Pool, vs VersionSpec) *Version {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	v, _, err := p.Start(ctx, vs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func submit(v *Version, d time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	_, err := v.Submit(ctx, rows(1))
+	return err
+}
+
+// A load that needs room evicts the version cheapest to reload: the
+// idle one, not the one that takes calls; never a hot one.
+func TestEvictionOrder(t *testing.T) {
+	const mib = 1 << 20
+	ev := &countingMetrics{}
+	clk := newClock()
+	p, a := oneWorker(t, 35*mib, Config{Metrics: ev, Now: clk.now, Placement: placement.Policy{MinResidency: time.Minute}})
+	start(t, p, specOf(t, "hot", "hot", "10MiB"))
+	start(t, p, specOf(t, "idle", "warm", "10MiB"))
+	busy := start(t, p, specOf(t, "used", "warm", "10MiB"))
+	for range 5 {
+		if err := submit(busy, 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clk.advance(time.Minute) // past the minimum residency: the three may go
+	start(t, p, specOf(t, "new", "warm", "10MiB"))
+	if got := a.unloaded(); !slices.Equal(got, []string{"idle@1"}) {
+		t.Fatalf("unloaded %v, want [idle@1]", got)
+	}
+	wi := p.Workers()[0]
+	if wi.Evictions != 1 || wi.Loads != 4 || ev.evicted.Load() != 1 {
+		t.Fatalf("worker: %d evictions, %d loads; metrics %d evictions", wi.Evictions, wi.Loads, ev.evicted.Load())
+	}
+	// The evicted version loads again on demand, evicting the next.
+	idle := p.versions["idle@1"]
+	if err := submit(idle, 5*time.Second); err != nil {
+		t.Fatalf("evicted version on demand: %v", err)
+	}
+	if got := a.unloaded(); len(got) != 2 || got[1] == "hot@1" {
+		t.Fatalf("unloaded %v: the hot version must stay", got)
+	}
+}
+
+// Requests for a cold version share one load and wait for it.
+func TestColdLoadShared(t *testing.T) {
+	ev := &countingMetrics{}
+	p, a := oneWorker(t, 1<<30, Config{Metrics: ev})
+	gate := make(chan struct{})
+	a.mu.Lock()
+	a.gate = gate
+	a.mu.Unlock()
+	v := start(t, p, specOf(t, "c", "cold", "1MiB"))
+	if a.loads.Load() != 0 {
+		t.Fatal("a cold version was loaded at start")
+	}
+	var wg sync.WaitGroup
+	errc := make(chan error, 8)
+	for range 8 {
+		wg.Go(func() { errc <- submit(v, 10*time.Second) })
+	}
+	waitUntil(t, func() bool { return ev.waited.Load() == 8 }) // all of them wait
+	close(gate)
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := a.loads.Load(); n != 1 {
+		t.Fatalf("%d loads for 8 concurrent requests, want 1", n)
+	}
+}
+
+// A request whose deadline is shorter than the load time is refused at
+// once with cold_start and a Retry-After of the load time; the load goes on.
+func TestColdStartRefused(t *testing.T) {
+	ev := &countingMetrics{}
+	p, a := oneWorker(t, 1<<30, Config{Metrics: ev})
+	a.mu.Lock()
+	a.gate = make(chan struct{}) // never ends within the test
+	a.mu.Unlock()
+	vs := specOf(t, "c", "cold", "1MiB")
+	vs.LoadTime = 10 * time.Second
+	v := start(t, p, vs)
+	began := time.Now()
+	err := submit(v, 200*time.Millisecond)
+	var e *errs.Error
+	if !errors.As(err, &e) || e.Code != errs.ColdStart || e.RetryAfter != 10*time.Second {
+		t.Fatalf("Submit = %v, want cold_start with Retry-After 10s", err)
+	}
+	if d := time.Since(began); d > 150*time.Millisecond {
+		t.Fatalf("refused after %s: it must not wait", d)
+	}
+	waitUntil(t, func() bool { return a.loads.Load() == 1 })
+	if ev.refused.Load() != 1 {
+		t.Fatalf("cold starts refused: %d", ev.refused.Load())
+	}
+}
+
+// A failed load is remembered: requests get its reason, not a new load,
+// until FailureMemory has passed.
+func TestFailedLoadNotRetried(t *testing.T) {
+	clk := newClock()
+	p, a := oneWorker(t, 1<<30, Config{FailureMemory: 30 * time.Second, Now: clk.now})
+	a.mu.Lock()
+	a.loadErr = errs.New(errs.Internal, "load c@1: broken artifact")
+	a.mu.Unlock()
+	v := start(t, p, specOf(t, "c", "cold", "1MiB"))
+	if err := submit(v, 5*time.Second); err == nil || !strings.Contains(err.Error(), "broken artifact") {
+		t.Fatalf("first request: %v", err)
+	}
+	for range 20 {
+		if err := submit(v, 5*time.Second); errs.CodeOf(err) != errs.NotReady || !strings.Contains(err.Error(), "broken artifact") {
+			t.Fatalf("later request: %v", err)
+		}
+	}
+	if n := a.loads.Load(); n != 1 {
+		t.Fatalf("%d loads, want 1: a failed load is not retried in a loop", n)
+	}
+	a.mu.Lock()
+	a.loadErr = nil
+	a.mu.Unlock()
+	clk.advance(29 * time.Second)
+	if err := submit(v, 5*time.Second); errs.CodeOf(err) != errs.NotReady {
+		t.Fatalf("inside the failure memory: %v", err)
+	}
+	clk.advance(time.Second)
+	if err := submit(v, 5*time.Second); err != nil {
+		t.Fatalf("after the failure memory: %v", err)
+	}
+}
+
+// A version whose calls were in flight when its worker's process exited
+// three times is quarantined: unloaded, refused with the reason, and the
+// controller told.
+func TestQuarantineAfterThreeExits(t *testing.T) {
+	var got atomic.Value
+	told := make(chan struct{})
+	ev := &countingMetrics{}
+	p, a := oneWorker(t, 1<<30, Config{Metrics: ev, OnQuarantine: func(model string, n int, why string) {
+		got.Store(fmt.Sprintf("%s@%d: %s", model, n, why))
+		close(told)
+	}})
+	v := start(t, p, specOf(t, "poison", "warm", "1MiB"))
+	for exit := 1; exit <= 3; exit++ {
+		hang := make(chan struct{})
+		a.mu.Lock()
+		a.hang = hang
+		a.mu.Unlock()
+		done := make(chan error, 1)
+		go func() { done <- submit(v, 5*time.Second) }()
+		waitUntil(t, func() bool {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			cp := v.on["a"]
+			return cp != nil && cp.inflight.Load() > 0
+		})
+		p.MarkDead("a", "process exited (test)")
+		p.MarkDead("a", "process exited (test)") // once per session
+		close(hang)
+		<-done
+		a.mu.Lock()
+		a.hang = nil
+		a.mu.Unlock()
+		if exit < 3 {
+			a.registerWith(t, p, int64(1+exit), 1<<30) // the restarted process: a new session
+			waitUntil(t, func() bool { return len(p.candidates(v, nil)) == 1 })
+		}
+	}
+	select {
+	case <-told:
+	case <-time.After(5 * time.Second):
+		t.Fatal("OnQuarantine not called")
+	}
+	want := "poison@1: quarantined: made its worker exit 3 times in 5m"
+	if got.Load() != want {
+		t.Fatalf("OnQuarantine got %q, want %q", got.Load(), want)
+	}
+	a.registerWith(t, p, 9, 1<<30)
+	err := submit(v, time.Second)
+	if errs.CodeOf(err) != errs.NotReady || !strings.Contains(err.Error(), "quarantined") {
+		t.Fatalf("after the quarantine: %v", err)
+	}
+	if n := a.loads.Load(); n != 3 {
+		t.Fatalf("%d loads: a quarantined version is not loaded again", n)
+	}
+	waitUntil(t, func() bool { return slices.Contains(a.unloaded(), "poison@1") })
+	if ev.quarantined.Load() != 1 {
+		t.Fatalf("quarantines counted: %d", ev.quarantined.Load())
+	}
+}
+
+// Nothing fits: a version too big for every worker fails with the reason.
+func TestNoRoomFails(t *testing.T) {
+	p, _ := oneWorker(t, 64<<20, Config{})
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	_, _, err := p.Start(ctx, specOf(t, "big", "warm", "2GiB"))
+	want := placement.NoRoom("big@1", []string{"a"}, 2<<30, 64<<20)
+	if err == nil || err.Error() != want {
+		t.Fatalf("Start = %v, want %q", err, want)
+	}
+}
+
+type countingMetrics struct {
+	loaded, evicted, waited, refused, quarantined atomic.Int64
+}
+
+func (m *countingMetrics) VersionLoaded(string, string)  { m.loaded.Add(1) }
+func (m *countingMetrics) VersionEvicted(string, string) { m.evicted.Add(1) }
+func (m *countingMetrics) ColdStart(_, _, outcome string) {
+	if outcome == "waited" {
+		m.waited.Add(1)
+	} else {
+		m.refused.Add(1)
+	}
+}
+func (m *countingMetrics) VersionQuarantined(string, string) { m.quarantined.Add(1) }
+func (m *countingMetrics) WorkerMemory(string, int64, int64) {}
