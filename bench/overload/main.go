@@ -69,6 +69,7 @@ func main() {
 	closedDur := flag.Duration("closed-duration", 5*time.Second, "duration of the closed-loop run")
 	execAt := flag.String("exec-at-phase", "", "N:CMD: run CMD (sh -c, in the background, output to stderr) when phase N (1-based) starts, e.g. to kill a worker at a known time")
 	zipfFlag := flag.String("models-zipf", "", "N,S: choose each request's model by Zipf (exponent S) over ranks 1..N; --model is then a pattern with one integer verb (m%03d)")
+	zipfTop := flag.Int("zipf-top", 0, "with --models-zipf: send only the requests drawn for ranks 1..K (the same arrivals and per-model rates as the full run, the others left out): the hottest models served alone")
 	recordsOut := flag.String("records", "", "write every request as a JSON line (model, phase, atMs, latencyMs, status, code) to this file")
 	timeline := flag.Duration("timeline", 0, "also report latency per window of this length over the whole run (JSON \"timeline\")")
 	pollEvery := flag.Duration("poll-workers", 0, "poll GET /v1/workers and /metrics this often during the run (JSON \"polls\": ready and desired replicas per version)")
@@ -141,6 +142,9 @@ func main() {
 			a := arrival{phase: i, at: at}
 			if zipf != nil {
 				a.model = zipf.draw(mrng)
+				if *zipfTop > 0 && a.model > *zipfTop {
+					continue
+				}
 			}
 			plan = append(plan, a)
 		}
@@ -257,7 +261,7 @@ func main() {
 		writeRecords(*recordsOut, recs, *model, zipf != nil)
 	}
 
-	summary := map[string]any{"model": *model, "deadlineMs": *deadlineMs, "phases": []any{}}
+	summary := map[string]any{"model": *model, "deadlineMs": *deadlineMs, "phases": []any{}, "startUnixMs": start.UnixMilli()}
 	for pi, p := range phases {
 		var ok, good, rej []float64
 		var lags []float64
@@ -349,7 +353,7 @@ func main() {
 		summary["polls"] = polls
 	}
 	if zipf != nil {
-		summary["zipf"] = map[string]any{"models": zipf.n, "s": zipf.s, "pattern": *model}
+		summary["zipf"] = map[string]any{"models": zipf.n, "s": zipf.s, "pattern": *model, "top": *zipfTop}
 	}
 	if *jsonOut != "" {
 		b, _ := json.MarshalIndent(summary, "", " ")

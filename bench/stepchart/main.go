@@ -173,6 +173,18 @@ func main() {
 			most = max(most, n)
 		}
 		fmt.Printf("after the last step (%.0fs): most desired-count changes inside any %s window: %d\n", down, *cooldown, most)
+		// The gaps between successive changes: a poll every 250 ms and a
+		// tick every second put about ±1 s on each.
+		var gaps []string
+		prev := down
+		for _, c := range desCh {
+			if c.At < down {
+				continue
+			}
+			gaps = append(gaps, fmt.Sprintf("%d->%d %.1fs after the previous", c.From, c.To, c.At-prev))
+			prev = c.At
+		}
+		fmt.Printf("after the last step, each change and the time since the step or the change before: %v\n", gaps)
 	}
 
 	// The chart: replicas (polls resampled to the latency windows' centres)
