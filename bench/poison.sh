@@ -32,7 +32,14 @@ POISON=$(printf 'm%03d' "$POISON_RANK")
 for i in $(seq 1 "$RUNS"); do
 	echo "run $i: start $(uptime)"
 	SERVER_LOG=$OUT/server-run$i.log SERVE_FLAGS="--workers 4 --shard-size 2 $SERVE_FLAGS" start_server "$OUT/pkgs"
-	sleep 5
+	# Wait until every model is ready on some worker (run 1 of the doc
+	# started after 5 s and its first 3 s saw not_ready from the last loads).
+	for _ in $(seq 1 120); do
+		n=$(curl -s "$SERVER/v1/workers" | python3 -c 'import json,sys
+print(len({v["version"] for w in json.load(sys.stdin)["workers"] for v in w.get("versions", []) if v.get("state") == "ready"}))' 2>/dev/null || echo 0)
+		[ "$n" -ge "$N" ] && break
+		sleep 0.5
+	done
 	$NICE taskset -c 1 "$OVERLOAD" --server "$SERVER" --model 'm%03d' --models-zipf "$N,0.01" --phases "$RATE:$DURATION" --seed "$i" \
 		--timeline 1s --json "$OUT/run$i.json" --records "$OUT/run$i.jsonl" >"$OUT/run$i.txt"
 	curl -s "$SERVER/v1/workers" >"$OUT/workers-run$i.json"

@@ -42,7 +42,10 @@ def classify(m):
     d = shards[m]
     return "same shard" if d["sameShard"] else ("one worker in common" if d["overlapCount"] else "disjoint shard")
 groups = collections.Counter(classify(m) for m in shards)
-for phase, cond in (("before quarantine", lambda r: tq is None or r["atMs"]/1e3 < tq), ("after quarantine", lambda r: tq is not None and r["atMs"]/1e3 >= tq)):
+t1 = exits[0][0] if exits else None
+for phase, cond in (("before the first worker exit", lambda r: t1 is None or r["atMs"]/1e3 < t1),
+                    ("from the first exit to the quarantine", lambda r: t1 is not None and t1 <= r["atMs"]/1e3 and (tq is None or r["atMs"]/1e3 < tq)),
+                    ("after quarantine", lambda r: tq is not None and r["atMs"]/1e3 >= tq)):
     errm = collections.defaultdict(collections.Counter)
     for r in recs:
         if r["model"] in shards and r["status"] // 100 != 2 and cond(r):
