@@ -70,7 +70,7 @@ func main() {
 	execAt := flag.String("exec-at-phase", "", "N:CMD: run CMD (sh -c, in the background, output to stderr) when phase N (1-based) starts, e.g. to kill a worker at a known time")
 	zipfFlag := flag.String("models-zipf", "", "N,S: choose each request's model by Zipf (exponent S) over ranks 1..N; --model is then a pattern with one integer verb (m%03d)")
 	zipfTop := flag.Int("zipf-top", 0, "with --models-zipf: send only the requests drawn for ranks 1..K (the same arrivals and per-model rates as the full run, the others left out): the hottest models served alone")
-	recordsOut := flag.String("records", "", "write every request as a JSON line (model, phase, atMs, latencyMs, status, code) to this file")
+	recordsOut := flag.String("records", "", "write every request as a JSON line (model, phase, atMs, latencyMs, lagMs, status, code) to this file")
 	timeline := flag.Duration("timeline", 0, "also report latency per window of this length over the whole run (JSON \"timeline\")")
 	pollEvery := flag.Duration("poll-workers", 0, "poll GET /v1/workers and /metrics this often during the run (JSON \"polls\": ready and desired replicas per version)")
 	flag.Parse()
@@ -485,7 +485,7 @@ func writeRecords(path string, recs []record, pattern string, zipf bool) {
 			name = fmt.Sprintf(pattern, r.model)
 		}
 		enc.Encode(map[string]any{"model": name, "rank": r.model, "phase": r.phase + 1,
-			"atMs": float64(r.at) / 1e6, "latencyMs": float64(r.latency) / 1e6, "status": r.status, "code": r.code})
+			"atMs": float64(r.at) / 1e6, "latencyMs": float64(r.latency) / 1e6, "lagMs": float64(r.lag) / 1e6, "status": r.status, "code": r.code})
 	}
 	if err := bw.Flush(); err != nil {
 		log.Fatal(err)
