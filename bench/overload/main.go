@@ -7,9 +7,18 @@
 // by normal load), latency over time windows after a phase change.
 //
 //	taskset -c 1 go run ./bench/overload --model spin2ms --phases 960:30s,240:10s --deadline-ms 50
+//
+// For the many-models benchmarks (issue 11) it can also choose each
+// request's model from a Zipf distribution over N models named by a
+// pattern (--models-zipf 300,1.1 --model m%03d: rank 1 is m001, the
+// hottest), write every request to a JSON-lines file (--records), report
+// latency per window over the whole run (--timeline 1s) and poll the
+// server's replicas while it runs (--poll-workers 250ms: ready replicas per
+// version from GET /v1/workers, desired ones from sluice_replicas_desired).
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -35,6 +44,7 @@ type phase struct {
 }
 
 type record struct {
+	model    int // Zipf rank (1-based); 0 without --models-zipf
 	phase    int
 	at       time.Duration // intended send time from the start of the run
 	latency  time.Duration // intended send time to end of response
@@ -58,6 +68,11 @@ func main() {
 	closed := flag.Int("closed", 0, "closed loop instead: N workers, each sending its next request when the last is answered, for --closed-duration; reports throughput")
 	closedDur := flag.Duration("closed-duration", 5*time.Second, "duration of the closed-loop run")
 	execAt := flag.String("exec-at-phase", "", "N:CMD: run CMD (sh -c, in the background, output to stderr) when phase N (1-based) starts, e.g. to kill a worker at a known time")
+	zipfFlag := flag.String("models-zipf", "", "N,S: choose each request's model by Zipf (exponent S) over ranks 1..N; --model is then a pattern with one integer verb (m%03d)")
+	zipfTop := flag.Int("zipf-top", 0, "with --models-zipf: send only the requests drawn for ranks 1..K (the same arrivals and per-model rates as the full run, the others left out): the hottest models served alone")
+	recordsOut := flag.String("records", "", "write every request as a JSON line (model, phase, atMs, latencyMs, lagMs, status, code) to this file")
+	timeline := flag.Duration("timeline", 0, "also report latency per window of this length over the whole run (JSON \"timeline\")")
+	pollEvery := flag.Duration("poll-workers", 0, "poll GET /v1/workers and /metrics this often during the run (JSON \"polls\": ready and desired replicas per version)")
 	flag.Parse()
 	if *model == "" {
 		log.Fatal("--model is required")
@@ -81,6 +96,16 @@ func main() {
 		closedLoop(*server, *model, body, *closed, *closedDur, *timeout, *jsonOut)
 		return
 	}
+	var zipf *zipfChooser
+	if *zipfFlag != "" {
+		n, sv, ok := strings.Cut(*zipfFlag, ",")
+		k, err1 := strconv.Atoi(n)
+		s, err2 := strconv.ParseFloat(sv, 64)
+		if !ok || err1 != nil || err2 != nil || k < 1 || s <= 0 || !strings.Contains(*model, "%") {
+			log.Fatalf("bad --models-zipf %q (want N,S with N >= 1, S > 0, and --model a pattern such as m%%03d)", *zipfFlag)
+		}
+		zipf = newZipf(k, s)
+	}
 	var phases []phase
 	for _, p := range strings.Split(*phasesFlag, ",") {
 		r, d, ok := strings.Cut(p, ":")
@@ -97,7 +122,11 @@ func main() {
 	type arrival struct {
 		phase int
 		at    time.Duration
+		model int
 	}
+	// Model choices use their own stream so the arrival times do not depend
+	// on --models-zipf.
+	mrng := rand.New(rand.NewPCG(*seed, 7))
 	var plan []arrival
 	var phaseStart []time.Duration
 	var t time.Duration
@@ -110,14 +139,31 @@ func main() {
 			if at >= end {
 				break
 			}
-			plan = append(plan, arrival{i, at})
+			a := arrival{phase: i, at: at}
+			if zipf != nil {
+				a.model = zipf.draw(mrng)
+				if *zipfTop > 0 && a.model > *zipfTop {
+					continue
+				}
+			}
+			plan = append(plan, a)
 		}
 		t = end
 	}
 
 	tr := &http.Transport{MaxIdleConns: 20000, MaxIdleConnsPerHost: 20000, IdleConnTimeout: time.Minute}
 	client := &http.Client{Transport: tr, Timeout: *timeout}
-	url := strings.TrimRight(*server, "/") + "/v1/models/" + *model + ":predict"
+	base := strings.TrimRight(*server, "/")
+	url := base + "/v1/models/" + *model + ":predict"
+	urlOf := func(rank int) string {
+		if rank == 0 {
+			return url
+		}
+		return base + "/v1/models/" + fmt.Sprintf(*model, rank) + ":predict"
+	}
+	if zipf != nil {
+		url = urlOf(1)
+	}
 	// Warm a few connections so the first phase does not pay for dialing.
 	for range 8 {
 		if resp, err := client.Post(url, "application/json", bytes.NewReader(body)); err == nil {
@@ -152,6 +198,16 @@ func main() {
 	recs := make([]record, len(plan))
 	var wg sync.WaitGroup
 	start := time.Now()
+	var polls []pollSample
+	pollStop, pollDone := make(chan struct{}), make(chan struct{})
+	if *pollEvery > 0 {
+		go func() {
+			defer close(pollDone)
+			polls = pollWorkers(base, start, *pollEvery, pollStop)
+		}()
+	} else {
+		close(pollDone)
+	}
 	if execPhase == 0 {
 		runExec()
 	}
@@ -170,8 +226,8 @@ func main() {
 		go func(i int, a arrival, lag time.Duration) {
 			defer wg.Done()
 			r := &recs[i]
-			r.phase, r.at, r.lag = a.phase, a.at, lag
-			req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, url, bytes.NewReader(body))
+			r.phase, r.at, r.lag, r.model = a.phase, a.at, lag, a.model
+			req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, urlOf(a.model), bytes.NewReader(body))
 			req.Header.Set("Content-Type", "application/json")
 			resp, err := client.Do(req)
 			if err != nil {
@@ -196,11 +252,16 @@ func main() {
 		}(i, a, lag)
 	}
 	wg.Wait()
+	close(pollStop)
+	<-pollDone
 	if execDone != nil {
 		<-execDone
 	}
+	if *recordsOut != "" {
+		writeRecords(*recordsOut, recs, *model, zipf != nil)
+	}
 
-	summary := map[string]any{"model": *model, "deadlineMs": *deadlineMs, "phases": []any{}}
+	summary := map[string]any{"model": *model, "deadlineMs": *deadlineMs, "phases": []any{}, "startUnixMs": start.UnixMilli()}
 	for pi, p := range phases {
 		var ok, good, rej []float64
 		var lags []float64
@@ -283,6 +344,16 @@ func main() {
 			fmt.Printf("  first 2 s 2xx: %s\n  after 2 s 2xx: %s\n", fmtPct(pct(first2)), fmtPct(pct(after2)))
 		}
 		summary["phases"] = append(summary["phases"].([]any), ps)
+	}
+	if *timeline > 0 {
+		summary["timeline"] = timelineOf(recs, *timeline, *deadlineMs)
+		summary["timelineWindowSeconds"] = timeline.Seconds()
+	}
+	if polls != nil {
+		summary["polls"] = polls
+	}
+	if zipf != nil {
+		summary["zipf"] = map[string]any{"models": zipf.n, "s": zipf.s, "pattern": *model, "top": *zipfTop}
 	}
 	if *jsonOut != "" {
 		b, _ := json.MarshalIndent(summary, "", " ")
@@ -372,4 +443,172 @@ func closedLoop(server, model string, body []byte, n int, d, timeout time.Durati
 			log.Fatal(err)
 		}
 	}
+}
+
+// zipfChooser draws ranks 1..n with P(k) proportional to 1/k^s.
+type zipfChooser struct {
+	n   int
+	s   float64
+	cdf []float64
+}
+
+func newZipf(n int, s float64) *zipfChooser {
+	z := &zipfChooser{n: n, s: s, cdf: make([]float64, n)}
+	sum := 0.0
+	for k := 1; k <= n; k++ {
+		sum += math.Pow(float64(k), -s)
+		z.cdf[k-1] = sum
+	}
+	for i := range z.cdf {
+		z.cdf[i] /= sum
+	}
+	return z
+}
+
+func (z *zipfChooser) draw(r *rand.Rand) int {
+	u := r.Float64()
+	i, _ := slices.BinarySearch(z.cdf, u)
+	return min(i, z.n-1) + 1
+}
+
+// writeRecords writes one JSON line per request.
+func writeRecords(path string, recs []record, pattern string, zipf bool) {
+	f, err := os.Create(path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	bw := bufio.NewWriter(f)
+	enc := json.NewEncoder(bw)
+	for _, r := range recs {
+		name := pattern
+		if zipf {
+			name = fmt.Sprintf(pattern, r.model)
+		}
+		enc.Encode(map[string]any{"model": name, "rank": r.model, "phase": r.phase + 1,
+			"atMs": float64(r.at) / 1e6, "latencyMs": float64(r.latency) / 1e6, "lagMs": float64(r.lag) / 1e6, "status": r.status, "code": r.code})
+	}
+	if err := bw.Flush(); err != nil {
+		log.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// timelineOf cuts the whole run into windows of length w by intended send
+// time: per window the requests sent, 2xx latency percentiles, the 2xx
+// within the deadline (all 2xx without one) and the non-2xx.
+func timelineOf(recs []record, w time.Duration, deadlineMs int) []any {
+	type win struct {
+		ok      []float64
+		n, good int
+		non2xx  int
+		byCode  map[string]int
+	}
+	var wins []*win
+	for _, r := range recs {
+		i := int(r.at / w)
+		for len(wins) <= i {
+			wins = append(wins, &win{byCode: map[string]int{}})
+		}
+		x := wins[i]
+		x.n++
+		ms := float64(r.latency) / 1e6
+		if r.status/100 == 2 {
+			x.ok = append(x.ok, ms)
+			if deadlineMs == 0 || ms <= float64(deadlineMs) {
+				x.good++
+			}
+		} else {
+			x.non2xx++
+			x.byCode[r.code]++
+		}
+	}
+	out := make([]any, len(wins))
+	for i, x := range wins {
+		out[i] = map[string]any{"fromSeconds": (time.Duration(i) * w).Seconds(), "n": x.n, "okLatencyMs": pct(x.ok),
+			"good": x.good, "non2xx": x.non2xx, "byCode": x.byCode}
+	}
+	return out
+}
+
+// pollSample is one look at the server's replicas: ready replicas per
+// version summed over the workers (GET /v1/workers) and the autoscaler's
+// desired count per version (sluice_replicas_desired).
+type pollSample struct {
+	Seconds float64        `json:"seconds"`
+	Ready   map[string]int `json:"ready"`
+	Desired map[string]int `json:"desired,omitempty"`
+	Err     string         `json:"err,omitempty"`
+}
+
+func pollWorkers(base string, start time.Time, every time.Duration, stop <-chan struct{}) []pollSample {
+	client := &http.Client{Timeout: every * 4}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	var out []pollSample
+	for {
+		s := pollSample{Seconds: time.Since(start).Seconds(), Ready: map[string]int{}, Desired: map[string]int{}}
+		var ws struct {
+			Workers []struct {
+				Versions []struct {
+					Version       string `json:"version"`
+					ReadyReplicas int    `json:"readyReplicas"`
+				} `json:"versions"`
+			} `json:"workers"`
+		}
+		if err := getJSON(client, base+"/v1/workers", &ws); err != nil {
+			s.Err = err.Error()
+		}
+		for _, w := range ws.Workers {
+			for _, v := range w.Versions {
+				s.Ready[v.Version] += v.ReadyReplicas
+			}
+		}
+		if resp, err := client.Get(base + "/metrics"); err == nil {
+			sc := bufio.NewScanner(resp.Body)
+			sc.Buffer(make([]byte, 1<<20), 1<<20)
+			for sc.Scan() {
+				line := sc.Text()
+				rest, ok := strings.CutPrefix(line, "sluice_replicas_desired{")
+				if !ok {
+					continue
+				}
+				labels, val, _ := strings.Cut(rest, "} ")
+				var m, v string
+				for _, kv := range strings.Split(labels, ",") {
+					k, x, _ := strings.Cut(kv, "=")
+					x = strings.Trim(x, `"`)
+					switch k {
+					case "model":
+						m = x
+					case "version":
+						v = x
+					}
+				}
+				if n, err := strconv.ParseFloat(val, 64); err == nil {
+					s.Desired[m+"@"+v] = int(n)
+				}
+			}
+			resp.Body.Close()
+		}
+		out = append(out, s)
+		select {
+		case <-stop:
+			return out
+		case <-tick.C:
+		}
+	}
+}
+
+func getJSON(c *http.Client, url string, v any) error {
+	resp, err := c.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return json.NewDecoder(resp.Body).Decode(v)
 }

@@ -65,7 +65,9 @@ func (p *Pool) Observe(context.Context) ([]autoscale.Observation, error) {
 				}
 				smp.Queued += int(vs.QueuedInstances)
 				smp.Replicas += int(vs.ReadyReplicas)
-				if c := (serving.CostModel{A: time.Duration(vs.CostANs), B: time.Duration(vs.CostBNs)}); c.B > 0 && smp.Cost.B == 0 {
+				// A fixed-cost model (maxBatchSize 1, or no per-instance
+				// cost) is fitted with B = 0: its A alone is the figure.
+				if c := (serving.CostModel{A: time.Duration(vs.CostANs), B: time.Duration(vs.CostBNs)}); c.A+c.B > 0 && smp.Cost.A+smp.Cost.B == 0 {
 					smp.Cost = c
 				}
 			}

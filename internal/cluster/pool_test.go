@@ -466,6 +466,26 @@ func TestAutoscaleSourceAndActuator(t *testing.T) {
 	if obs, _ := p.Observe(t.Context()); len(obs) != 1 || obs[0].Sample.Budget != 3+MaxAutoscaled {
 		t.Errorf("budget with room for 3 more replicas on a: %+v, want %d", obs, 3+MaxAutoscaled)
 	}
+	// The workers' cost model reaches the autoscaler, also a fixed-cost
+	// one (maxBatchSize 1 fits B = 0): without it the policy has no
+	// throughput figure and never scales down.
+	for _, c := range []struct{ a, b time.Duration }{{5 * time.Millisecond, 0}, {2 * time.Millisecond, 300 * time.Microsecond}} {
+		for _, f := range []struct {
+			w   *fakeWorker
+			id  string
+			pid int64
+		}{{a, "a", 1}, {b, "b", 2}} {
+			st := &workerpb.WorkerStatus{Id: f.id, Address: f.w.addr, Pid: f.pid, Versions: []*workerpb.VersionStatus{
+				{Model: "m", Version: 1, State: "ready", ReadyReplicas: 1, CostANs: int64(c.a), CostBNs: int64(c.b)}}}
+			if resp, err := p.Heartbeat(t.Context(), st); err != nil || !resp.Known {
+				t.Fatalf("heartbeat: %v %v", resp, err)
+			}
+		}
+		obs, _ := p.Observe(t.Context())
+		if len(obs) != 1 || obs[0].Sample.Cost.A != c.a || obs[0].Sample.Cost.B != c.b {
+			t.Errorf("workers report cost %v + %v·n; observed %+v", c.a, c.b, obs)
+		}
+	}
 	if err := p.SetReplicas(t.Context(), "m@1", 5); err != nil {
 		t.Fatal(err)
 	}
