@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/sluiceml/sluice/internal/autoscale"
@@ -130,22 +132,30 @@ func (p *Pool) SetReplicas(ctx context.Context, version string, n int) error {
 	if len(calls) == 0 {
 		return fmt.Errorf("set replicas of %s: no worker holds it ready", version)
 	}
-	var errList []error
-	for _, c := range calls {
-		resp, err := c.ctl.SetReplicas(ctx, &workerpb.SetReplicasRequest{Model: v.spec.Model, Version: int64(v.spec.N), Replicas: int32(c.n)})
-		if err != nil {
-			e, _ := oip.FromStatus(err)
-			errList = append(errList, fmt.Errorf("worker %s: %s", c.id, e.Message))
-			continue
-		}
-		// The copy's memory follows its replicas, so placement and the
-		// next budget see what the worker holds now.
-		p.mu.Lock()
-		if cp := v.on[c.id]; cp != nil {
-			cp.memory = int64(resp.ReadyReplicas) * p.replicaMemoryLocked(v)
-		}
-		p.mu.Unlock()
+	// Every holder at once: a step up costs one load time, not one per worker.
+	errList := make([]error, len(calls))
+	var wg sync.WaitGroup
+	for i, c := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := c.ctl.SetReplicas(ctx, &workerpb.SetReplicasRequest{Model: v.spec.Model, Version: int64(v.spec.N), Replicas: int32(c.n)})
+			if err != nil {
+				e, _ := oip.FromStatus(err)
+				errList[i] = fmt.Errorf("worker %s: %s", c.id, e.Message)
+				return
+			}
+			// The copy's memory follows its replicas, so placement and the
+			// next budget see what the worker holds now.
+			p.mu.Lock()
+			if cp := v.on[c.id]; cp != nil {
+				cp.memory = int64(resp.ReadyReplicas) * p.replicaMemoryLocked(v)
+			}
+			p.mu.Unlock()
+		}()
 	}
+	wg.Wait()
+	errList = slices.DeleteFunc(errList, func(err error) bool { return err == nil })
 	if len(errList) == 0 {
 		p.log.Info("replicas set", "version", version, "replicas", n, "workers", len(calls))
 	}

@@ -43,19 +43,35 @@ func (w *Worker) SetReplicas(ctx context.Context, req *workerpb.SetReplicasReque
 			}
 			continue
 		}
-		// Bounded like loads, off the serving goroutines.
-		select {
-		case w.loads <- struct{}{}:
-		case <-ctx.Done():
-			return nil, oip.Status(errs.New(errs.DeadlineExceeded, "%s: no load slot before the deadline", v.id()))
+		// Load the missing replicas in parallel, each holding a load slot
+		// (bounded like loads, off the serving goroutines): growing by k
+		// costs about one load time, not k.
+		missing := want - have
+		errc := make(chan error, missing)
+		for range missing {
+			go func() {
+				select {
+				case w.loads <- struct{}{}:
+				case <-ctx.Done():
+					errc <- errs.New(errs.DeadlineExceeded, "%s: no load slot before the deadline", v.id())
+					return
+				}
+				m, err := w.loadReplica(ctx, v)
+				<-w.loads
+				if err == nil {
+					err = v.srv.AddReplica(m)
+				}
+				errc <- err
+			}()
 		}
-		m, err := w.loadReplica(ctx, v)
-		<-w.loads
-		if err != nil {
-			return nil, oip.Status(errs.Wrap(errs.Unavailable, err, "%s: add a replica: %v", v.id(), err))
+		var first error
+		for range missing {
+			if err := <-errc; err != nil && first == nil {
+				first = err
+			}
 		}
-		if err := v.srv.AddReplica(m); err != nil {
-			return nil, oip.Status(errs.Wrap(errs.Unavailable, err, "%s: add a replica: %v", v.id(), err))
+		if first != nil {
+			return nil, oip.Status(errs.Wrap(errs.Unavailable, first, "%s: add a replica: %v", v.id(), first))
 		}
 	}
 	n := v.srv.Replicas().Ready
