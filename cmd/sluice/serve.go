@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"log/slog"
 	"net"
 	"os"
 	"os/signal"
@@ -64,20 +63,10 @@ func newServeCmd() *cobra.Command {
 		Short: "Run the server (with no flags: the built-in examples on ./.sluice-data)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var level slog.Level
-			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
-				return fmt.Errorf("--log-level %q: use debug, info, warn or error", logLevel)
+			log, err := newLogger(logFormat, logLevel)
+			if err != nil {
+				return err
 			}
-			var handler slog.Handler
-			switch logFormat {
-			case "json":
-				handler = slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level})
-			case "text":
-				handler = slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})
-			default:
-				return fmt.Errorf("--log-format %q: use json or text", logFormat)
-			}
-			log := slog.New(handler)
 			cfg.Logger, cfg.Version = log, version
 			// Listen first: a port in use is reported before the data
 			// directory is created or opened. Requests wait in the accept
