@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -62,6 +63,11 @@ func newWorkerCmd() *cobra.Command {
 			w, err := worker.New(cfg)
 			if err != nil {
 				return err
+			}
+			if os.Getenv("GOMEMLIMIT") == "" {
+				limit := worker.GoMemoryLimit(w.Budget())
+				debug.SetMemoryLimit(limit)
+				log.Info("Go memory limit set from the memory budget (GOMEMLIMIT overrides)", "go_memory_limit_mb", limit>>20)
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()

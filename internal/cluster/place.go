@@ -298,7 +298,7 @@ func (p *Pool) heldLocked(w *worker, loaded *[]placement.Resident, now time.Time
 	}
 	if w.status != nil {
 		for _, vs := range w.status.Versions {
-			if !placed[key(vs.Model, vs.Version)] {
+			if k := key(vs.Model, vs.Version); !placed[k] && !w.unloading[k] {
 				used += vs.MemoryBytes
 			}
 		}
@@ -381,33 +381,21 @@ func (p *Pool) reconcileLocked(v *Version, now time.Time) (jobs []func(), noRoom
 		if w == nil || v.on[w.id] != nil {
 			continue // one copy per worker: its replicas are the copy's
 		}
-		type victim struct {
-			u  *Version
-			cp *copyOn
-		}
-		var victims []victim
+		var victims []*Version
 		for _, k := range a.Evict {
 			u := p.versions[k]
 			if u == nil || u.on[w.id] == nil {
 				continue
 			}
-			victims = append(victims, victim{u, u.on[w.id]})
-			delete(u.on, w.id)
-			u.want = min(u.want, len(u.on)) // loaded again on demand
-			w.ready[k] = false
-			w.evictions[k]++
-			u.evictions++
-			if p.cfg.Metrics != nil {
-				p.cfg.Metrics.VersionEvicted(u.spec.Model, u.ver)
-			}
-			p.log.Info("evicting", "version", k, "worker", w.id, "for", v.key, "memory_mb", victims[len(victims)-1].cp.memory>>20)
+			victims = append(victims, u)
+			p.evictLocked(u, w, v.key)
 		}
 		cp := &copyOn{session: w.session, replicas: reps, loading: true, memory: mem}
 		v.on[w.id] = cp
 		session := w.session
 		jobs = append(jobs, func() {
-			for _, vi := range victims {
-				p.unloadOn(w, vi.u, "evicted for "+v.key)
+			for _, u := range victims {
+				p.unloadOn(w, u, "evicted for "+v.key)
 			}
 			p.load(w, session, v, cp)
 		})
@@ -423,6 +411,22 @@ func (p *Pool) reconcileLocked(v *Version, now time.Time) (jobs []func(), noRoom
 		p.broadcastLocked()
 	}
 	return jobs, noRoom
+}
+
+// evictLocked books u's eviction from w (for: the version it makes room
+// for, or why): out of routing and of the accounting at once.
+func (p *Pool) evictLocked(u *Version, w *worker, for_ string) {
+	mem := u.on[w.id].memory
+	delete(u.on, w.id)
+	w.unloading[u.key] = false
+	u.want = min(u.want, len(u.on)) // loaded again on demand
+	w.ready[u.key] = false
+	w.evictions[u.key]++
+	u.evictions++
+	if p.cfg.Metrics != nil {
+		p.cfg.Metrics.VersionEvicted(u.spec.Model, u.ver)
+	}
+	p.log.Info("evicting", "version", u.key, "worker", w.id, "for", for_, "memory_mb", mem>>20)
 }
 
 // load loads v's copy cp on w and books the answer.
@@ -474,6 +478,7 @@ func (p *Pool) load(w *worker, session int64, v *Version, cp *copyOn) {
 	if v.timing == (hosting.Timings{}) {
 		v.timing = hosting.Timings{Load: time.Duration(resp.LoadNs), Golden: time.Duration(resp.GoldenNs), Warmup: time.Duration(resp.WarmupNs)}
 	}
+	p.run(p.trimLocked(w, now))
 	p.log.Info("version ready on worker", "worker", w.id, "version", v.key, "replicas", cp.replicas, "artifact", resp.ArtifactSource,
 		"load", cp.loadTime.String(), "memory_mb", cp.memory>>20, "rss_mb", resp.RssBytes>>20)
 }
@@ -482,16 +487,65 @@ func (p *Pool) load(w *worker, session int64, v *Version, cp *copyOn) {
 // drained within EvictDrain.
 func (p *Pool) unloadOn(w *worker, v *Version, why string) {
 	p.mu.Lock()
-	ctl := w.ctl
+	ctl, session := w.ctl, w.session
+	if v.on[w.id] == nil {
+		w.unloading[v.key] = false
+	}
 	p.mu.Unlock()
 	ctx, cancel := context.WithTimeout(p.ctx, p.cfg.EvictDrain+2*time.Second)
 	defer cancel()
 	_, err := ctl.Unload(ctx, &workerpb.UnloadRequest{Model: v.spec.Model, Version: int64(v.spec.N), DrainMs: p.cfg.EvictDrain.Milliseconds()})
+	p.mu.Lock()
+	if w.session == session {
+		if _, ok := w.unloading[v.key]; ok {
+			if err != nil {
+				delete(w.unloading, v.key) // it may still be there: its report counts again
+			} else {
+				w.unloading[v.key] = true
+			}
+		}
+	}
+	p.mu.Unlock()
 	if err != nil {
 		p.log.Warn("unload failed", "worker", w.id, "version", v.key, "why", why, "err", err)
 		return
 	}
 	p.log.Info("version unloaded", "worker", w.id, "version", v.key, "why", why)
+}
+
+// trimLocked brings worker w back within its memory budget when what it
+// holds grew past it after placement decided (a load measured larger
+// than its reservation): it books evictions for the excess, chosen by
+// placement's Victims among what may go, and returns their unloads. A
+// worker with nothing evictable stays over its budget until something
+// is (the next call finds it).
+func (p *Pool) trimLocked(w *worker, now time.Time) []func() {
+	if !w.live || w.status == nil || w.status.MemoryBudgetBytes <= 0 {
+		return nil
+	}
+	var loaded []placement.Resident
+	used, _ := p.heldLocked(w, &loaded, now)
+	over := used - w.status.MemoryBudgetBytes
+	if over <= 0 {
+		return nil
+	}
+	ev := p.cfg.Placement.Victims(loaded, over, now)
+	if !ev.Enough {
+		return nil
+	}
+	var jobs []func()
+	for _, k := range ev.Victims {
+		u := p.versions[k]
+		if u == nil || u.on[w.id] == nil {
+			continue
+		}
+		p.evictLocked(u, w, "over budget")
+		jobs = append(jobs, func() { p.unloadOn(w, u, "over its memory budget after a load measured larger than its reservation") })
+	}
+	if len(jobs) > 0 {
+		p.broadcastLocked()
+	}
+	return jobs
 }
 
 // settleLocked ends the wait of requests for v's on-demand load once a

@@ -151,6 +151,12 @@ type worker struct {
 	queued   map[string]int64  // version key → queued instances at the last heartbeat
 	counts   map[string]counts // version key → cumulative counters at the last heartbeat
 	busy     map[string]bool   // version key → queued or running work at the last heartbeat
+	// unloading holds the versions the pool is taking off this worker:
+	// their memory left its accounting when the unload was decided, so a
+	// report that still lists them (built before the unload ended) is not
+	// counted again. true once the Unload answered: the entry goes with
+	// the first report that no longer lists the version.
+	unloading map[string]bool
 	// loads and evictions count, per version key, the loads onto and the
 	// evictions from this worker since the pool started (across sessions).
 	loads, evictions map[string]int64
@@ -331,6 +337,7 @@ func (p *Pool) Register(_ context.Context, req *workerpb.RegisterRequest) (*work
 		w.conn, w.infer, w.ctl = conn, inferencepb.NewGRPCInferenceServiceClient(conn), workerpb.NewWorkerClient(conn)
 		w.session++
 		w.ready, w.failed, w.queued, w.counts, w.busy = map[string]bool{}, map[string]string{}, map[string]int64{}, map[string]counts{}, map[string]bool{}
+		w.unloading = map[string]bool{}
 		if w.loads == nil {
 			w.loads, w.evictions = map[string]int64{}, map[string]int64{}
 		}
@@ -363,6 +370,15 @@ func (p *Pool) Register(_ context.Context, req *workerpb.RegisterRequest) (*work
 // version. A version still loading never loses readiness it was given by
 // its Load answer (a report may have been built before the load ended).
 func (p *Pool) applyStatusLocked(w *worker, st *workerpb.WorkerStatus) {
+	listed := make(map[string]bool, len(st.Versions))
+	for _, vs := range st.Versions {
+		listed[key(vs.Model, vs.Version)] = true
+	}
+	for k, answered := range w.unloading {
+		if answered && !listed[k] {
+			delete(w.unloading, k)
+		}
+	}
 	for _, vs := range st.Versions {
 		k := key(vs.Model, vs.Version)
 		w.queued[k] = vs.QueuedInstances
@@ -419,6 +435,7 @@ func (p *Pool) Heartbeat(_ context.Context, st *workerpb.WorkerStatus) (*workerp
 		p.broadcastLocked()
 	}
 	p.applyStatusLocked(w, st)
+	p.run(p.trimLocked(w, p.now()))
 	if p.cfg.Metrics != nil {
 		used, _ := p.heldLocked(w, nil, p.now())
 		p.cfg.Metrics.WorkerMemory(w.id, st.MemoryBudgetBytes, used)

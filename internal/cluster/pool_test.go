@@ -43,6 +43,8 @@ type fakeWorker struct {
 	gate    chan struct{}
 	loadErr error
 	unloads []string
+	// measured, per model, is the memory its Load reports (0: none).
+	measured map[string]int64
 }
 
 func (f *fakeWorker) SetReplicas(_ context.Context, req *workerpb.SetReplicasRequest) (*workerpb.SetReplicasResponse, error) {
@@ -65,7 +67,10 @@ func (f *fakeWorker) Load(ctx context.Context, req *workerpb.LoadRequest) (*work
 	if lerr != nil {
 		return nil, oip.Status(lerr)
 	}
-	return &workerpb.LoadResponse{LoadNs: 1000}, nil
+	f.mu.Lock()
+	mem := f.measured[req.Model]
+	f.mu.Unlock()
+	return &workerpb.LoadResponse{LoadNs: 1000, MemoryBytes: mem, MemoryMeasured: mem > 0}, nil
 }
 
 func (f *fakeWorker) Unload(_ context.Context, req *workerpb.UnloadRequest) (*workerpb.UnloadResponse, error) {

@@ -53,3 +53,34 @@ func TestMeasureExamples(t *testing.T) {
 		}
 	}
 }
+
+// A version's accounted memory: the measure, never below what its owner
+// declared (or its artifact's size); the estimate when loads overlapped.
+func TestMemoryOf(t *testing.T) {
+	const mib = 1 << 20
+	for _, c := range []struct {
+		name                     string
+		grew                     int64
+		alone                    bool
+		replicas                 int
+		declared, artifact, want int64
+		measured                 bool
+	}{
+		{"measured above the declared", 12 * mib, true, 1, 8 * mib, 1 * mib, 12 * mib, true},
+		{"measured near zero: the declared", 4096, true, 1, 8 * mib, 1 * mib, 8 * mib, true},
+		{"undeclared: at least the artifact", 0, true, 1, 0, 3 * mib, 3 * mib, true},
+		{"per replica", 4096, true, 3, 8 * mib, 1 * mib, 24 * mib, true},
+		{"overlapped: the declared estimate", 50 * mib, false, 2, 8 * mib, 1 * mib, 16 * mib, false},
+	} {
+		got, measured := memoryOf(c.grew, c.alone, c.replicas, c.declared, c.artifact, "synthetic")
+		if got != c.want || measured != c.measured {
+			t.Errorf("%s: %d MiB measured=%v, want %d MiB measured=%v", c.name, got/mib, measured, c.want/mib, c.measured)
+		}
+	}
+	if got := GoMemoryLimit(96 * mib); got != 160*mib {
+		t.Errorf("GoMemoryLimit(96 MiB) = %d MiB, want 160 (64 MiB of room at least)", got/mib)
+	}
+	if got := GoMemoryLimit(4096 * mib); got != 5120*mib {
+		t.Errorf("GoMemoryLimit(4 GiB) = %d MiB, want 5120 (a quarter more)", got/mib)
+	}
+}

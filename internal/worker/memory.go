@@ -2,12 +2,15 @@ package worker
 
 import (
 	"fmt"
+	"math"
 	"os"
 	goruntime "runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/sluiceml/sluice/internal/placement"
 )
 
 // Memory accounting. A version's memory on a worker is the growth of the
@@ -63,6 +66,47 @@ func (m *meter) end(mk *loadMark, before int64) (int64, bool) {
 	m.mu.Unlock()
 	return max(after-before, 0), alone && before > 0
 }
+
+// memoryOf is the memory a loaded version is accounted for: the RSS
+// growth of its load when that was its alone (measured), else the
+// estimate (serving.memory, else placement.Estimate), times its replicas.
+// A measure is never taken below a floor: serving.memory when declared
+// (what its owner says it holds), else the artifact's size. An RSS delta
+// can come out far below what a load holds: the allocator reuses pages
+// the process already had (seen as 0.0 MiB for an 8 MiB model while
+// other versions were unloaded), and a version counted as nothing lets
+// placement put more on the worker than its budget.
+func memoryOf(grew int64, alone bool, replicas int, declared, artifactBytes int64, runtime string) (int64, bool) {
+	n := int64(max(replicas, 1))
+	if !alone {
+		return n * placement.Estimate(runtime, artifactBytes, declared), false
+	}
+	floor := artifactBytes
+	if declared > 0 {
+		floor = declared
+	}
+	return max(grew, n*floor), true
+}
+
+// GoMemoryLimit is the Go runtime's soft memory limit for a worker whose
+// versions may hold budget bytes: the budget plus room for the process
+// itself (gRPC, buffers, the runtime: a quarter of the budget, at least
+// 64 MiB). Without it a runtime that keeps its models on the Go heap (the
+// synthetic one, the JSON tree runtimes) lets garbage grow to the heap's
+// size again before collecting (GOGC=100), so the RSS of a worker near
+// its budget would be about twice what placement counts; with it the
+// collector works harder as the process nears the limit instead. 0 or
+// less: no limit.
+func GoMemoryLimit(budget int64) int64 {
+	if budget <= 0 {
+		return math.MaxInt64
+	}
+	return budget + max(64<<20, budget/4)
+}
+
+// Budget is the worker's memory budget (Config.MemoryBudget, or the
+// default it found).
+func (w *Worker) Budget() int64 { return w.cfg.MemoryBudget }
 
 // giveBack returns freed heap to the OS (after an unload).
 func giveBack() {

@@ -35,7 +35,6 @@ import (
 	"github.com/sluiceml/sluice/internal/modelpkg"
 	"github.com/sluiceml/sluice/internal/oip"
 	"github.com/sluiceml/sluice/internal/oip/inferencepb"
-	"github.com/sluiceml/sluice/internal/placement"
 	"github.com/sluiceml/sluice/internal/serving"
 	"github.com/sluiceml/sluice/internal/workerpb"
 )
@@ -423,14 +422,11 @@ func (w *Worker) load(v *version, req *workerpb.LoadRequest) {
 		return
 	}
 	v.replicas = max(int(req.Replicas), 1)
-	v.memory, v.measured = grew, alone
-	if !alone {
-		var override int64
-		if m := spec.Manifest.Serving.Memory; m != nil {
-			override = m.Bytes
-		}
-		v.memory = int64(v.replicas) * placement.Estimate(spec.Manifest.Runtime, int64(len(art)), override)
+	var declared int64
+	if m := spec.Manifest.Serving.Memory; m != nil {
+		declared = m.Bytes
 	}
+	v.memory, v.measured = memoryOf(grew, alone, v.replicas, declared, int64(len(art)), spec.Manifest.Runtime)
 	log.Info("version ready", "replicas", v.replicas, "artifact", source, "load", tm.Load.String(), "golden", tm.Golden.String(), "warmup", tm.Warmup.String(),
 		"memory_mb", float64(v.memory)/(1<<20), "memory_measured", v.measured)
 }
