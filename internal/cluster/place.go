@@ -213,7 +213,7 @@ func (p *Pool) idsLocked() []string {
 		}
 	}
 	for id := range p.workers {
-		if !seen[id] {
+		if !seen[id] && p.fenced[id] == "" {
 			seen[id] = true
 			ids = append(ids, id)
 		}

@@ -120,6 +120,7 @@ type Pool struct {
 	workers  map[string]*worker
 	versions map[string]*Version // desired: loaded on every worker
 	changed  chan struct{}       // closed and replaced on every change of readiness
+	fenced   map[string]string   // worker id → why it is fenced (members.go)
 
 	workerpb.UnimplementedControlPlaneServer
 }
@@ -196,7 +197,7 @@ func New(cfg Config) *Pool {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Pool{cfg: cfg, log: cfg.Logger, ctx: ctx, cancel: cancel, workers: map[string]*worker{},
-		versions: map[string]*Version{}, changed: make(chan struct{})}
+		versions: map[string]*Version{}, changed: make(chan struct{}), fenced: map[string]string{}}
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
@@ -296,7 +297,8 @@ func (p *Pool) MarkDead(id, why string) {
 func (p *Pool) suspect(w *worker, session int64, v *Version, err error) {
 	p.mu.Lock()
 	var acts []func()
-	if w.session == session {
+	if w.session == session && p.fencedLocked(w.id) == "" {
+		// A fenced worker is leaving on purpose: its failed call is no crash.
 		acts = p.exitedLocked(v, w, session, p.now())
 		p.downLocked(w, "call failed: "+err.Error())
 	}
@@ -350,15 +352,13 @@ func (p *Pool) Register(_ context.Context, req *workerpb.RegisterRequest) (*work
 	}
 	w.addr, w.pid, w.status, w.lastBeat = st.Address, st.Pid, st, time.Now()
 	w.live, w.why = true, ""
+	if why := p.fencedLocked(w.id); why != "" {
+		w.live, w.why = false, why // registered, out of routing until Unfence
+	}
 	p.applyStatusLocked(w, st)
 	// Versions short of the copies they want are placed again (on this
 	// worker or another, as placement decides): hot ones first.
-	var jobs []func()
-	now := p.now()
-	for _, v := range p.sortedVersionsLocked() {
-		js, _ := p.reconcileLocked(v, now)
-		jobs = append(jobs, js...)
-	}
+	jobs := p.reconcileAllLocked(p.now())
 	p.broadcastLocked()
 	p.mu.Unlock()
 	p.log.Info("worker registered", "worker", st.Id, "addr", st.Address, "pid", st.Pid, "loads", len(jobs))
@@ -429,7 +429,7 @@ func (p *Pool) Heartbeat(_ context.Context, st *workerpb.WorkerStatus) (*workerp
 		return &workerpb.HeartbeatResponse{Known: false}, nil
 	}
 	w.lastBeat, w.status = time.Now(), st
-	if !w.live {
+	if !w.live && p.fencedLocked(w.id) == "" {
 		w.live, w.why = true, ""
 		p.log.Info("worker back in routing", "worker", w.id, "pid", w.pid)
 		p.broadcastLocked()
