@@ -22,6 +22,7 @@ import (
 	"github.com/sluiceml/sluice/internal/bytesize"
 	"github.com/sluiceml/sluice/internal/cluster"
 	"github.com/sluiceml/sluice/internal/control"
+	"github.com/sluiceml/sluice/internal/kube"
 	"github.com/sluiceml/sluice/internal/modelpkg"
 	"github.com/sluiceml/sluice/internal/placement"
 	"github.com/sluiceml/sluice/internal/records"
@@ -57,6 +58,8 @@ func newServeCmd() *cobra.Command {
 		pprofAddr           string
 		initStore           bool
 		workerNice          int
+		kubeWorkers         string
+		kubeNamespace       string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -134,6 +137,7 @@ func newServeCmd() *cobra.Command {
 			reg := telemetry.NewRegistry()
 			metrics := telemetry.New(reg, telemetry.BuildInfo{Version: version, GoVersion: goruntime.Version()})
 			var ctlRef atomic.Pointer[control.Controller] // for the pool's hooks, set once the controller exists
+			var loopRef atomic.Pointer[autoscale.Loop]    // for GET /v1/workers' demand, set once the autoscaler runs
 			if workerMemory != "" {
 				if n, err := bytesize.Parse(workerMemory); err != nil || n == 0 {
 					return fmt.Errorf("--worker-memory %q: a size more than 0 like \"4GiB\" (%v)", workerMemory, err)
@@ -184,6 +188,26 @@ func newServeCmd() *cobra.Command {
 				}
 				host = workersHost{pool, store}
 				cfg.Workers = pool
+				cfg.Demand = func() []cluster.Demand {
+					var st map[string]autoscale.Status
+					if l := loopRef.Load(); l != nil {
+						st = l.Status()
+					}
+					return pool.Demand(st)
+				}
+				if kubeWorkers != "" {
+					kc, err := kube.Client()
+					if err != nil {
+						return fmt.Errorf("--kube-workers: %w", err)
+					}
+					pw, err := kube.WatchPods(context.Background(), kc, kube.Namespace(kubeNamespace), kubeWorkers, pool, log)
+					if err != nil {
+						return fmt.Errorf("--kube-workers: %w", err)
+					}
+					defer pw.Stop()
+				}
+			} else if kubeWorkers != "" {
+				return errors.New("--kube-workers: needs --control-addr (the workers in those pods register there)")
 			}
 			ctl := control.New(store, host, log)
 			ctlRef.Store(ctl)
@@ -264,6 +288,7 @@ func newServeCmd() *cobra.Command {
 						metrics.SetDesiredReplicas(model, n, d.Replicas)
 					}
 				}})
+				loopRef.Store(loop)
 				scaled := make(chan struct{})
 				go func() { defer close(scaled); _ = loop.Run(actx) }()
 				defer func() { stopScaling(); <-scaled }()
@@ -303,6 +328,8 @@ func newServeCmd() *cobra.Command {
 	f.StringVar(&workerMemory, "worker-memory", "", "memory each local worker's versions may hold, e.g. 2GiB, passed to the workers (default: the cgroup's or host's memory divided by --workers)")
 	f.DurationVar(&minResidency, "min-residency", placement.DefaultMinResidency, "a version loaded on a worker less than this long ago is never evicted (anti-thrash)")
 	f.IntVar(&shardSize, "shard-size", 2, "how many workers hold each model (its shard, chosen by rendezvous hashing of the model name)")
+	f.StringVar(&kubeWorkers, "kube-workers", "", "label selector of worker pods in Kubernetes, e.g. app.kubernetes.io/name=sluice-worker: a pod not Ready or terminating is out of routing at once, a deleted one forgotten (needs --control-addr; the API from $KUBECONFIG or the pod's service account)")
+	f.StringVar(&kubeNamespace, "kube-namespace", "", "namespace of the --kube-workers pods (default: $POD_NAMESPACE, then the service account's)")
 	f.StringVar(&controlAddr, "control-addr", "", "where workers register (sluice worker --join ADDR); set it to attach workers started elsewhere (default with --workers: 127.0.0.1:0)")
 	return cmd
 }

@@ -7,6 +7,20 @@ type WorkerList struct {
 	// Mode is "in-process" (replicas run in the gateway; no workers) or "workers".
 	Mode    string   `json:"mode"`
 	Workers []Worker `json:"workers"`
+	// Demand is what each version asks of the workers (mode "workers"):
+	// a Kubernetes pool is sized from it (sluice controller).
+	Demand []WorkerDemand `json:"demand,omitempty"`
+}
+
+// WorkerDemand is one version's demand on the workers.
+type WorkerDemand struct {
+	Version string `json:"version"`
+	// Replicas is what the autoscaler wants (or the fixed count), before
+	// the workers' memory caps it.
+	Replicas int `json:"replicas"`
+	// Copies is how many workers hold it (its shard; 0: cold, not loaded).
+	Copies             int   `json:"copies"`
+	ReplicaMemoryBytes int64 `json:"replicaMemoryBytes"`
 }
 
 // Worker is one worker process as the control plane sees it.

@@ -161,3 +161,43 @@ func (p *Pool) SetReplicas(ctx context.Context, version string, n int) error {
 	}
 	return errors.Join(errList...)
 }
+
+// Demand is what one version asks of the workers: the replicas it wants
+// before the workers' memory caps them, how many workers hold a copy (its
+// shard), and one replica's memory. A pool of workers that Kubernetes
+// runs is sized from it (internal/kube.DesiredWorkers).
+type Demand struct {
+	Version       string
+	Replicas      int
+	Copies        int
+	ReplicaMemory int64
+}
+
+// Demand lists every version's demand. desired is the autoscaler's last
+// decision per version (autoscale.Loop.Status; nil: none): an autoscaled
+// version wants its decided count, or more when the unclamped figure
+// (Raw, bounded by maxReplicas) says the workers' budget is what holds it
+// back; any other version wants its fixed replicas on each copy.
+func (p *Pool) Demand(desired map[string]autoscale.Status) []Demand {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []Demand
+	for _, v := range p.sortedVersionsLocked() {
+		if v.quarantined != "" {
+			continue
+		}
+		d := Demand{Version: v.key, Copies: v.want, ReplicaMemory: p.replicaMemoryLocked(v)}
+		if v.want > 0 {
+			d.Replicas = p.replicasPerWorkerLocked(v) * v.want
+		}
+		if st, ok := desired[v.key]; ok {
+			n := max(st.Decision.Replicas, st.Decision.Raw)
+			if m := v.spec.Spec.Manifest.Placement.MaxReplicas; m > 0 {
+				n = min(n, m)
+			}
+			d.Replicas = max(n, st.Decision.Replicas)
+		}
+		out = append(out, d)
+	}
+	return out
+}

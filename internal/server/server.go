@@ -54,6 +54,9 @@ type Config struct {
 	// Workers lists worker processes for GET /v1/workers (nil: replicas
 	// run in this process).
 	Workers WorkerLister
+	// Demand, when set, adds each version's demand on the workers to GET
+	// /v1/workers.
+	Demand  DemandSource
 	Version string // the build's version (GET /v2)
 	// GRPCListener, when set, serves OIP v2 gRPC (internal/server/oipgrpc)
 	// beside HTTP, through the same gateway; Serve starts and stops it.

@@ -12,6 +12,10 @@ type WorkerLister interface {
 	Workers() []cluster.WorkerInfo
 }
 
+// DemandSource is what the versions ask of the workers (cluster.Pool's
+// Demand with the autoscaler's decisions).
+type DemandSource func() []cluster.Demand
+
 // listWorkers serves GET /v1/workers.
 func (s *Server) listWorkers(w http.ResponseWriter, r *http.Request) error {
 	out := api.WorkerList{Mode: "in-process", Workers: []api.Worker{}}
@@ -28,6 +32,11 @@ func (s *Server) listWorkers(w http.ResponseWriter, r *http.Request) error {
 					LastUsed: v.LastUsed.UTC(), LoadTimeMs: float64(v.LoadTime.Microseconds()) / 1000, Loads: v.Loads, Evictions: v.Evictions})
 			}
 			out.Workers = append(out.Workers, aw)
+		}
+		if s.cfg.Demand != nil {
+			for _, d := range s.cfg.Demand() {
+				out.Demand = append(out.Demand, api.WorkerDemand{Version: d.Version, Replicas: d.Replicas, Copies: d.Copies, ReplicaMemoryBytes: d.ReplicaMemory})
+			}
 		}
 	}
 	writeJSON(w, http.StatusOK, out)

@@ -82,6 +82,7 @@ type Worker struct {
 	wg      sync.WaitGroup
 	addr    string
 
+	health *health.Server // set by Run before the heartbeat starts
 	cpConn *grpc.ClientConn
 	cp     workerpb.ControlPlaneClient
 	meter  meter
@@ -185,7 +186,13 @@ func (w *Worker) Run(ctx context.Context, grace time.Duration) error {
 		grpc.StaticStreamWindowSize(streamWindowBytes), grpc.StaticConnWindowSize(connWindowBytes))
 	inferencepb.RegisterGRPCInferenceServiceServer(gs, w)
 	workerpb.RegisterWorkerServer(gs, w)
+	// The gRPC health status (a Kubernetes readiness probe's answer) is
+	// SERVING only once the control plane knows the worker: a pod is not
+	// Ready, and a rolling update does not retire an old pod for it, until
+	// the gateway can place versions on it.
 	hs := health.NewServer()
+	hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+	w.health = hs
 	healthpb.RegisterHealthServer(gs, hs)
 	reflection.Register(gs)
 	serveErr := make(chan error, 1)
@@ -265,6 +272,7 @@ func (w *Worker) heartbeat(ctx context.Context) {
 					interval = time.Duration(ms) * time.Millisecond
 				}
 				w.log.Info("registered", "control_plane", w.cfg.Join, "heartbeat", interval.String())
+				w.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 			} else if ctx.Err() == nil {
 				w.log.Warn("register failed; retrying", "control_plane", w.cfg.Join, "err", err, "retry_in", backoff.String())
 				select {

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sluiceml/sluice/internal/kube"
+)
+
+func newControllerCmd() *cobra.Command {
+	var (
+		cfg                 kube.ControllerConfig
+		namespace           string
+		addr                string
+		logFormat, logLevel string
+	)
+	cmd := &cobra.Command{
+		Use:   "controller",
+		Short: "Run worker pools as Kubernetes Deployments of `sluice worker` pods, sized from the gateway's autoscaler (docs/kubernetes.md)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := newLogger(logFormat, logLevel)
+			if err != nil {
+				return err
+			}
+			if cfg.ConfigMap == "" {
+				return errors.New("--configmap: required, the ConfigMap holding pools.yaml (deploy/kubernetes/base)")
+			}
+			if cfg.Tick <= 0 {
+				return fmt.Errorf("--tick %s: must be > 0", cfg.Tick)
+			}
+			cl, err := kube.Client()
+			if err != nil {
+				return err
+			}
+			cfg.Client, cfg.Namespace, cfg.Logger = cl, kube.Namespace(namespace), log
+			cfg.APIKey = os.Getenv("SLUICE_API_KEY")
+			if cfg.Identity == "" {
+				cfg.Identity = os.Getenv("POD_NAME")
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			c := kube.NewController(cfg)
+			if addr != "" {
+				ln, err := net.Listen("tcp", addr)
+				if err != nil {
+					return fmt.Errorf("--addr %s: %w", addr, err)
+				}
+				mux := http.NewServeMux()
+				mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+				srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+				go func() { _ = srv.Serve(ln) }()
+				defer func() {
+					sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+					defer cancel()
+					_ = srv.Shutdown(sctx)
+				}()
+			}
+			err = c.Run(ctx)
+			if errors.Is(err, context.Canceled) {
+				return nil
+			}
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&namespace, "namespace", "", "namespace of the pools (default: $POD_NAMESPACE, then the service account's)")
+	f.StringVar(&cfg.ConfigMap, "configmap", "sluice-pools", "ConfigMap holding the pool config (watched: a change applies at once)")
+	f.StringVar(&cfg.Key, "key", "pools.yaml", "key of the pool config in the ConfigMap")
+	f.DurationVar(&cfg.Tick, "tick", 2*time.Second, "how often the gateways' demand (GET /v1/workers) is read")
+	f.StringVar(&cfg.LeaderElection, "leader-election", "", "name of a Lease: only its holder acts, so several controller replicas are safe (default: off)")
+	f.StringVar(&cfg.Identity, "identity", "", "this replica's name in the leader election (default: $POD_NAME, then the hostname)")
+	f.StringVar(&addr, "addr", "", "serve GET /healthz on this address, e.g. :8090 (default: off)")
+	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
+	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	return cmd
+}

@@ -1,0 +1,320 @@
+package kube
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"github.com/sluiceml/sluice/internal/client"
+)
+
+// AnnotationSpec holds the hash of the spec the controller last applied
+// to a Deployment: a change of config (or a hand edit of the template)
+// makes it differ, and the controller applies again.
+const AnnotationSpec = "sluice.dev/spec-sha256"
+
+// ControllerConfig configures a Controller.
+type ControllerConfig struct {
+	Client    kubernetes.Interface
+	Namespace string
+	// ConfigMap names the ConfigMap holding the pool config under Key
+	// (default pools.yaml); it is watched: a change applies at once.
+	ConfigMap string
+	Key       string
+	// Tick is how often the gateways' demand is read (default 2s).
+	Tick time.Duration
+	// APIKey authenticates the controller to the gateways (GET
+	// /v1/workers) when they check keys.
+	APIKey string
+	// LeaderElection: only the holder of the Lease of this name acts
+	// (empty: no election, for a single replica).
+	LeaderElection string
+	Identity       string // default: hostname
+	Logger         *slog.Logger
+}
+
+// Controller keeps one worker Deployment per pool, sized from the
+// gateway's demand.
+type Controller struct {
+	cfg   ControllerConfig
+	log   *slog.Logger
+	wake  chan struct{} // 1 slot: an informer event since the last pass
+	state map[string]WorkerState
+
+	mu     sync.Mutex
+	status map[string]PoolStatus // guarded by mu
+}
+
+// PoolStatus is one pool's last decision.
+type PoolStatus struct {
+	Workers, Need, Current int
+	Reason                 string
+	DemandErr              string
+}
+
+// NewController returns a Controller; Run starts it.
+func NewController(cfg ControllerConfig) *Controller {
+	if cfg.Key == "" {
+		cfg.Key = "pools.yaml"
+	}
+	if cfg.Tick <= 0 {
+		cfg.Tick = 2 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Identity == "" {
+		cfg.Identity, _ = os.Hostname()
+	}
+	return &Controller{cfg: cfg, log: cfg.Logger, wake: make(chan struct{}, 1), state: map[string]WorkerState{}, status: map[string]PoolStatus{}}
+}
+
+// Status returns each pool's last decision.
+func (c *Controller) Status() map[string]PoolStatus {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]PoolStatus, len(c.status))
+	for k, v := range c.status {
+		out[k] = v
+	}
+	return out
+}
+
+// Run reconciles until ctx ends (after winning the leader election when
+// one is configured).
+func (c *Controller) Run(ctx context.Context) error {
+	if c.cfg.LeaderElection == "" {
+		return c.run(ctx)
+	}
+	lock := &resourcelock.LeaseLock{LeaseMeta: metav1.ObjectMeta{Name: c.cfg.LeaderElection, Namespace: c.cfg.Namespace},
+		Client: c.cfg.Client.CoordinationV1(), LockConfig: resourcelock.ResourceLockConfig{Identity: c.cfg.Identity}}
+	var runErr error
+	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock: lock, ReleaseOnCancel: true,
+		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) { runErr = c.run(ctx) },
+			OnStoppedLeading: func() { c.log.Info("leader election: stopped leading", "identity", c.cfg.Identity) },
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("leader election: %w", err)
+	}
+	c.log.Info("leader election: waiting for the lease", "lease", c.cfg.LeaderElection, "identity", c.cfg.Identity)
+	le.Run(ctx)
+	if runErr != nil && ctx.Err() == nil {
+		return runErr
+	}
+	return ctx.Err()
+}
+
+func (c *Controller) poke() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (c *Controller) run(ctx context.Context) error {
+	ns := c.cfg.Namespace
+	cmf := informers.NewSharedInformerFactoryWithOptions(c.cfg.Client, 10*time.Minute, informers.WithNamespace(ns),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", c.cfg.ConfigMap).String()
+		}))
+	df := informers.NewSharedInformerFactoryWithOptions(c.cfg.Client, 10*time.Minute, informers.WithNamespace(ns),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = LabelManagedBy + "=" + ManagerName }))
+	cms, deps := cmf.Core().V1().ConfigMaps(), df.Apps().V1().Deployments()
+	h := cache.ResourceEventHandlerFuncs{AddFunc: func(any) { c.poke() }, UpdateFunc: func(any, any) { c.poke() }, DeleteFunc: func(any) { c.poke() }}
+	if _, err := cms.Informer().AddEventHandler(h); err != nil {
+		return err
+	}
+	if _, err := deps.Informer().AddEventHandler(h); err != nil {
+		return err
+	}
+	cmf.Start(ctx.Done())
+	df.Start(ctx.Done())
+	defer cmf.Shutdown()
+	defer df.Shutdown()
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	synced := cache.WaitForCacheSync(sctx.Done(), cms.Informer().HasSynced, deps.Informer().HasSynced)
+	cancel()
+	if !synced {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("controller: ConfigMaps and Deployments of namespace %q not listed within 30s (check its RBAC)", ns)
+	}
+	c.log.Info("controller running", "namespace", ns, "configmap", c.cfg.ConfigMap)
+	t := time.NewTicker(c.cfg.Tick)
+	defer t.Stop()
+	var lastErr string
+	for {
+		err := c.reconcile(ctx, cms.Lister().ConfigMaps(ns), deps.Lister().Deployments(ns))
+		if msg := fmt.Sprint(err); err != nil && msg != lastErr {
+			c.log.Error("controller: reconcile failed; retrying every tick", "err", err)
+		}
+		lastErr = ""
+		if err != nil {
+			lastErr = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-c.wake:
+		case <-t.C:
+		}
+	}
+}
+
+type configMapGetter interface {
+	Get(name string) (*corev1.ConfigMap, error)
+}
+
+type deploymentLister interface {
+	List(selector labels.Selector) ([]*appsv1.Deployment, error)
+	Get(name string) (*appsv1.Deployment, error)
+}
+
+// reconcile is one pass: read the config, decide each pool's count from
+// its gateway's demand, apply each Deployment whose spec or count
+// changed, delete the Deployments of pools no longer configured.
+func (c *Controller) reconcile(ctx context.Context, cms configMapGetter, deps deploymentLister) error {
+	cm, err := cms.Get(c.cfg.ConfigMap)
+	if err != nil {
+		return fmt.Errorf("ConfigMap %s/%s: %w (nothing changed)", c.cfg.Namespace, c.cfg.ConfigMap, err)
+	}
+	data, ok := cm.Data[c.cfg.Key]
+	if !ok {
+		return fmt.Errorf("ConfigMap %s/%s has no key %q (nothing changed)", c.cfg.Namespace, c.cfg.ConfigMap, c.cfg.Key)
+	}
+	conf, err := ParseConfig(fmt.Sprintf("configmap/%s:%s", c.cfg.ConfigMap, c.cfg.Key), []byte(data))
+	if err != nil {
+		return fmt.Errorf("%w\n(nothing changed: the pools keep their last spec)", err)
+	}
+	keep := map[string]bool{}
+	var errList []error
+	now := time.Now()
+	for _, p := range conf.Pools {
+		keep[DeploymentName(p.Name)] = true
+		cur := 0
+		live, err := deps.Get(DeploymentName(p.Name))
+		if err == nil && live.Spec.Replicas != nil {
+			cur = int(*live.Spec.Replicas)
+		} else if err != nil && !apierrors.IsNotFound(err) {
+			errList = append(errList, err)
+			continue
+		}
+		demand, derr := c.demand(ctx, p)
+		shape := Shape{MinWorkers: p.MinWorkers, MaxWorkers: p.MaxWorkers, WorkerMemory: p.MemoryLimit(), CPUSlots: p.CPUSlots(), Cooldown: p.ScaleDownCooldown.Duration}
+		if live == nil || err != nil {
+			cur = p.MinWorkers // a new pool starts at its floor
+		}
+		d, st := DesiredWorkers(shape, demand, cur, c.state[p.Name], now)
+		c.state[p.Name] = st
+		ps := PoolStatus{Workers: d.Workers, Need: d.Need, Current: cur, Reason: d.Reason}
+		if derr != nil {
+			ps.DemandErr = derr.Error()
+		}
+		c.mu.Lock()
+		prev := c.status[p.Name]
+		c.status[p.Name] = ps
+		c.mu.Unlock()
+		if derr != nil && prev.DemandErr != ps.DemandErr {
+			c.log.Warn("controller: gateway demand unavailable; holding the pool's count", "pool", p.Name, "gateway", p.Gateway, "err", derr)
+		}
+		want := WorkerDeployment(c.cfg.Namespace, p, d.Workers)
+		sum := specHash(want)
+		want.Annotations = map[string]string{AnnotationSpec: sum}
+		if live != nil && err == nil && live.Annotations[AnnotationSpec] == sum && cur == d.Workers {
+			continue
+		}
+		if err := c.apply(ctx, want); err != nil {
+			errList = append(errList, fmt.Errorf("pool %s: %w", p.Name, err))
+			continue
+		}
+		c.log.Info("controller: worker pool applied", "pool", p.Name, "deployment", want.Name, "workers", d.Workers, "from", cur,
+			"image", p.Image, "reason", d.Reason)
+	}
+	all, err := deps.List(labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagerName}))
+	if err != nil {
+		errList = append(errList, err)
+	}
+	for _, d := range all {
+		if keep[d.Name] {
+			continue
+		}
+		err := c.cfg.Client.AppsV1().Deployments(c.cfg.Namespace).Delete(ctx, d.Name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			errList = append(errList, fmt.Errorf("delete %s (its pool is no longer configured): %w", d.Name, err))
+			continue
+		}
+		c.log.Info("controller: worker pool deleted (no longer configured)", "deployment", d.Name)
+	}
+	if len(errList) > 0 {
+		return fmt.Errorf("%v", errList)
+	}
+	return nil
+}
+
+// specHash is the SHA-256 of a Deployment's spec without its replicas.
+func specHash(d *appsv1.Deployment) string {
+	s := d.Spec.DeepCopy()
+	s.Replicas = nil
+	b, _ := json.Marshal(s)
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+// apply writes d with server-side apply (field manager sluice-controller,
+// forced: the controller owns these fields).
+func (c *Controller) apply(ctx context.Context, d *appsv1.Deployment) error {
+	body, err := json.Marshal(d)
+	if err != nil {
+		return err
+	}
+	force := true
+	_, err = c.cfg.Client.AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.ApplyPatchType, body,
+		metav1.PatchOptions{FieldManager: ManagerName, Force: &force})
+	return err
+}
+
+// demand reads the pool's gateway's demand (GET /v1/workers) within 2 s.
+func (c *Controller) demand(ctx context.Context, p Pool) ([]Demand, error) {
+	cl := client.New(p.Gateway)
+	cl.APIKey = c.cfg.APIKey
+	cl.HTTP = &http.Client{Timeout: 2 * time.Second}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	wl, err := cl.Workers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if wl.Mode != "workers" {
+		return nil, fmt.Errorf("gateway %s runs replicas in process (mode %q): start it with --control-addr", p.Gateway, wl.Mode)
+	}
+	out := make([]Demand, 0, len(wl.Demand))
+	for _, d := range wl.Demand {
+		out = append(out, Demand{Version: d.Version, Replicas: d.Replicas, Copies: d.Copies, ReplicaMemory: d.ReplicaMemoryBytes})
+	}
+	return out, nil
+}
