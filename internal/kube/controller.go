@@ -225,7 +225,7 @@ func (c *Controller) reconcile(ctx context.Context, cms configMapGetter, deps de
 			continue
 		}
 		demand, derr := c.demand(ctx, p)
-		shape := Shape{MinWorkers: p.MinWorkers, MaxWorkers: p.MaxWorkers, WorkerMemory: p.MemoryLimit(), CPUSlots: p.CPUSlots(), Cooldown: p.ScaleDownCooldown.Duration}
+		shape := Shape{MinWorkers: p.MinWorkers, MaxWorkers: p.MaxWorkers, WorkerMemory: p.MemoryLimit(), Cooldown: p.ScaleDownCooldown.Duration}
 		if live == nil || err != nil {
 			cur = p.MinWorkers // a new pool starts at its floor
 		}

@@ -221,17 +221,3 @@ func (p Pool) MemoryLimit() int64 {
 	}
 	return q.Value()
 }
-
-// CPUSlots is how many replicas one worker runs at once usefully: its CPU
-// limit (else request) in whole cores, at least 1.
-func (p Pool) CPUSlots() int {
-	v := p.Resources.Limits.CPU
-	if v == "" {
-		v = p.Resources.Requests.CPU
-	}
-	q, err := resource.ParseQuantity(v)
-	if err != nil || v == "" {
-		return 1
-	}
-	return max(1, int((q.MilliValue()+999)/1000))
-}

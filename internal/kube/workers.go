@@ -21,7 +21,6 @@ type Demand struct {
 type Shape struct {
 	MinWorkers, MaxWorkers int
 	WorkerMemory           int64 // each worker's memory budget (its memory limit)
-	CPUSlots               int   // replicas one worker runs at once usefully (its CPU limit in cores, ≥ 1)
 	Cooldown               time.Duration
 }
 
@@ -39,41 +38,42 @@ type WorkerDecision struct {
 }
 
 // Need is the fewest workers that hold every version's demand: each
-// version on at least its Copies workers and on enough workers that its
-// replicas fit (a worker takes as many as its memory holds and its CPU
-// runs, at least one), and all of them together within the workers'
-// memory and CPU. It names the binding constraint.
+// version on at least its Copies workers, each copy's replicas within one
+// worker's memory (a copy that does not fit one worker needs its replicas
+// spread over more), and all of them together within the workers'
+// memory. It names the binding constraint.
+//
+// Memory, not CPU, is what more pods give the gateway's pool today: the
+// replicas the autoscaler adds go to the workers that hold the model (up
+// to their memory), and a shard grows past its size only when its
+// workers have no room. So the autoscaler's demand reaches the pod count
+// through memory: a version whose replicas its holders cannot take asks
+// for the memory, and the new pods take the copies that did not fit.
 func Need(s Shape, demand []Demand) (int, string) {
-	slots := max(s.CPUSlots, 1)
 	need, why := 0, "no demand"
-	var mem, reps int64
+	var mem int64
 	ds := append([]Demand(nil), demand...)
 	sort.Slice(ds, func(i, j int) bool { return ds[i].Version < ds[j].Version })
 	for _, d := range ds {
 		if d.Replicas <= 0 && d.Copies <= 0 {
 			continue
 		}
-		per := slots
+		n := d.Copies
 		if s.WorkerMemory > 0 && d.ReplicaMemory > 0 {
-			per = min(per, max(1, int(s.WorkerMemory/d.ReplicaMemory)))
+			per := max(1, int(s.WorkerMemory/d.ReplicaMemory)) // replicas one worker holds
+			n = max(n, (d.Replicas+per-1)/per)
 		}
-		n := max(d.Copies, (d.Replicas+per-1)/per)
 		if n > need {
 			need = n
-			why = fmt.Sprintf("%s: %d replicas on %d copies, %d per worker", d.Version, d.Replicas, d.Copies, per)
+			why = fmt.Sprintf("%s: %d replicas on at least %d workers", d.Version, d.Replicas, n)
 		}
-		mem += int64(d.Replicas) * d.ReplicaMemory
-		reps += int64(d.Replicas)
+		mem += int64(max(d.Replicas, d.Copies)) * d.ReplicaMemory
 	}
 	if s.WorkerMemory > 0 {
 		if n := int((mem + s.WorkerMemory - 1) / s.WorkerMemory); n > need {
 			need = n
 			why = fmt.Sprintf("memory: %d MiB of replicas over workers of %d MiB", mem>>20, s.WorkerMemory>>20)
 		}
-	}
-	if n := int((reps + int64(slots) - 1) / int64(slots)); n > need {
-		need = n
-		why = fmt.Sprintf("cpu: %d replicas over workers of %d cores", reps, slots)
 	}
 	return need, why
 }

@@ -9,7 +9,7 @@ import (
 const mib = 1 << 20
 
 func TestNeed(t *testing.T) {
-	shape := Shape{WorkerMemory: 1024 * mib, CPUSlots: 2}
+	shape := Shape{WorkerMemory: 1024 * mib}
 	cases := []struct {
 		name   string
 		demand []Demand
@@ -18,17 +18,18 @@ func TestNeed(t *testing.T) {
 	}{
 		{"nothing", nil, 0, "no demand"},
 		{"copies bind", []Demand{{Version: "a@1", Replicas: 2, Copies: 2, ReplicaMemory: 10 * mib}}, 2, "a@1"},
-		{"cpu of one version", []Demand{{Version: "a@1", Replicas: 7, Copies: 2, ReplicaMemory: 10 * mib}}, 4, "a@1: 7 replicas"},
-		{"memory of one version", []Demand{{Version: "a@1", Replicas: 3, Copies: 1, ReplicaMemory: 600 * mib}}, 3, "1 per worker"},
+		{"many small replicas fit two workers", []Demand{{Version: "a@1", Replicas: 7, Copies: 2, ReplicaMemory: 10 * mib}}, 2, "a@1"},
+		{"replicas of one version over memory", []Demand{{Version: "a@1", Replicas: 3, Copies: 1, ReplicaMemory: 600 * mib}}, 3, "a@1: 3 replicas on at least 3"},
 		{"memory of all", []Demand{
 			{Version: "a@1", Replicas: 1, Copies: 1, ReplicaMemory: 700 * mib},
 			{Version: "b@1", Replicas: 1, Copies: 1, ReplicaMemory: 700 * mib},
 			{Version: "c@1", Replicas: 1, Copies: 1, ReplicaMemory: 700 * mib}}, 3, "memory: 2100 MiB"},
-		{"cpu of all", []Demand{
-			{Version: "a@1", Replicas: 3, Copies: 1, ReplicaMemory: mib},
-			{Version: "b@1", Replicas: 3, Copies: 1, ReplicaMemory: mib}}, 3, "cpu: 6 replicas"},
+		{"copies count in memory", []Demand{
+			{Version: "a@1", Replicas: 2, Copies: 2, ReplicaMemory: 400 * mib},
+			{Version: "b@1", Replicas: 2, Copies: 2, ReplicaMemory: 400 * mib},
+			{Version: "c@1", Replicas: 2, Copies: 2, ReplicaMemory: 400 * mib}}, 3, "memory: 2400 MiB"},
 		{"cold version asks nothing", []Demand{{Version: "a@1"}}, 0, "no demand"},
-		{"unknown memory", []Demand{{Version: "a@1", Replicas: 4, Copies: 1}}, 2, "a@1"},
+		{"unknown memory", []Demand{{Version: "a@1", Replicas: 4, Copies: 1}}, 1, "a@1"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -42,8 +43,8 @@ func TestNeed(t *testing.T) {
 
 func TestDesiredWorkers(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	shape := Shape{MinWorkers: 2, MaxWorkers: 5, WorkerMemory: 1024 * mib, CPUSlots: 1, Cooldown: time.Minute}
-	reps := func(n int) []Demand { return []Demand{{Version: "a@1", Replicas: n, Copies: 2, ReplicaMemory: mib}} }
+	shape := Shape{MinWorkers: 2, MaxWorkers: 5, WorkerMemory: 1024 * mib, Cooldown: time.Minute}
+	reps := func(n int) []Demand { return []Demand{{Version: "a@1", Replicas: n, Copies: 2, ReplicaMemory: 1024 * mib}} }
 	type step struct {
 		at      time.Duration
 		demand  []Demand
