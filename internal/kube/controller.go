@@ -5,15 +5,19 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -143,7 +147,8 @@ func (c *Controller) run(ctx context.Context) error {
 		}))
 	df := informers.NewSharedInformerFactoryWithOptions(c.cfg.Client, 10*time.Minute, informers.WithNamespace(ns),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = LabelManagedBy + "=" + ManagerName }))
-	cms, deps := cmf.Core().V1().ConfigMaps(), df.Apps().V1().Deployments()
+	ef := informers.NewSharedInformerFactoryWithOptions(c.cfg.Client, 10*time.Minute, informers.WithNamespace(ns))
+	cms, deps, eps := cmf.Core().V1().ConfigMaps(), df.Apps().V1().Deployments(), ef.Discovery().V1().EndpointSlices()
 	h := cache.ResourceEventHandlerFuncs{AddFunc: func(any) { c.poke() }, UpdateFunc: func(any, any) { c.poke() }, DeleteFunc: func(any) { c.poke() }}
 	if _, err := cms.Informer().AddEventHandler(h); err != nil {
 		return err
@@ -151,25 +156,28 @@ func (c *Controller) run(ctx context.Context) error {
 	if _, err := deps.Informer().AddEventHandler(h); err != nil {
 		return err
 	}
+	_ = eps.Informer() // registered before Start
 	cmf.Start(ctx.Done())
 	df.Start(ctx.Done())
+	ef.Start(ctx.Done())
 	defer cmf.Shutdown()
 	defer df.Shutdown()
+	defer ef.Shutdown()
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	synced := cache.WaitForCacheSync(sctx.Done(), cms.Informer().HasSynced, deps.Informer().HasSynced)
+	synced := cache.WaitForCacheSync(sctx.Done(), cms.Informer().HasSynced, deps.Informer().HasSynced, eps.Informer().HasSynced)
 	cancel()
 	if !synced {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return fmt.Errorf("controller: ConfigMaps and Deployments of namespace %q not listed within 30s (check its RBAC)", ns)
+		return fmt.Errorf("controller: ConfigMaps, Deployments and EndpointSlices of namespace %q not listed within 30s (check its RBAC: deploy/kubernetes/base/controller.yaml)", ns)
 	}
 	c.log.Info("controller running", "namespace", ns, "configmap", c.cfg.ConfigMap)
 	t := time.NewTicker(c.cfg.Tick)
 	defer t.Stop()
 	var lastErr string
 	for {
-		err := c.reconcile(ctx, cms.Lister().ConfigMaps(ns), deps.Lister().Deployments(ns))
+		err := c.reconcile(ctx, cms.Lister().ConfigMaps(ns), deps.Lister().Deployments(ns), eps.Lister().EndpointSlices(ns))
 		if msg := fmt.Sprint(err); err != nil && msg != lastErr {
 			c.log.Error("controller: reconcile failed; retrying every tick", "err", err)
 		}
@@ -190,6 +198,10 @@ type configMapGetter interface {
 	Get(name string) (*corev1.ConfigMap, error)
 }
 
+type endpointSliceLister interface {
+	List(selector labels.Selector) ([]*discoveryv1.EndpointSlice, error)
+}
+
 type deploymentLister interface {
 	List(selector labels.Selector) ([]*appsv1.Deployment, error)
 	Get(name string) (*appsv1.Deployment, error)
@@ -198,7 +210,7 @@ type deploymentLister interface {
 // reconcile is one pass: read the config, decide each pool's count from
 // its gateway's demand, apply each Deployment whose spec or count
 // changed, delete the Deployments of pools no longer configured.
-func (c *Controller) reconcile(ctx context.Context, cms configMapGetter, deps deploymentLister) error {
+func (c *Controller) reconcile(ctx context.Context, cms configMapGetter, deps deploymentLister, eps endpointSliceLister) error {
 	cm, err := cms.Get(c.cfg.ConfigMap)
 	if err != nil {
 		return fmt.Errorf("ConfigMap %s/%s: %w (nothing changed)", c.cfg.Namespace, c.cfg.ConfigMap, err)
@@ -224,7 +236,7 @@ func (c *Controller) reconcile(ctx context.Context, cms configMapGetter, deps de
 			errList = append(errList, err)
 			continue
 		}
-		demand, derr := c.demand(ctx, p)
+		demand, derr := c.demand(ctx, p, eps)
 		shape := Shape{MinWorkers: p.MinWorkers, MaxWorkers: p.MaxWorkers, WorkerMemory: p.MemoryLimit(), Cooldown: p.ScaleDownCooldown.Duration}
 		if live == nil || err != nil {
 			cur = p.MinWorkers // a new pool starts at its floor
@@ -240,7 +252,7 @@ func (c *Controller) reconcile(ctx context.Context, cms configMapGetter, deps de
 		c.status[p.Name] = ps
 		c.mu.Unlock()
 		if derr != nil && prev.DemandErr != ps.DemandErr {
-			c.log.Warn("controller: gateway demand unavailable; holding the pool's count", "pool", p.Name, "gateway", p.Gateway, "err", derr)
+			c.log.Warn("controller: gateway demand unavailable; holding the pool's count", "pool", p.Name, "service", p.GatewayService, "err", derr)
 		}
 		want := WorkerDeployment(c.cfg.Namespace, p, d.Workers)
 		sum := specHash(want)
@@ -298,19 +310,86 @@ func (c *Controller) apply(ctx context.Context, d *appsv1.Deployment) error {
 	return err
 }
 
-// demand reads the pool's gateway's demand (GET /v1/workers) within 2 s.
-func (c *Controller) demand(ctx context.Context, p Pool) ([]Demand, error) {
-	cl := client.New(p.Gateway)
+// demand reads the demand of every Ready gateway behind the pool's
+// Service (GET /v1/workers, 2 s each, at once) and keeps, per version,
+// the largest figures: each gateway's autoscaler sees its share of the
+// traffic. nil with an error when no gateway answered.
+func (c *Controller) demand(ctx context.Context, p Pool, slices endpointSliceLister) ([]Demand, error) {
+	sel := labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: p.GatewayService})
+	all, err := slices.List(sel)
+	if err != nil {
+		return nil, err
+	}
+	var addrs []string
+	for _, es := range all {
+		for _, ep := range es.Endpoints {
+			if ep.Conditions.Ready != nil && !*ep.Conditions.Ready {
+				continue
+			}
+			if ep.Conditions.Terminating != nil && *ep.Conditions.Terminating {
+				continue
+			}
+			for _, a := range ep.Addresses {
+				addrs = append(addrs, net.JoinHostPort(a, strconv.Itoa(p.GatewayPort)))
+			}
+		}
+	}
+	if len(addrs) == 0 {
+		return nil, fmt.Errorf("service %s has no ready gateway endpoint", p.GatewayService)
+	}
+	type answer struct {
+		ds  []Demand
+		err error
+	}
+	answers := make([]answer, len(addrs))
+	var wg sync.WaitGroup
+	for i, a := range addrs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			answers[i].ds, answers[i].err = c.gatewayDemand(ctx, "http://"+a)
+		}()
+	}
+	wg.Wait()
+	merged := map[string]Demand{}
+	var errList []error
+	ok := false
+	for _, a := range answers {
+		if a.err != nil {
+			errList = append(errList, a.err)
+			continue
+		}
+		ok = true
+		for _, d := range a.ds {
+			m := merged[d.Version]
+			m.Version = d.Version
+			m.Replicas, m.Copies, m.ReplicaMemory = max(m.Replicas, d.Replicas), max(m.Copies, d.Copies), max(m.ReplicaMemory, d.ReplicaMemory)
+			merged[d.Version] = m
+		}
+	}
+	if !ok {
+		return nil, errors.Join(errList...)
+	}
+	out := make([]Demand, 0, len(merged))
+	for _, d := range merged {
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// gatewayDemand reads one gateway's demand within 2 s.
+func (c *Controller) gatewayDemand(ctx context.Context, base string) ([]Demand, error) {
+	cl := client.New(base)
 	cl.APIKey = c.cfg.APIKey
 	cl.HTTP = &http.Client{Timeout: 2 * time.Second}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	wl, err := cl.Workers(ctx)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("gateway %s: %w", base, err)
 	}
 	if wl.Mode != "workers" {
-		return nil, fmt.Errorf("gateway %s runs replicas in process (mode %q): start it with --control-addr", p.Gateway, wl.Mode)
+		return nil, fmt.Errorf("gateway %s runs replicas in process (mode %q): start it with --control-addr", base, wl.Mode)
 	}
 	out := make([]Demand, 0, len(wl.Demand))
 	for _, d := range wl.Demand {

@@ -28,11 +28,14 @@ type Pool struct {
 	// Join is the gateway's control address the workers register with
 	// (sluice serve --control-addr), e.g. sluice-gateway-control:7070.
 	Join string `yaml:"join"`
-	// Gateway is the gateway's HTTP base URL the controller reads the
-	// autoscaler's demand from (GET /v1/workers), e.g. http://sluice-gateway:8080.
-	Gateway   string    `yaml:"gateway"`
-	Port      int       `yaml:"port"` // the worker's gRPC port (default 9000)
-	Resources Resources `yaml:"resources"`
+	// GatewayService names the Service of the pool's gateways: the
+	// controller reads the autoscaler's demand (GET /v1/workers) from
+	// every Ready endpoint of it (its EndpointSlices) on GatewayPort
+	// (default 8080) and takes, per version, the largest.
+	GatewayService string    `yaml:"gatewayService"`
+	GatewayPort    int       `yaml:"gatewayPort"`
+	Port           int       `yaml:"port"` // the worker's gRPC port (default 9000)
+	Resources      Resources `yaml:"resources"`
 	// Grace is how long a worker drains queued work after SIGTERM
 	// (sluice worker --grace; default 30s).
 	Grace strictyaml.Duration `yaml:"grace"`
@@ -132,8 +135,14 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 		if p.Join == "" {
 			bad(at("join"), "is required: the gateway's control address, e.g. sluice-gateway-control:7070")
 		}
-		if p.Gateway == "" {
-			bad(at("gateway"), "is required: the gateway's HTTP URL, e.g. http://sluice-gateway:8080")
+		if p.GatewayService == "" {
+			bad(at("gatewayService"), "is required: the gateways' Service, e.g. sluice-gateway")
+		}
+		if p.GatewayPort == 0 {
+			p.GatewayPort = 8080
+		}
+		if p.GatewayPort < 1 || p.GatewayPort > 65535 {
+			bad(at("gatewayPort"), "%d: must be 1..65535", p.GatewayPort)
 		}
 		if p.Port == 0 {
 			p.Port = DefaultPort

@@ -14,7 +14,7 @@ const goodPool = `pools:
     minWorkers: 1
     maxWorkers: 4
     join: gw:7070
-    gateway: http://gw:8080
+    gatewayService: gw
     resources:
       limits: {cpu: "2", memory: 1Gi}
     grace: 10s

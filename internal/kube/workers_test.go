@@ -44,7 +44,9 @@ func TestNeed(t *testing.T) {
 func TestDesiredWorkers(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	shape := Shape{MinWorkers: 2, MaxWorkers: 5, WorkerMemory: 1024 * mib, Cooldown: time.Minute}
-	reps := func(n int) []Demand { return []Demand{{Version: "a@1", Replicas: n, Copies: 2, ReplicaMemory: 1024 * mib}} }
+	reps := func(n int) []Demand {
+		return []Demand{{Version: "a@1", Replicas: n, Copies: 2, ReplicaMemory: 1024 * mib}}
+	}
 	type step struct {
 		at      time.Duration
 		demand  []Demand
