@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all build test fmt-check vet unit fuzz-smoke bench-xgboost clean
+.PHONY: all build test fmt-check vet unit fuzz-smoke bench-xgboost clean test-kube image
 
 all: build
 
@@ -39,6 +39,21 @@ unit:
 	SLUICE_ONNXRUNTIME_LIB="$$lib" SLUICE_GRPCURL="$$grpcurl" $(GO) test -race -count=1 -p 1 -timeout 15m $(PKGS) && \
 	echo "the serving e2e suite again, replicas on 2 worker processes:" && \
 	SLUICE_E2E_WORKERS=2 SLUICE_ONNXRUNTIME_LIB="$$lib" SLUICE_GRPCURL="$$grpcurl" $(GO) test -race -count=1 -timeout 15m ./cmd/sluice/
+
+# Sluice on a real Kubernetes control plane (not part of `make test`):
+# scripts/install-kube.sh builds etcd, kube-apiserver, controller-manager,
+# scheduler, kubectl and kwok once into ~/.cache/sluice/kube (about 5.5
+# minutes cold on 2 cores, a no-op after); the test applies
+# deploy/kubernetes/overlays/e2e and runs the pods' real processes
+# (docs/kubernetes.md, "What is tested").
+test-kube:
+	@bin="$$(bash scripts/install-kube.sh | tail -1)" || { echo "make: scripts/install-kube.sh failed"; exit 1; }; \
+	echo "Kubernetes binaries: $$bin"; \
+	SLUICE_KUBE_BIN="$$bin" $(GO) test -count=1 -timeout 15m -run 'TestKubernetes' -v ./internal/kube/kubetest/
+
+# The OCI image (a tarball, no Docker daemon): scripts/build-image.sh.
+image:
+	bash scripts/build-image.sh
 
 # A short run of every fuzz target (not part of `make test`; run before releases).
 fuzz-smoke:

@@ -87,6 +87,7 @@ func WorkerDeployment(ns string, p Pool, n int) *appsv1.Deployment {
 		ObjectMeta: metav1.ObjectMeta{Name: DeploymentName(p.Name), Namespace: ns, Labels: labels},
 		Spec: appsv1.DeploymentSpec{
 			Replicas:             &replicas,
+			MinReadySeconds:      int32(p.MinReadySeconds),
 			Selector:             &metav1.LabelSelector{MatchLabels: selector},
 			RevisionHistoryLimit: &history,
 			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,

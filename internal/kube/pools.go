@@ -47,6 +47,10 @@ type Pool struct {
 	// ScaleDownCooldown: the pool shrinks by one pod only after its
 	// demand stayed below the current count this long (default 2m).
 	ScaleDownCooldown strictyaml.Duration `yaml:"scaleDownCooldown"`
+	// MinReadySeconds is how long a new pod must stay Ready before a roll
+	// retires an old one (default 5): the gateway places the versions
+	// of the pod about to go onto the new one meanwhile.
+	MinReadySeconds int `yaml:"minReadySeconds"`
 	// MaxSurge is how many extra pods a roll starts at once (default 1);
 	// maxUnavailable is always 0.
 	MaxSurge int `yaml:"maxSurge"`
@@ -81,6 +85,7 @@ const (
 	DefaultGrace             = 30 * time.Second
 	DefaultPreStopDelay      = 2 * time.Second
 	DefaultScaleDownCooldown = 2 * time.Minute
+	DefaultMinReadySeconds   = 5
 )
 
 var nameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$`)
@@ -188,6 +193,12 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 			if _, written := idx[at(d.path)]; !written {
 				d.v.Duration = d.def
 			}
+		}
+		if p.MinReadySeconds < 0 {
+			bad(at("minReadySeconds"), "%d: must be >= 0", p.MinReadySeconds)
+		}
+		if _, written := idx[at("minReadySeconds")]; !written {
+			p.MinReadySeconds = DefaultMinReadySeconds
 		}
 		if p.MaxSurge < 0 {
 			bad(at("maxSurge"), "%d: must be >= 0 (0: 1)", p.MaxSurge)
