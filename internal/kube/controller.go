@@ -17,7 +17,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -148,7 +147,8 @@ func (c *Controller) run(ctx context.Context) error {
 	df := informers.NewSharedInformerFactoryWithOptions(c.cfg.Client, 10*time.Minute, informers.WithNamespace(ns),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = LabelManagedBy + "=" + ManagerName }))
 	ef := informers.NewSharedInformerFactoryWithOptions(c.cfg.Client, 10*time.Minute, informers.WithNamespace(ns))
-	cms, deps, eps := cmf.Core().V1().ConfigMaps(), df.Apps().V1().Deployments(), ef.Discovery().V1().EndpointSlices()
+	cms, deps := cmf.Core().V1().ConfigMaps(), df.Apps().V1().Deployments()
+	svcs, pods := ef.Core().V1().Services(), ef.Core().V1().Pods()
 	h := cache.ResourceEventHandlerFuncs{AddFunc: func(any) { c.poke() }, UpdateFunc: func(any, any) { c.poke() }, DeleteFunc: func(any) { c.poke() }}
 	if _, err := cms.Informer().AddEventHandler(h); err != nil {
 		return err
@@ -156,7 +156,7 @@ func (c *Controller) run(ctx context.Context) error {
 	if _, err := deps.Informer().AddEventHandler(h); err != nil {
 		return err
 	}
-	_ = eps.Informer() // registered before Start
+	_, _ = svcs.Informer(), pods.Informer() // registered before Start
 	cmf.Start(ctx.Done())
 	df.Start(ctx.Done())
 	ef.Start(ctx.Done())
@@ -164,20 +164,21 @@ func (c *Controller) run(ctx context.Context) error {
 	defer df.Shutdown()
 	defer ef.Shutdown()
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	synced := cache.WaitForCacheSync(sctx.Done(), cms.Informer().HasSynced, deps.Informer().HasSynced, eps.Informer().HasSynced)
+	synced := cache.WaitForCacheSync(sctx.Done(), cms.Informer().HasSynced, deps.Informer().HasSynced, svcs.Informer().HasSynced, pods.Informer().HasSynced)
 	cancel()
 	if !synced {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return fmt.Errorf("controller: ConfigMaps, Deployments and EndpointSlices of namespace %q not listed within 30s (check its RBAC: deploy/kubernetes/base/controller.yaml)", ns)
+		return fmt.Errorf("controller: ConfigMaps, Deployments, Services and Pods of namespace %q not listed within 30s (check its RBAC: deploy/kubernetes/base/controller.yaml)", ns)
 	}
 	c.log.Info("controller running", "namespace", ns, "configmap", c.cfg.ConfigMap)
 	t := time.NewTicker(c.cfg.Tick)
 	defer t.Stop()
 	var lastErr string
 	for {
-		err := c.reconcile(ctx, cms.Lister().ConfigMaps(ns), deps.Lister().Deployments(ns), eps.Lister().EndpointSlices(ns))
+		err := c.reconcile(ctx, listers{configMaps: cms.Lister().ConfigMaps(ns), deployments: deps.Lister().Deployments(ns),
+			services: svcs.Lister().Services(ns), pods: pods.Lister().Pods(ns)})
 		if msg := fmt.Sprint(err); err != nil && msg != lastErr {
 			c.log.Error("controller: reconcile failed; retrying every tick", "err", err)
 		}
@@ -198,8 +199,16 @@ type configMapGetter interface {
 	Get(name string) (*corev1.ConfigMap, error)
 }
 
-type endpointSliceLister interface {
-	List(selector labels.Selector) ([]*discoveryv1.EndpointSlice, error)
+// listers are what one reconcile pass reads, from the informers' caches.
+type listers struct {
+	configMaps  configMapGetter
+	deployments deploymentLister
+	services    interface {
+		Get(name string) (*corev1.Service, error)
+	}
+	pods interface {
+		List(selector labels.Selector) ([]*corev1.Pod, error)
+	}
 }
 
 type deploymentLister interface {
@@ -210,8 +219,9 @@ type deploymentLister interface {
 // reconcile is one pass: read the config, decide each pool's count from
 // its gateway's demand, apply each Deployment whose spec or count
 // changed, delete the Deployments of pools no longer configured.
-func (c *Controller) reconcile(ctx context.Context, cms configMapGetter, deps deploymentLister, eps endpointSliceLister) error {
-	cm, err := cms.Get(c.cfg.ConfigMap)
+func (c *Controller) reconcile(ctx context.Context, l listers) error {
+	deps := l.deployments
+	cm, err := l.configMaps.Get(c.cfg.ConfigMap)
 	if err != nil {
 		return fmt.Errorf("ConfigMap %s/%s: %w (nothing changed)", c.cfg.Namespace, c.cfg.ConfigMap, err)
 	}
@@ -236,7 +246,7 @@ func (c *Controller) reconcile(ctx context.Context, cms configMapGetter, deps de
 			errList = append(errList, err)
 			continue
 		}
-		demand, derr := c.demand(ctx, p, eps)
+		demand, derr := c.demand(ctx, p, l)
 		shape := Shape{MinWorkers: p.MinWorkers, MaxWorkers: p.MaxWorkers, WorkerMemory: p.MemoryLimit(), Cooldown: p.ScaleDownCooldown.Duration}
 		if live == nil || err != nil {
 			cur = p.MinWorkers // a new pool starts at its floor
@@ -310,32 +320,37 @@ func (c *Controller) apply(ctx context.Context, d *appsv1.Deployment) error {
 	return err
 }
 
-// demand reads the demand of every Ready gateway behind the pool's
-// Service (GET /v1/workers, 2 s each, at once) and keeps, per version,
+// demand reads the demand of every Ready gateway pod the pool's Service
+// selects (GET /v1/workers, 2 s each, at once) and keeps, per version,
 // the largest figures: each gateway's autoscaler sees its share of the
-// traffic. nil with an error when no gateway answered.
-func (c *Controller) demand(ctx context.Context, p Pool, slices endpointSliceLister) ([]Demand, error) {
-	sel := labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: p.GatewayService})
-	all, err := slices.List(sel)
+// traffic. nil with an error when no gateway answered. It reads the pods
+// the Service selects, not its EndpointSlices: the same set, and it also
+// works where pod IPs are loopback addresses (which EndpointSlices
+// refuse), as in the e2e on kwok.
+func (c *Controller) demand(ctx context.Context, p Pool, l listers) ([]Demand, error) {
+	svc, err := l.services.Get(p.GatewayService)
+	if err != nil {
+		return nil, fmt.Errorf("service %s: %w", p.GatewayService, err)
+	}
+	if len(svc.Spec.Selector) == 0 {
+		return nil, fmt.Errorf("service %s has no selector", p.GatewayService)
+	}
+	pods, err := l.pods.List(labels.SelectorFromSet(svc.Spec.Selector))
 	if err != nil {
 		return nil, err
 	}
 	var addrs []string
-	for _, es := range all {
-		for _, ep := range es.Endpoints {
-			if ep.Conditions.Ready != nil && !*ep.Conditions.Ready {
-				continue
-			}
-			if ep.Conditions.Terminating != nil && *ep.Conditions.Terminating {
-				continue
-			}
-			for _, a := range ep.Addresses {
-				addrs = append(addrs, net.JoinHostPort(a, strconv.Itoa(p.GatewayPort)))
-			}
+	for _, pod := range pods {
+		if pod.DeletionTimestamp != nil || pod.Status.PodIP == "" {
+			continue
 		}
+		if fence, _ := PodVerdict(pod); fence {
+			continue
+		}
+		addrs = append(addrs, net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(p.GatewayPort)))
 	}
 	if len(addrs) == 0 {
-		return nil, fmt.Errorf("service %s has no ready gateway endpoint", p.GatewayService)
+		return nil, fmt.Errorf("service %s selects no Ready gateway pod", p.GatewayService)
 	}
 	type answer struct {
 		ds  []Demand

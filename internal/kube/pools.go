@@ -30,8 +30,8 @@ type Pool struct {
 	Join string `yaml:"join"`
 	// GatewayService names the Service of the pool's gateways: the
 	// controller reads the autoscaler's demand (GET /v1/workers) from
-	// every Ready endpoint of it (its EndpointSlices) on GatewayPort
-	// (default 8080) and takes, per version, the largest.
+	// every Ready pod it selects, on GatewayPort (the container's HTTP
+	// port, default 8080), and takes, per version, the largest.
 	GatewayService string    `yaml:"gatewayService"`
 	GatewayPort    int       `yaml:"gatewayPort"`
 	Port           int       `yaml:"port"` // the worker's gRPC port (default 9000)

@@ -20,7 +20,6 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -469,8 +468,11 @@ func (k *Kubelet) startProcess(ctx context.Context, r *podRun, p *corev1.Pod, ct
 var hostPort = regexp.MustCompile(`\b([a-z0-9]([-a-z0-9]*[a-z0-9])?)((\.[a-z0-9-]+)*):([0-9]{1,5})\b`)
 
 // resolveServices replaces SERVICE[.NS[.svc[.cluster.local]]]:PORT in s
-// with a Ready endpoint of that Service (waiting up to 60 s for one), the
-// port mapped to its target: cluster DNS and kube-proxy's job.
+// with the address of a pod the Service selects (Ready, or any with an IP
+// when it publishes not-ready addresses; waiting up to 60 s for one), the
+// port mapped to its target: cluster DNS and kube-proxy's job. It reads
+// pods, not EndpointSlices, because EndpointSlices refuse the loopback
+// addresses kwok gives the pods here.
 func (k *Kubelet) resolveServices(ctx context.Context, ns, s string) (string, error) {
 	var firstErr error
 	out := hostPort.ReplaceAllStringFunc(s, func(m string) string {
@@ -485,23 +487,22 @@ func (k *Kubelet) resolveServices(ctx context.Context, ns, s string) (string, er
 			}
 		}
 		svc, err := k.cp.Client.CoreV1().Services(svcNS).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return m // not a Service
+		if err != nil || len(svc.Spec.Selector) == 0 {
+			return m // not a Service with a selector
 		}
 		pn, _ := strconv.Atoi(port)
-		var portName string
-		found := false
-		for _, sp := range svc.Spec.Ports {
-			if int(sp.Port) == pn {
-				portName, found = sp.Name, true
+		var sp *corev1.ServicePort
+		for i := range svc.Spec.Ports {
+			if int(svc.Spec.Ports[i].Port) == pn {
+				sp = &svc.Spec.Ports[i]
 			}
 		}
-		if !found {
+		if sp == nil {
 			return m
 		}
 		deadline := time.Now().Add(60 * time.Second)
 		for {
-			if addr := readyEndpoint(ctx, k, svcNS, name, portName); addr != "" {
+			if addr := k.endpoint(ctx, svc, sp); addr != "" {
 				return addr
 			}
 			if time.Now().After(deadline) || ctx.Err() != nil {
@@ -514,28 +515,42 @@ func (k *Kubelet) resolveServices(ctx context.Context, ns, s string) (string, er
 	return out, firstErr
 }
 
-func readyEndpoint(ctx context.Context, k *Kubelet, ns, svc, portName string) string {
-	list, err := k.cp.Client.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + svc})
+func (k *Kubelet) endpoint(ctx context.Context, svc *corev1.Service, sp *corev1.ServicePort) string {
+	sel := metav1.FormatLabelSelector(&metav1.LabelSelector{MatchLabels: svc.Spec.Selector})
+	pods, err := k.cp.Client.CoreV1().Pods(svc.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
 	if err != nil {
 		return ""
 	}
-	for _, es := range list.Items {
-		var port int32
-		for _, p := range es.Ports {
-			if p.Name != nil && *p.Name == portName && p.Port != nil {
-				port = *p.Port
-			}
-		}
-		if port == 0 {
+	for _, p := range pods.Items {
+		if p.Status.PodIP == "" || p.DeletionTimestamp != nil || (!svc.Spec.PublishNotReadyAddresses && !podIsReady(&p)) {
 			continue
 		}
-		for _, ep := range es.Endpoints {
-			if ep.Conditions.Ready != nil && *ep.Conditions.Ready && len(ep.Addresses) > 0 {
-				return net.JoinHostPort(ep.Addresses[0], strconv.Itoa(int(port)))
+		target := sp.TargetPort.IntValue()
+		if name := portName(sp.TargetPort.String(), target); name != "" {
+			target = 0
+			for _, ct := range p.Spec.Containers {
+				for _, cp := range ct.Ports {
+					if cp.Name == name {
+						target = int(cp.ContainerPort)
+					}
+				}
 			}
 		}
+		if target == 0 {
+			target = int(sp.Port)
+		}
+		return net.JoinHostPort(p.Status.PodIP, strconv.Itoa(target))
 	}
 	return ""
+}
+
+func podIsReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // probe runs the readiness probe every period and sets the pod's Ready
