@@ -37,11 +37,13 @@ type WorkerDecision struct {
 	Reason  string
 }
 
-// Need is the fewest workers that hold every version's demand: each
-// version on at least its Copies workers, each copy's replicas within one
-// worker's memory (a copy that does not fit one worker needs its replicas
-// spread over more), and all of them together within the workers'
-// memory. It names the binding constraint.
+// Need is the fewest workers that hold every version's demand as the
+// gateway's placement would: each version on at least its Copies workers,
+// one copy per worker, each copy holding its share of the replicas
+// (ceil(Replicas/Copies) × ReplicaMemory), packed first-fit decreasing
+// into workers of WorkerMemory. It names the binding constraint. A copy
+// bigger than a worker counts one worker (it fits nowhere: placement
+// says so when it tries).
 //
 // Memory, not CPU, is what more pods give the gateway's pool today: the
 // replicas the autoscaler adds go to the workers that hold the model (up
@@ -50,30 +52,58 @@ type WorkerDecision struct {
 // through memory: a version whose replicas its holders cannot take asks
 // for the memory, and the new pods take the copies that did not fit.
 func Need(s Shape, demand []Demand) (int, string) {
+	type item struct {
+		version string
+		size    int64
+	}
+	var items []item
 	need, why := 0, "no demand"
-	var mem int64
-	ds := append([]Demand(nil), demand...)
-	sort.Slice(ds, func(i, j int) bool { return ds[i].Version < ds[j].Version })
-	for _, d := range ds {
+	for _, d := range demand {
 		if d.Replicas <= 0 && d.Copies <= 0 {
 			continue
 		}
-		n := d.Copies
-		if s.WorkerMemory > 0 && d.ReplicaMemory > 0 {
-			per := max(1, int(s.WorkerMemory/d.ReplicaMemory)) // replicas one worker holds
-			n = max(n, (d.Replicas+per-1)/per)
+		copies := max(d.Copies, 1)
+		per := int64((max(d.Replicas, copies)+copies-1)/copies) * d.ReplicaMemory
+		for range copies {
+			items = append(items, item{d.Version, per})
 		}
-		if n > need {
-			need = n
-			why = fmt.Sprintf("%s: %d replicas on at least %d workers", d.Version, d.Replicas, n)
+		if copies > need {
+			need, why = copies, fmt.Sprintf("%s: %d copies", d.Version, copies)
 		}
-		mem += int64(max(d.Replicas, d.Copies)) * d.ReplicaMemory
 	}
-	if s.WorkerMemory > 0 {
-		if n := int((mem + s.WorkerMemory - 1) / s.WorkerMemory); n > need {
-			need = n
-			why = fmt.Sprintf("memory: %d MiB of replicas over workers of %d MiB", mem>>20, s.WorkerMemory>>20)
+	if s.WorkerMemory <= 0 {
+		return need, why
+	}
+	sort.SliceStable(items, func(i, j int) bool {
+		if items[i].size != items[j].size {
+			return items[i].size > items[j].size
 		}
+		return items[i].version < items[j].version
+	})
+	type bin struct {
+		free int64
+		has  map[string]bool
+	}
+	var bins []*bin
+	var total int64
+	for _, it := range items {
+		total += it.size
+		placed := false
+		for _, b := range bins {
+			if !b.has[it.version] && b.free >= it.size {
+				b.free -= it.size
+				b.has[it.version] = true
+				placed = true
+				break
+			}
+		}
+		if !placed {
+			bins = append(bins, &bin{free: s.WorkerMemory - it.size, has: map[string]bool{it.version: true}})
+		}
+	}
+	if len(bins) > need {
+		need = len(bins)
+		why = fmt.Sprintf("memory: %d copies of %d MiB in all, packed into workers of %d MiB", len(items), total>>20, s.WorkerMemory>>20)
 	}
 	return need, why
 }

@@ -17,19 +17,20 @@ func TestNeed(t *testing.T) {
 		why    string
 	}{
 		{"nothing", nil, 0, "no demand"},
-		{"copies bind", []Demand{{Version: "a@1", Replicas: 2, Copies: 2, ReplicaMemory: 10 * mib}}, 2, "a@1"},
+		{"copies bind", []Demand{{Version: "a@1", Replicas: 2, Copies: 2, ReplicaMemory: 10 * mib}}, 2, "a@1: 2 copies"},
 		{"many small replicas fit two workers", []Demand{{Version: "a@1", Replicas: 7, Copies: 2, ReplicaMemory: 10 * mib}}, 2, "a@1"},
-		{"replicas of one version over memory", []Demand{{Version: "a@1", Replicas: 3, Copies: 1, ReplicaMemory: 600 * mib}}, 3, "a@1: 3 replicas on at least 3"},
-		{"memory of all", []Demand{
-			{Version: "a@1", Replicas: 1, Copies: 1, ReplicaMemory: 700 * mib},
-			{Version: "b@1", Replicas: 1, Copies: 1, ReplicaMemory: 700 * mib},
-			{Version: "c@1", Replicas: 1, Copies: 1, ReplicaMemory: 700 * mib}}, 3, "memory: 2100 MiB"},
-		{"copies count in memory", []Demand{
+		{"one copy per worker", []Demand{
+			{Version: "a@1", Replicas: 2, Copies: 2, ReplicaMemory: 600 * mib},
+			{Version: "b@1", Replicas: 2, Copies: 2, ReplicaMemory: 600 * mib}}, 4, "memory: 4 copies of 2400 MiB"},
+		{"packed two per worker", []Demand{
 			{Version: "a@1", Replicas: 2, Copies: 2, ReplicaMemory: 400 * mib},
 			{Version: "b@1", Replicas: 2, Copies: 2, ReplicaMemory: 400 * mib},
-			{Version: "c@1", Replicas: 2, Copies: 2, ReplicaMemory: 400 * mib}}, 3, "memory: 2400 MiB"},
+			{Version: "c@1", Replicas: 2, Copies: 2, ReplicaMemory: 400 * mib}}, 4, "memory: 6 copies"},
+		{"replicas of a copy add up", []Demand{{Version: "a@1", Replicas: 6, Copies: 2, ReplicaMemory: 300 * mib}}, 2, "a@1"},
+		{"a copy bigger than a worker", []Demand{{Version: "a@1", Replicas: 1, Copies: 1, ReplicaMemory: 2048 * mib}}, 1, "a@1"},
 		{"cold version asks nothing", []Demand{{Version: "a@1"}}, 0, "no demand"},
 		{"unknown memory", []Demand{{Version: "a@1", Replicas: 4, Copies: 1}}, 1, "a@1"},
+		{"a cold version loaded on demand holds one copy", []Demand{{Version: "a@1", Replicas: 1, Copies: 0, ReplicaMemory: mib}}, 1, "a@1: 1 copies"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -45,7 +46,7 @@ func TestDesiredWorkers(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	shape := Shape{MinWorkers: 2, MaxWorkers: 5, WorkerMemory: 1024 * mib, Cooldown: time.Minute}
 	reps := func(n int) []Demand {
-		return []Demand{{Version: "a@1", Replicas: n, Copies: 2, ReplicaMemory: 1024 * mib}}
+		return []Demand{{Version: "a@1", Replicas: n, Copies: n, ReplicaMemory: mib}}
 	}
 	type step struct {
 		at      time.Duration

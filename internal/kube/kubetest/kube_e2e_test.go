@@ -163,6 +163,41 @@ func TestKubernetes(t *testing.T) {
 	report["roll e2e-1→e2e-2 (to 2 new pods, the old ones gone)"] = time.Since(t0).Round(time.Millisecond).String()
 	waitHolders(ctx, t, gw, "iris@1", 2)
 
+	// Scale from the autoscaler's demand: two models of 300 MiB a copy
+	// (two copies each) cannot share a worker of 512 MiB, so the second
+	// does not fit the two workers there are; the gateway's demand says
+	// so, the controller grows the pool to 4 and the new workers take it.
+	t0 = time.Now()
+	for _, m := range []string{"big-a", "big-b"} {
+		d := filepath.Join(dir, m)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		manifest := "name: " + m + "\nruntime: synthetic\nartifact: cost.json\ninput:\n  schema: big-input@1\n  fields: [{name: x, type: float}]\n" +
+			"output:\n  schema: big-output@1\n  fields: [{name: y}]\nserving:\n  memory: 300MiB\n  defaultDeadline: 2s\n"
+		if err := os.WriteFile(filepath.Join(d, "model.yaml"), []byte(manifest), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "cost.json"), []byte(`{"base": "1ms", "mode": "sleep", "memory": "300MiB"}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		b, err := exec.CommandContext(ctx, sluice, "push", d, "--server", gw, "--wait", "0").CombinedOutput()
+		if err != nil {
+			t.Fatalf("sluice push %s: %v\n%s", m, err, b)
+		}
+		t.Logf("sluice push: %s", strings.TrimSpace(string(b)))
+	}
+	waitPool(ctx, t, cp, gw, 4, "ghcr.io/sluiceml/sluice:e2e-2")
+	waitHolders(ctx, t, gw, "big-a@1", 2)
+	waitHolders(ctx, t, gw, "big-b@1", 2)
+	report["scale up 2→4 from the gateway's demand (push to 4 pods Ready, both models on 2 workers each)"] = time.Since(t0).Round(time.Millisecond).String()
+	bigBody := []byte(`{"instances":[{"x":1}],"deadlineMs":5000}`)
+	for _, m := range []string{"big-a", "big-b"} {
+		if code, b := post(ctx, gw+"/v1/models/"+m+":predict", bigBody, nil); code != 200 {
+			t.Errorf("predict %s: %d %s", m, code, b)
+		}
+	}
+
 	sent, failed, fails := ld.stop()
 	keys := make([]string, 0, len(report))
 	for k := range report {
