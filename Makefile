@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all build test fmt-check vet unit fuzz-smoke bench-xgboost clean test-kube image
+.PHONY: all build test fmt-check vet unit fuzz-smoke bench-xgboost clean test-kube image test-kube-image
 
 all: build
 
@@ -49,11 +49,17 @@ unit:
 test-kube:
 	@bin="$$(bash scripts/install-kube.sh | tail -1)" || { echo "make: scripts/install-kube.sh failed"; exit 1; }; \
 	echo "Kubernetes binaries: $$bin"; \
-	SLUICE_KUBE_BIN="$$bin" $(GO) test -count=1 -timeout 15m -run 'TestKubernetes' -v ./internal/kube/kubetest/
+	SLUICE_KUBE_BIN="$$bin" $(GO) test -count=1 -timeout 15m -run 'TestKubernetes|TestExtractEntrypoint' -v ./internal/kube/kubetest/
 
-# The OCI image (a tarball, no Docker daemon): scripts/build-image.sh.
+# The OCI image as a tarball (ko, no Docker daemon): scripts/build-image.sh
+# writes bin/sluice-image.tar.
 image:
 	bash scripts/build-image.sh
+
+# The image, then the Kubernetes e2e with the pods running the image's
+# own entrypoint binary (what CI runs).
+test-kube-image: image
+	SLUICE_IMAGE_TAR="$(CURDIR)/bin/sluice-image.tar" $(MAKE) test-kube
 
 # A short run of every fuzz target (not part of `make test`; run before releases).
 fuzz-smoke:

@@ -51,8 +51,16 @@ func TestKubernetes(t *testing.T) {
 		}
 		os.RemoveAll(dir)
 	})
+	// The pods run the binary of the image scripts/build-image.sh made
+	// when SLUICE_IMAGE_TAR names it, else one built from this tree.
 	sluice := filepath.Join(dir, "sluice")
-	if out, err := exec.Command("go", "build", "-o", sluice, "../../../cmd/sluice").CombinedOutput(); err != nil {
+	if img := os.Getenv("SLUICE_IMAGE_TAR"); img != "" {
+		tags, err := ExtractEntrypoint(img, sluice)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("pods run the entrypoint of image %v (%s)", tags, img)
+	} else if out, err := exec.Command("go", "build", "-o", sluice, "../../../cmd/sluice").CombinedOutput(); err != nil {
 		t.Fatalf("build sluice: %v\n%s", err, out)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
