@@ -200,6 +200,12 @@ func (g *Gateway) predict(ctx context.Context, tn *tenant.Tenant, tg *routing.Ta
 	return &Response{Target: tg, Out: res.Out, Timing: res.Timing, Preprocess: pre, Attempts: res.Attempts}, nil
 }
 
+// BuildRows is buildRows, for a Rows implementation that falls back on
+// instances.
+func BuildRows(sch *schema.Schema, insts []schema.Instance, missing func(row []float32)) (runtime.Batch, error) {
+	return buildRows(sch, insts, missing)
+}
+
 // buildRows validates the instances with the schema and builds the batch:
 // float rows (calling missing, if set, on each), or for a sequence schema
 // one row of token ids per instance. Errors name the instance and field.

@@ -472,6 +472,13 @@ func Input(g *gateway.Gateway, req *Request, model string, version int, id, rout
 			return gateway.Input{}, err
 		}
 	}
+	if direct(req.Inputs, sch) {
+		n, _, err := checkInputs(req.Inputs, sch)
+		if err != nil {
+			return gateway.Input{}, err
+		}
+		return gateway.Input{Rows: newTensorRows(req.Inputs, int(n)), Deadline: req.Deadline(), RoutingKey: rk}, nil
+	}
 	insts, err := Instances(req.Inputs, sch)
 	if err != nil {
 		return gateway.Input{}, err
