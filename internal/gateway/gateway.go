@@ -56,9 +56,9 @@ type Gateway struct {
 type Request struct {
 	Tenant     *tenant.Tenant // required
 	Model      string
-	Version    int    // 0: the deployment picks by RoutingKey
-	RoutingKey string // sticky routing: the same key keeps its version
-	Rows       Rows   // the instances (Input.rows)
+	Version    int           // 0: the deployment picks by RoutingKey
+	RoutingKey string        // sticky routing: the same key keeps its version
+	Rows       Rows          // the instances (Input.rows)
 	Deadline   time.Duration // 0: the version's default
 	Received   time.Time     // when the transport received it (zero: now)
 }

@@ -17,10 +17,10 @@ import (
 
 // shadowJob is one copy of a request for a shadow version.
 type shadowJob struct {
-	target    *routing.Target
-	rows      Rows
-	primary   []float32 // the primary's outputs, row-major
-	cols      int
+	target  *routing.Target
+	rows    Rows
+	primary []float32 // the primary's outputs, row-major
+	cols    int
 }
 
 // Shadows runs copies of requests on shadow versions, off the request's
