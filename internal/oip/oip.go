@@ -64,6 +64,8 @@ type Tensor struct {
 	Data     []schema.Value
 	Raw      []byte
 	RawField string // where Raw came from, for messages ("raw_input_contents", "binary data")
+
+	binarySize int64 // REST: its binary_data_size (-1: none; JSON data)
 }
 
 // Request is a decoded infer request.
@@ -73,6 +75,10 @@ type Request struct {
 	Outputs    []string // requested outputs by name; empty: all
 	DeadlineMs float64  // the "deadline_ms" parameter (0: absent)
 	RoutingKey string   // the "routing_key" parameter
+	// REST binary tensor extension: binary_data_output, and each requested
+	// output's binary_data (nil: not given), parallel to Outputs.
+	BinaryOutput bool
+	OutputBinary []*bool
 }
 
 func tensorErr(name, format string, args ...any) *errs.Error {
