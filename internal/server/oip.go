@@ -2,8 +2,8 @@ package server
 
 import (
 	"math"
-	"slices"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
