@@ -162,7 +162,7 @@ func (s *Server) oipInfer(w http.ResponseWriter, r *http.Request, tn *tenant.Ten
 		// The binary tensor data extension: a JSON header, then the bytes.
 		var body []byte
 		if ct := r.Header.Get("Content-Type"); !isBinary(ct) {
-			derr = errs.New(errs.UnsupportedMedia, "Content-Type of a binary request (%s) must be application/octet-stream or application/json, got %q", oip.HeaderLength, ct)
+			derr = errs.New(errs.UnsupportedMedia, "Content-Type of a binary request (%s) must be application/octet-stream, application/json or absent, got %q", oip.HeaderLength, ct)
 		} else if body, derr = s.readBody(w, r); derr == nil {
 			req, derr = oip.DecodeBinary(body, hl, s.cfg.MaxDeadline)
 		}

@@ -146,9 +146,13 @@ func isJSON(ct string) bool {
 	return err == nil && mt == "application/json"
 }
 
-// isBinary reports whether ct may carry an OIP binary body: Triton's
-// clients send application/octet-stream, others application/json.
+// isBinary reports whether ct may carry an OIP binary body: clients send
+// application/octet-stream, application/json or none (the
+// Inference-Header-Content-Length header already says what the body is).
 func isBinary(ct string) bool {
+	if ct == "" {
+		return true
+	}
 	mt, _, err := mime.ParseMediaType(ct)
 	return err == nil && (mt == "application/octet-stream" || mt == "application/json")
 }
