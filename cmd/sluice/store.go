@@ -75,6 +75,7 @@ func openRegistry(ctx context.Context, storeURL, data string, initStore bool, lo
 	if err != nil {
 		return nil, err
 	}
+	store.Logger = log
 	log.Info("registry on PostgreSQL", "store", pgdb.Redact(storeURL), "schema_version", registry.PostgresMigrations(), "artifacts", filepath.Join(data, "artifacts"))
 	return store, nil
 }

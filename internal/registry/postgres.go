@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -35,6 +36,9 @@ type Postgres struct {
 	Artifacts // where Publish stores and File reads artifact bytes
 	pool      *pgxpool.Pool
 	url       string // redacted, for messages
+	// Logger, when set, gets WatchChanges' reports: the database became
+	// unreachable, or answers again.
+	Logger *slog.Logger
 
 	pubMu      sync.Mutex     // guards publishing
 	publishing map[string]int // sha -> publishes under way in this process that stored it
@@ -650,7 +654,7 @@ func (s *Postgres) ChangeSeq(ctx context.Context) (int64, error) {
 
 // PollEvery is how often WatchChanges reads the change counter even
 // without a notification (one lost, or the listening connection down).
-const PollEvery = time.Second
+const PollEvery = 500 * time.Millisecond
 
 // WatchChanges calls changed whenever the change counter moved (a
 // notification on ChangesChannel, or the counter read every PollEvery),
@@ -659,8 +663,21 @@ const PollEvery = time.Second
 // keeps trying, and calls changed once it reads the counter again.
 func (s *Postgres) WatchChanges(ctx context.Context, changed func()) error {
 	last := int64(-1)
+	down := false
 	check := func() {
 		seq, err := s.ChangeSeq(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil && !down:
+			down = true
+			if s.Logger != nil {
+				s.Logger.Warn("metadata store unreachable: serving on the last routing snapshot; changes (push, deploy) answer 503 until it is back", "store", s.url, "err", err)
+			}
+		case err == nil && down:
+			down = false
+			if s.Logger != nil {
+				s.Logger.Info("metadata store reachable again", "store", s.url)
+			}
+		}
 		if err == nil && seq != last {
 			last = seq
 			changed()

@@ -129,6 +129,28 @@ func TestPostgresWatchChanges(t *testing.T) {
 		wait(fmt.Sprint("write ", i))
 		t.Logf("write %d seen by the other store after %s", i, time.Since(start))
 	}
+	// A change whose notification is lost (the counter moves, no NOTIFY)
+	// is seen by the poll.
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	start := time.Now()
+	if _, err := conn.Exec(ctx, `UPDATE sluice_changes SET seq = seq + 1`); err != nil {
+		t.Fatal(err)
+	}
+	wait("a change without its notification")
+	t.Logf("a change without a notification seen after %s (polled every %s)", time.Since(start), registry.PollEvery)
+	// The listening connection dies: the watcher listens again and the
+	// next change is seen.
+	if _, err := conn.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN %' AND pid <> pg_backend_pid()`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.SetPolicy(ctx, registry.Policy{Model: "fraud", Targets: []registry.Target{{Version: 1, Weight: 100}}}, -1); err != nil {
+		t.Fatal(err)
+	}
+	wait("a change after the listening connection was killed")
 	// A version state is not a routing change: no wake-up.
 	if err := a.SetState(ctx, "fraud", 1, registry.Ready, "", registry.Timings{}); err != nil {
 		t.Fatal(err)
