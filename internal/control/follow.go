@@ -116,8 +116,39 @@ func (c *Controller) Refresh(ctx context.Context) error {
 			c.startLoad(v, false)
 		}
 	}
+	servers := c.adoptLocked(vs, cur, rs)
+	c.closeAll(ctx, servers) // out of the snapshot already
+	return nil
+}
+
+// adoptLocked applies what Refresh read (it takes rmu) and returns the
+// servers of versions archived elsewhere, for closeAll.
+func (c *Controller) adoptLocked(vs []registry.Version, cur []registry.Policy, rs map[string][]byte) []Hosted {
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
+	// Versions archived (or whose model was deleted) through another
+	// gateway leave this one's snapshot too. Only a version done loading
+	// here is judged: one loading now records its own state when it ends.
+	var servers []Hosted
+	for _, v := range vs {
+		if v.State != registry.Archived && v.State != registry.Deleted {
+			continue
+		}
+		c.mu.Lock()
+		l := c.versions[v.ID()]
+		c.mu.Unlock()
+		if l == nil || !isDone(l) {
+			continue
+		}
+		c.mu.Lock()
+		st := l.State
+		c.mu.Unlock()
+		if st == registry.Archived || st == registry.Deleted {
+			continue
+		}
+		c.log.Info("version "+string(v.State)+" through another gateway: unloading it here", "model", v.Model, "version", v.N, "reason", v.Reason)
+		servers = append(servers, c.unrouteLocked([]*Loaded{l}, v.State, v.Reason)...)
+	}
 	c.mu.Lock()
 	changed := false
 	for _, p := range cur {
@@ -142,7 +173,7 @@ func (c *Controller) Refresh(ctx context.Context) error {
 			c.setRolloutLocked(&r)
 		}
 	}
-	return nil
+	return servers
 }
 
 // alreadyExists reports a policy write refused because the stored policy

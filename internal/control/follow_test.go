@@ -86,6 +86,15 @@ func TestFollowTheOtherGateway(t *testing.T) {
 	if p, _ := a.ctl.Policy("calc"); p.Version != 3 || p.Actor != "bob" {
 		t.Errorf("a's policy = %+v; want b's rollback (v3, bob)", p)
 	}
+	// calc@2 archived through b leaves a's snapshot too.
+	if _, err := b.ctl.Archive(ctx, "calc", 2, "bob", "old"); err != nil {
+		t.Fatal(err)
+	}
+	aKick <- struct{}{}
+	eventually(t, "calc@2 archived on a after b archived it", func() bool { st, _ := a.state("calc", 2); return st == registry.Archived })
+	if _, ok := a.ctl.Table.Load().Models["calc"].Versions[2]; ok {
+		t.Error("a still routes pinned calls to calc@2 archived through b")
+	}
 	// A stale write through a is refused, not lost: the store numbers
 	// policies for both.
 	if _, err := a.ctl.SetTargets(ctx, "calc", []registry.Target{{Version: 2, Weight: 100}}, "alice", "again", 2); err == nil {

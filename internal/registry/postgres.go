@@ -441,13 +441,30 @@ func (s *Postgres) List(ctx context.Context) ([]Version, error) {
 	return out, pgErr(rows.Err())
 }
 
-// SetState records a version's load state.
+// SetState records a version's load state. Archiving a version (or
+// deleting its model) is a change the other gateways follow; the states
+// of a load are each gateway's own and notify nobody.
 func (s *Postgres) SetState(ctx context.Context, model string, n int, st State, reason string, t Timings) error {
 	ctx, cancel := op(ctx)
 	defer cancel()
-	_, err := s.pool.Exec(ctx, `UPDATE versions SET state=$1, reason=$2, load_us=$3, golden_us=$4, warmup_us=$5, stated_at=$6 WHERE model=$7 AND version=$8`,
-		string(st), reason, t.Load.Microseconds(), t.Golden.Microseconds(), t.Warmup.Microseconds(), time.Now().UTC().UnixMicro(), model, n)
-	return pgErr(err)
+	const q = `UPDATE versions SET state=$1, reason=$2, load_us=$3, golden_us=$4, warmup_us=$5, stated_at=$6 WHERE model=$7 AND version=$8`
+	args := []any{string(st), reason, t.Load.Microseconds(), t.Golden.Microseconds(), t.Warmup.Microseconds(), time.Now().UTC().UnixMicro(), model, n}
+	if st != Archived && st != Deleted {
+		_, err := s.pool.Exec(ctx, q, args...)
+		return pgErr(err)
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return pgErr(err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if _, err := tx.Exec(ctx, q, args...); err != nil {
+		return pgErr(err)
+	}
+	if err := bumpChanges(ctx, tx); err != nil {
+		return pgErr(err)
+	}
+	return pgErr(tx.Commit(ctx))
 }
 
 // File returns a version's extra file, verified against its hash; nil,
