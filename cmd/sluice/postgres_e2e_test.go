@@ -197,8 +197,10 @@ func TestPostgresTwoGateways(t *testing.T) {
 	if err == nil || !strings.Contains(stderr, "503") || !strings.Contains(stderr, "PostgreSQL") {
 		t.Fatalf("push with PostgreSQL stopped: %v %q; want 503 naming PostgreSQL", err, stderr)
 	}
-	// The async records of those predictions are dropped and counted.
+	// The async records of those predictions are dropped and counted, and
+	// the log says the store is unreachable.
 	waitFor(t, 30*time.Second, func() bool { return droppedWriteFailed(t, a.url) > 0 })
+	waitFor(t, 30*time.Second, func() bool { return strings.Contains(b.logs.String(), "metadata store unreachable") })
 
 	// PostgreSQL is back: a deploy works again, without a restart, and
 	// reaches the other gateway.
@@ -219,6 +221,13 @@ func TestPostgresTwoGateways(t *testing.T) {
 		out, _, err := sluice(t, "models", "--server", b.url)
 		return v == "calc@2" && err == nil && strings.Contains(out, "3:ready")
 	})
+	if out, stderr, err := sluice(t, "deploy", "calc@3", "--server", b.url); err != nil {
+		t.Fatalf("deploy calc@3 through B after PostgreSQL is back: %v %q %q", err, out, stderr)
+	}
+	waitFor(t, 30*time.Second, func() bool { v, _ := predictAs(t, a.url); return v == "calc@3" })
+	if !strings.Contains(b.logs.String(), "metadata store reachable again") {
+		t.Errorf("B did not log that the store is back:\n%s", b.logs)
+	}
 	// Records written after the outage reach the shared store: B lists A's.
 	waitFor(t, 30*time.Second, func() bool {
 		out, _, err := sluice(t, "records", "--model", "calc", "--server", b.url)

@@ -166,9 +166,9 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, component string, ms []Mig
 }
 
 // Unavailable reports whether err means the database could not be
-// reached or answered with a server-side failure (not a constraint or a
-// query the caller got wrong): connection refused, reset, timeouts,
-// shutdown, too many connections, disk full.
+// reached or failed for a while (trying again later may succeed), not
+// because the statement is wrong: connection refused, reset, timeouts,
+// shutdown, too many connections, disk full, a deadlock.
 func Unavailable(err error) bool {
 	if err == nil {
 		return false
@@ -176,7 +176,7 @@ func Unavailable(err error) bool {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		switch pe.Code[:2] {
-		case "08", "53", "57", "58": // connection, resources, operator intervention, system
+		case "08", "40", "53", "57", "58": // connection, transaction rollback (deadlock, serialization), resources, operator intervention, system
 			return true
 		}
 		return false

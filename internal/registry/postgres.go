@@ -169,6 +169,11 @@ func pgErr(err error) error {
 	if pgdb.DiskFull(err) {
 		return &errs.Error{Code: errs.Unavailable, Message: "metadata store (PostgreSQL) unavailable: its disk is full; free space on the database server, then try again", Err: err, RetryAfter: 30 * time.Second}
 	}
+	if !pgdb.Unavailable(err) {
+		// The database answered but refused the statement: a bug or a
+		// schema changed by hand, not an outage.
+		return &errs.Error{Code: errs.Internal, Message: "metadata store (PostgreSQL) refused a statement; the server log has the error", Err: err}
+	}
 	return &errs.Error{Code: errs.Unavailable, Message: "metadata store (PostgreSQL) unavailable; this gateway keeps serving predictions on its last routing snapshot; try the change again when the database is back", Err: err, RetryAfter: 2 * time.Second}
 }
 
