@@ -44,7 +44,7 @@ func TestErrorKinds(t *testing.T) {
 		{&pgconn.PgError{Code: "57P01"}, true, false}, // admin_shutdown
 		{&pgconn.PgError{Code: "53300"}, true, false}, // too_many_connections
 		{&pgconn.PgError{Code: "23505"}, false, true},
-		{&pgconn.PgError{Code: "40P01"}, true, false}, // deadlock_detected: try again
+		{&pgconn.PgError{Code: "40P01"}, true, false},  // deadlock_detected: try again
 		{&pgconn.PgError{Code: "42P01"}, false, false}, // undefined_table: a bug, not an outage
 		{nil, false, false},
 	}
