@@ -28,6 +28,7 @@ import (
 	"github.com/sluiceml/sluice/internal/registry"
 	"github.com/sluiceml/sluice/internal/runtime/onnx"
 	"github.com/sluiceml/sluice/internal/server"
+	"github.com/sluiceml/sluice/internal/serving"
 	"github.com/sluiceml/sluice/internal/telemetry"
 	"github.com/sluiceml/sluice/internal/tenant"
 )
@@ -58,6 +59,7 @@ func newServeCmd() *cobra.Command {
 		initStore           bool
 		storeURL            string
 		workerNice          int
+		modelCPUs           int
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -180,6 +182,14 @@ func newServeCmd() *cobra.Command {
 				host = workersHost{pool, store}
 				cfg.Workers = pool
 			}
+			if modelCPUs < 0 {
+				return fmt.Errorf("--model-cpus %d: use 0 (no bound) or the number of batches that may compute at once", modelCPUs)
+			}
+			if host == nil && modelCPUs > 0 {
+				host = &control.LocalHost{CPUs: serving.NewCPUs(modelCPUs),
+					Artifact: func(ctx context.Context, sha string) ([]byte, error) { return registry.ReadArtifact(ctx, store, sha) }}
+				log.Info("in-process replicas bounded", "model_cpus", modelCPUs, "gomaxprocs", goruntime.GOMAXPROCS(0))
+			}
 			ctl := control.New(store, host, log)
 			ctlRef.Store(ctl)
 			if ch, ok := store.(registry.Changes); ok {
@@ -297,6 +307,7 @@ func newServeCmd() *cobra.Command {
 	f.DurationVar(&grace, "grace", 30*time.Second, "how long shutdown waits for in-flight and queued requests")
 	f.IntVar(&workers, "workers", 0, "start and supervise N local worker processes that host the replicas (0: replicas in this process, no hop)")
 	f.StringVar(&pprofAddr, "pprof-addr", "", "serve Go profiles (/debug/pprof/) on this admin address, e.g. 127.0.0.1:6060 (default: off)")
+	f.IntVar(&modelCPUs, "model-cpus", 0, "at most this many batches compute at once in this process's replicas (in-process mode), so admission, refusals and health keep a core: e.g. 1 on 2 cores (0: no bound; workers: --worker-nice, or sluice worker --model-cpus)")
 	f.IntVar(&workerNice, "worker-nice", 0, "lower the local workers' CPU priority by this much (0-19): the server's admission, refusals and health checks run first when the CPUs are busy")
 	f.StringVar(&workerMemory, "worker-memory", "", "memory each local worker's versions may hold, e.g. 2GiB, passed to the workers (default: the cgroup's or host's memory divided by --workers)")
 	f.DurationVar(&minResidency, "min-residency", placement.DefaultMinResidency, "a version loaded on a worker less than this long ago is never evicted (anti-thrash)")
