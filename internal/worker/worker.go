@@ -41,6 +41,9 @@ import (
 
 // Config configures a worker.
 type Config struct {
+	// CPUs bounds the batches computing at once in this worker (sluice
+	// worker --model-cpus; nil: no bound).
+	CPUs       *serving.CPUs
 	ID         string // stable across restarts ("worker-1")
 	Join       string // the control plane's address (host:port)
 	Listen     string // where to serve gRPC (default 127.0.0.1:0)
@@ -422,7 +425,7 @@ func (w *Worker) load(v *version, req *workerpb.LoadRequest) {
 	}
 	mark, before := w.meter.begin()
 	srv, tm, err := hosting.Start(ctx, hosting.Config{ID: id, Spec: spec, Runtime: spec.Manifest.Runtime, Artifact: art,
-		Replicas: int(req.Replicas), Logger: log})
+		Replicas: int(req.Replicas), Logger: log, CPUs: w.cfg.CPUs})
 	grew, alone := w.meter.end(mark, before)
 	v.spec, v.srv, v.timing, v.source, v.err = spec, srv, tm, source, err
 	if err != nil {
@@ -434,7 +437,11 @@ func (w *Worker) load(v *version, req *workerpb.LoadRequest) {
 	if m := spec.Manifest.Serving.Memory; m != nil {
 		declared = m.Bytes
 	}
-	v.memory, v.measured = memoryOf(grew, alone, v.replicas, declared, int64(len(art)), spec.Manifest.Runtime)
+	reported, known := srv.ReportedMemory()
+	if !known {
+		reported = -1
+	}
+	v.memory, v.measured = memoryOf(grew, alone, reported, v.replicas, declared, int64(len(art)), spec.Manifest.Runtime)
 	log.Info("version ready", "replicas", v.replicas, "artifact", source, "load", tm.Load.String(), "golden", tm.Golden.String(), "warmup", tm.Warmup.String(),
 		"memory_mb", float64(v.memory)/(1<<20), "memory_measured", v.measured)
 }
