@@ -38,15 +38,12 @@ func newControllerCmd() *cobra.Command {
 			if cfg.Tick <= 0 {
 				return fmt.Errorf("--tick %s: must be > 0", cfg.Tick)
 			}
-			cl, err := kube.Client()
+			cl, err := kube.ClientFromEnv()
 			if err != nil {
 				return err
 			}
 			cfg.Client, cfg.Namespace, cfg.Logger = cl, kube.Namespace(namespace), log
 			cfg.APIKey = os.Getenv("SLUICE_API_KEY")
-			if cfg.Identity == "" {
-				cfg.Identity = os.Getenv("POD_NAME")
-			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			c := kube.NewController(cfg)
@@ -77,8 +74,6 @@ func newControllerCmd() *cobra.Command {
 	f.StringVar(&cfg.ConfigMap, "configmap", "sluice-pools", "ConfigMap holding the pool config (watched: a change applies at once)")
 	f.StringVar(&cfg.Key, "key", "pools.yaml", "key of the pool config in the ConfigMap")
 	f.DurationVar(&cfg.Tick, "tick", 2*time.Second, "how often the gateways' demand (GET /v1/workers) is read")
-	f.StringVar(&cfg.LeaderElection, "leader-election", "", "name of a Lease: only its holder acts, so several controller replicas are safe (default: off)")
-	f.StringVar(&cfg.Identity, "identity", "", "this replica's name in the leader election (default: $POD_NAME, then the hostname)")
 	f.StringVar(&addr, "addr", "", "serve GET /healthz on this address, e.g. :8090 (default: off)")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")

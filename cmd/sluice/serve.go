@@ -193,7 +193,7 @@ func newServeCmd() *cobra.Command {
 					return pool.Demand(st)
 				}
 				if kubeWorkers != "" {
-					kc, err := kube.Client()
+					kc, err := kube.ClientFromEnv()
 					if err != nil {
 						return fmt.Errorf("--kube-workers: %w", err)
 					}

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -21,12 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"github.com/sluiceml/sluice/internal/client"
 )
@@ -38,7 +32,7 @@ const AnnotationSpec = "sluice.dev/spec-sha256"
 
 // ControllerConfig configures a Controller.
 type ControllerConfig struct {
-	Client    kubernetes.Interface
+	Client    *Client
 	Namespace string
 	// ConfigMap names the ConfigMap holding the pool config under Key
 	// (default pools.yaml); it is watched: a change applies at once.
@@ -49,11 +43,7 @@ type ControllerConfig struct {
 	// APIKey authenticates the controller to the gateways (GET
 	// /v1/workers) when they check keys.
 	APIKey string
-	// LeaderElection: only the holder of the Lease of this name acts
-	// (empty: no election, for a single replica).
-	LeaderElection string
-	Identity       string // default: hostname
-	Logger         *slog.Logger
+	Logger *slog.Logger
 }
 
 // Controller keeps one worker Deployment per pool, sized from the
@@ -86,9 +76,6 @@ func NewController(cfg ControllerConfig) *Controller {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	if cfg.Identity == "" {
-		cfg.Identity, _ = os.Hostname()
-	}
 	return &Controller{cfg: cfg, log: cfg.Logger, wake: make(chan struct{}, 1), state: map[string]WorkerState{}, status: map[string]PoolStatus{}}
 }
 
@@ -103,33 +90,10 @@ func (c *Controller) Status() map[string]PoolStatus {
 	return out
 }
 
-// Run reconciles until ctx ends (after winning the leader election when
-// one is configured).
-func (c *Controller) Run(ctx context.Context) error {
-	if c.cfg.LeaderElection == "" {
-		return c.run(ctx)
-	}
-	lock := &resourcelock.LeaseLock{LeaseMeta: metav1.ObjectMeta{Name: c.cfg.LeaderElection, Namespace: c.cfg.Namespace},
-		Client: c.cfg.Client.CoordinationV1(), LockConfig: resourcelock.ResourceLockConfig{Identity: c.cfg.Identity}}
-	var runErr error
-	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock: lock, ReleaseOnCancel: true,
-		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
-		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(ctx context.Context) { runErr = c.run(ctx) },
-			OnStoppedLeading: func() { c.log.Info("leader election: stopped leading", "identity", c.cfg.Identity) },
-		},
-	})
-	if err != nil {
-		return fmt.Errorf("leader election: %w", err)
-	}
-	c.log.Info("leader election: waiting for the lease", "lease", c.cfg.LeaderElection, "identity", c.cfg.Identity)
-	le.Run(ctx)
-	if runErr != nil && ctx.Err() == nil {
-		return runErr
-	}
-	return ctx.Err()
-}
+// Run reconciles until ctx ends. One controller acts per namespace: its
+// Deployment runs one replica with the Recreate strategy (no leader
+// election: see docs/kubernetes.md).
+func (c *Controller) Run(ctx context.Context) error { return c.run(ctx) }
 
 func (c *Controller) poke() {
 	select {
@@ -139,32 +103,28 @@ func (c *Controller) poke() {
 }
 
 func (c *Controller) run(ctx context.Context) error {
-	ns := c.cfg.Namespace
-	cmf := informers.NewSharedInformerFactoryWithOptions(c.cfg.Client, 10*time.Minute, informers.WithNamespace(ns),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", c.cfg.ConfigMap).String()
-		}))
-	df := informers.NewSharedInformerFactoryWithOptions(c.cfg.Client, 10*time.Minute, informers.WithNamespace(ns),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = LabelManagedBy + "=" + ManagerName }))
-	ef := informers.NewSharedInformerFactoryWithOptions(c.cfg.Client, 10*time.Minute, informers.WithNamespace(ns))
-	cms, deps := cmf.Core().V1().ConfigMaps(), df.Apps().V1().Deployments()
-	svcs, pods := ef.Core().V1().Services(), ef.Core().V1().Pods()
+	ns, cl := c.cfg.Namespace, c.cfg.Client
+	cms := cl.informer(false, "configmaps", ns, &corev1.ConfigMap{}, func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", c.cfg.ConfigMap).String()
+	})
+	deps := cl.informer(true, "deployments", ns, &appsv1.Deployment{}, func(o *metav1.ListOptions) { o.LabelSelector = LabelManagedBy + "=" + ManagerName })
+	svcs := cl.informer(false, "services", ns, &corev1.Service{}, nil)
+	pods := cl.informer(false, "pods", ns, &corev1.Pod{}, nil)
 	h := cache.ResourceEventHandlerFuncs{AddFunc: func(any) { c.poke() }, UpdateFunc: func(any, any) { c.poke() }, DeleteFunc: func(any) { c.poke() }}
-	if _, err := cms.Informer().AddEventHandler(h); err != nil {
-		return err
+	for _, inf := range []cache.SharedIndexInformer{cms, deps} {
+		if _, err := inf.AddEventHandler(h); err != nil {
+			return err
+		}
 	}
-	if _, err := deps.Informer().AddEventHandler(h); err != nil {
-		return err
+	ictx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() { stop(); wg.Wait() }()
+	for _, inf := range []cache.SharedIndexInformer{cms, deps, svcs, pods} {
+		wg.Add(1)
+		go func() { defer wg.Done(); inf.Run(ictx.Done()) }()
 	}
-	_, _ = svcs.Informer(), pods.Informer() // registered before Start
-	cmf.Start(ctx.Done())
-	df.Start(ctx.Done())
-	ef.Start(ctx.Done())
-	defer cmf.Shutdown()
-	defer df.Shutdown()
-	defer ef.Shutdown()
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	synced := cache.WaitForCacheSync(sctx.Done(), cms.Informer().HasSynced, deps.Informer().HasSynced, svcs.Informer().HasSynced, pods.Informer().HasSynced)
+	synced := cache.WaitForCacheSync(sctx.Done(), cms.HasSynced, deps.HasSynced, svcs.HasSynced, pods.HasSynced)
 	cancel()
 	if !synced {
 		if ctx.Err() != nil {
@@ -172,13 +132,13 @@ func (c *Controller) run(ctx context.Context) error {
 		}
 		return fmt.Errorf("controller: ConfigMaps, Deployments, Services and Pods of namespace %q not listed within 30s (check its RBAC: deploy/kubernetes/base/controller.yaml)", ns)
 	}
+	l := listers{ns: ns, configMaps: cms.GetStore(), deployments: deps.GetStore(), services: svcs.GetStore(), pods: pods.GetStore()}
 	c.log.Info("controller running", "namespace", ns, "configmap", c.cfg.ConfigMap)
 	t := time.NewTicker(c.cfg.Tick)
 	defer t.Stop()
 	var lastErr string
 	for {
-		err := c.reconcile(ctx, listers{configMaps: cms.Lister().ConfigMaps(ns), deployments: deps.Lister().Deployments(ns),
-			services: svcs.Lister().Services(ns), pods: pods.Lister().Pods(ns)})
+		err := c.reconcile(ctx, l)
 		if msg := fmt.Sprint(err); err != nil && msg != lastErr {
 			c.log.Error("controller: reconcile failed; retrying every tick", "err", err)
 		}
@@ -195,35 +155,38 @@ func (c *Controller) run(ctx context.Context) error {
 	}
 }
 
-type configMapGetter interface {
-	Get(name string) (*corev1.ConfigMap, error)
-}
-
-// listers are what one reconcile pass reads, from the informers' caches.
+// listers read the informers' caches of one namespace.
 type listers struct {
-	configMaps  configMapGetter
-	deployments deploymentLister
-	services    interface {
-		Get(name string) (*corev1.Service, error)
-	}
-	pods interface {
-		List(selector labels.Selector) ([]*corev1.Pod, error)
-	}
+	ns                                      string
+	configMaps, deployments, services, pods cache.Store
 }
 
-type deploymentLister interface {
-	List(selector labels.Selector) ([]*appsv1.Deployment, error)
-	Get(name string) (*appsv1.Deployment, error)
+func get[T any](st cache.Store, ns, name string) (*T, bool) {
+	obj, ok, err := st.GetByKey(ns + "/" + name)
+	if err != nil || !ok {
+		return nil, false
+	}
+	t, ok := obj.(*T)
+	return t, ok
+}
+
+func list[T any](st cache.Store, sel labels.Selector, labelsOf func(*T) map[string]string) []*T {
+	var out []*T
+	for _, obj := range st.List() {
+		if t, ok := obj.(*T); ok && sel.Matches(labels.Set(labelsOf(t))) {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // reconcile is one pass: read the config, decide each pool's count from
 // its gateway's demand, apply each Deployment whose spec or count
 // changed, delete the Deployments of pools no longer configured.
 func (c *Controller) reconcile(ctx context.Context, l listers) error {
-	deps := l.deployments
-	cm, err := l.configMaps.Get(c.cfg.ConfigMap)
-	if err != nil {
-		return fmt.Errorf("ConfigMap %s/%s: %w (nothing changed)", c.cfg.Namespace, c.cfg.ConfigMap, err)
+	cm, ok := get[corev1.ConfigMap](l.configMaps, l.ns, c.cfg.ConfigMap)
+	if !ok {
+		return fmt.Errorf("ConfigMap %s/%s not found (nothing changed)", c.cfg.Namespace, c.cfg.ConfigMap)
 	}
 	data, ok := cm.Data[c.cfg.Key]
 	if !ok {
@@ -238,19 +201,13 @@ func (c *Controller) reconcile(ctx context.Context, l listers) error {
 	now := time.Now()
 	for _, p := range conf.Pools {
 		keep[DeploymentName(p.Name)] = true
-		cur := 0
-		live, err := deps.Get(DeploymentName(p.Name))
-		if err == nil && live.Spec.Replicas != nil {
+		cur := p.MinWorkers // a new pool starts at its floor
+		live, exists := get[appsv1.Deployment](l.deployments, l.ns, DeploymentName(p.Name))
+		if exists && live.Spec.Replicas != nil {
 			cur = int(*live.Spec.Replicas)
-		} else if err != nil && !apierrors.IsNotFound(err) {
-			errList = append(errList, err)
-			continue
 		}
 		demand, derr := c.demand(ctx, p, l)
-		shape := Shape{MinWorkers: p.MinWorkers, MaxWorkers: p.MaxWorkers, WorkerMemory: p.MemoryLimit(), Cooldown: p.ScaleDownCooldown.Duration}
-		if live == nil || err != nil {
-			cur = p.MinWorkers // a new pool starts at its floor
-		}
+		shape := Shape{MinWorkers: p.MinWorkers, MaxWorkers: p.MaxWorkers, WorkerMemory: p.WorkerMemory(), Cooldown: p.ScaleDownCooldown.Duration}
 		d, st := DesiredWorkers(shape, demand, cur, c.state[p.Name], now)
 		c.state[p.Name] = st
 		ps := PoolStatus{Workers: d.Workers, Need: d.Need, Current: cur, Reason: d.Reason}
@@ -267,7 +224,7 @@ func (c *Controller) reconcile(ctx context.Context, l listers) error {
 		want := WorkerDeployment(c.cfg.Namespace, p, d.Workers)
 		sum := specHash(want)
 		want.Annotations = map[string]string{AnnotationSpec: sum}
-		if live != nil && err == nil && live.Annotations[AnnotationSpec] == sum && cur == d.Workers {
+		if exists && live.Annotations[AnnotationSpec] == sum && cur == d.Workers {
 			continue
 		}
 		if err := c.apply(ctx, want); err != nil {
@@ -277,15 +234,12 @@ func (c *Controller) reconcile(ctx context.Context, l listers) error {
 		c.log.Info("controller: worker pool applied", "pool", p.Name, "deployment", want.Name, "workers", d.Workers, "from", cur,
 			"image", p.Image, "reason", d.Reason)
 	}
-	all, err := deps.List(labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagerName}))
-	if err != nil {
-		errList = append(errList, err)
-	}
+	all := list(l.deployments, labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagerName}), func(d *appsv1.Deployment) map[string]string { return d.Labels })
 	for _, d := range all {
 		if keep[d.Name] {
 			continue
 		}
-		err := c.cfg.Client.AppsV1().Deployments(c.cfg.Namespace).Delete(ctx, d.Name, metav1.DeleteOptions{})
+		err := c.cfg.Client.deleteDeployment(ctx, c.cfg.Namespace, d.Name)
 		if err != nil && !apierrors.IsNotFound(err) {
 			errList = append(errList, fmt.Errorf("delete %s (its pool is no longer configured): %w", d.Name, err))
 			continue
@@ -314,10 +268,7 @@ func (c *Controller) apply(ctx context.Context, d *appsv1.Deployment) error {
 	if err != nil {
 		return err
 	}
-	force := true
-	_, err = c.cfg.Client.AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.ApplyPatchType, body,
-		metav1.PatchOptions{FieldManager: ManagerName, Force: &force})
-	return err
+	return c.cfg.Client.applyDeployment(ctx, d, body)
 }
 
 // demand reads the demand of every Ready gateway pod the pool's Service
@@ -328,17 +279,14 @@ func (c *Controller) apply(ctx context.Context, d *appsv1.Deployment) error {
 // works where pod IPs are loopback addresses (which EndpointSlices
 // refuse), as in the e2e on kwok.
 func (c *Controller) demand(ctx context.Context, p Pool, l listers) ([]Demand, error) {
-	svc, err := l.services.Get(p.GatewayService)
-	if err != nil {
-		return nil, fmt.Errorf("service %s: %w", p.GatewayService, err)
+	svc, ok := get[corev1.Service](l.services, l.ns, p.GatewayService)
+	if !ok {
+		return nil, fmt.Errorf("service %s not found", p.GatewayService)
 	}
 	if len(svc.Spec.Selector) == 0 {
 		return nil, fmt.Errorf("service %s has no selector", p.GatewayService)
 	}
-	pods, err := l.pods.List(labels.SelectorFromSet(svc.Spec.Selector))
-	if err != nil {
-		return nil, err
-	}
+	pods := list(l.pods, labels.SelectorFromSet(svc.Spec.Selector), func(p *corev1.Pod) map[string]string { return p.Labels })
 	var addrs []string
 	for _, pod := range pods {
 		if pod.DeletionTimestamp != nil || pod.Status.PodIP == "" {
@@ -368,7 +316,7 @@ func (c *Controller) demand(ctx context.Context, p Pool, l listers) ([]Demand, e
 	wg.Wait()
 	merged := map[string]Demand{}
 	var errList []error
-	ok := false
+	ok = false
 	for _, a := range answers {
 		if a.err != nil {
 			errList = append(errList, a.err)

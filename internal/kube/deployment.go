@@ -41,7 +41,7 @@ const WorkerSelector = LabelName + "=" + WorkerName
 func WorkerDeployment(ns string, p Pool, n int) *appsv1.Deployment {
 	labels := map[string]string{LabelName: WorkerName, LabelManagedBy: ManagerName, LabelPool: p.Name}
 	selector := map[string]string{LabelName: WorkerName, LabelPool: p.Name}
-	mem := p.MemoryLimit()
+	mem := p.WorkerMemory()
 	preStop := int64(max(0, (p.PreStopDelay.Duration.Milliseconds()+999)/1000))
 	grace := int64((p.Grace.Duration.Milliseconds()+999)/1000) + preStop + 5
 	port := int32(p.Port)

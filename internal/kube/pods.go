@@ -8,8 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -49,17 +47,15 @@ func PodVerdict(p *corev1.Pod) (fence bool, why string) {
 // Ready one unfenced, a deleted one forgotten. The pod's name is the
 // worker's id (sluice worker --id $(POD_NAME)).
 type PodWatch struct {
-	factory informers.SharedInformerFactory
-	cancel  context.CancelFunc
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
 // WatchPods starts a PodWatch on the pods matching selector in namespace
 // and returns once they are listed (30 s at most: an error names the RBAC
 // the gateway needs). Stop ends it.
-func WatchPods(ctx context.Context, client kubernetes.Interface, namespace, selector string, m Members, log *slog.Logger) (*PodWatch, error) {
-	f := informers.NewSharedInformerFactoryWithOptions(client, 10*time.Minute, informers.WithNamespace(namespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }))
-	inf := f.Core().V1().Pods().Informer()
+func WatchPods(ctx context.Context, client *Client, namespace, selector string, m Members, log *slog.Logger) (*PodWatch, error) {
+	inf := client.informer(false, "pods", namespace, &corev1.Pod{}, func(o *metav1.ListOptions) { o.LabelSelector = selector })
 	apply := func(obj any) {
 		p, ok := obj.(*corev1.Pod)
 		if !ok {
@@ -87,8 +83,8 @@ func WatchPods(ctx context.Context, client kubernetes.Interface, namespace, sele
 		return nil, fmt.Errorf("watch worker pods: %w", err)
 	}
 	wctx, cancel := context.WithCancel(ctx)
-	f.Start(wctx.Done())
-	w := &PodWatch{factory: f, cancel: cancel}
+	w := &PodWatch{cancel: cancel, done: make(chan struct{})}
+	go func() { defer close(w.done); inf.Run(wctx.Done()) }()
 	sctx, scancel := context.WithTimeout(wctx, 30*time.Second)
 	defer scancel()
 	if !cache.WaitForCacheSync(sctx.Done(), inf.HasSynced) {
@@ -102,5 +98,5 @@ func WatchPods(ctx context.Context, client kubernetes.Interface, namespace, sele
 // Stop ends the watch and waits for its goroutines.
 func (w *PodWatch) Stop() {
 	w.cancel()
-	w.factory.Shutdown()
+	<-w.done
 }

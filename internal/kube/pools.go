@@ -36,6 +36,10 @@ type Pool struct {
 	GatewayPort    int       `yaml:"gatewayPort"`
 	Port           int       `yaml:"port"` // the worker's gRPC port (default 9000)
 	Resources      Resources `yaml:"resources"`
+	// MemoryReserve is what the worker process needs beyond its versions'
+	// memory: its budget (--worker-memory) is limits.memory less this
+	// (default 64Mi; at most half the limit).
+	MemoryReserve string `yaml:"memoryReserve"`
 	// Grace is how long a worker drains queued work after SIGTERM
 	// (sluice worker --grace; default 30s).
 	Grace strictyaml.Duration `yaml:"grace"`
@@ -169,6 +173,12 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 		if p.Resources.Limits.Memory == "" {
 			bad(at("resources.limits.memory"), "is required: it is the worker's memory budget (--worker-memory), e.g. \"2Gi\"")
 		}
+		if p.MemoryReserve == "" {
+			p.MemoryReserve = "64Mi"
+		}
+		if q, err := resource.ParseQuantity(p.MemoryReserve); err != nil || q.Sign() < 0 {
+			bad(at("memoryReserve"), "%q: a Kubernetes quantity >= 0 like \"64Mi\"", p.MemoryReserve)
+		}
 		if p.Resources.Requests.Memory == "" {
 			p.Resources.Requests.Memory = p.Resources.Limits.Memory
 		}
@@ -233,11 +243,23 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 
 var envRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-// MemoryLimit is the pool's memory limit in bytes (the worker's budget).
+// MemoryLimit is the pool's memory limit in bytes.
 func (p Pool) MemoryLimit() int64 {
 	q, err := resource.ParseQuantity(p.Resources.Limits.Memory)
 	if err != nil {
 		return 0
 	}
 	return q.Value()
+}
+
+// WorkerMemory is each worker's memory budget (--worker-memory): the
+// memory limit less MemoryReserve, which the process itself needs beyond
+// what its versions hold (the Go runtime, gRPC buffers, the artifact
+// being fetched: an idle worker's RSS is about 40 MiB).
+func (p Pool) WorkerMemory() int64 {
+	q, err := resource.ParseQuantity(p.MemoryReserve)
+	if err != nil {
+		return p.MemoryLimit()
+	}
+	return max(p.MemoryLimit()-q.Value(), p.MemoryLimit()/2)
 }

@@ -28,7 +28,7 @@ func TestParseConfig(t *testing.T) {
 	p := c.Pools[0]
 	if p.MinWorkers != 1 || p.MaxWorkers != 4 || p.Port != DefaultPort || p.PreStopDelay.Duration != DefaultPreStopDelay ||
 		p.ScaleDownCooldown.Duration != DefaultScaleDownCooldown || p.Grace.Duration != 10*time.Second || p.MaxSurge != 1 ||
-		p.Resources.Requests.Memory != "1Gi" || p.MemoryLimit() != 1<<30 {
+		p.Resources.Requests.Memory != "1Gi" || p.MemoryLimit() != 1<<30 || p.WorkerMemory() != 960<<20 {
 		t.Errorf("defaults: %+v", p)
 	}
 	bad := []struct{ name, yaml, want string }{
@@ -69,7 +69,7 @@ func TestWorkerDeployment(t *testing.T) {
 	pod := d.Spec.Template.Spec
 	ct := pod.Containers[0]
 	args := strings.Join(ct.Args, " ")
-	for _, want := range []string{"worker --join gw:7070", "--id $(POD_NAME)", "--listen $(POD_IP):9000", "--worker-memory 1024MiB", "--grace 10s"} {
+	for _, want := range []string{"worker --join gw:7070", "--id $(POD_NAME)", "--listen $(POD_IP):9000", "--worker-memory 960MiB", "--grace 10s"} {
 		if !strings.Contains(args, want) {
 			t.Errorf("args %q lack %q", args, want)
 		}
