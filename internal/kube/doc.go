@@ -10,6 +10,11 @@
 //     Ready or is terminating is fenced out of routing at once, a deleted
 //     one forgotten (cluster.Pool's Fence/Unfence/Forget seam).
 //
+// Why `sluice controller` is a subcommand and not a mode of serve: it
+// needs the right to write Deployments, which a gateway facing clients
+// should not hold; one runs per namespace while gateways may be several;
+// and its failures never reach the predict path.
+//
 // Why a Deployment and not a StatefulSet: workers hold no state that must
 // outlive them (artifacts are re-fetched by SHA-256 into a local cache,
 // replicas are reloaded by placement), and only a Deployment rolls with

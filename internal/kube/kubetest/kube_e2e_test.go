@@ -171,6 +171,32 @@ func TestKubernetes(t *testing.T) {
 	report["roll e2e-1→e2e-2 (to 2 new pods, the old ones gone)"] = time.Since(t0).Round(time.Millisecond).String()
 	waitHolders(ctx, t, gw, "iris@1", 2)
 
+	// A broken pool config changes nothing and is reported with its line.
+	dep, err := cp.Client.AppsV1().Deployments(ns).Get(ctx, kube.DeploymentName("default"), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	setPools(ctx, t, cp, func(s string) string { return strings.Replace(s, "maxSurge: 1", "maxSurge: 1\n    maxSurg: 2", 1) })
+	ctlLog := func() string {
+		pods, _ := cp.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=sluice-controller"})
+		var b []byte
+		for _, p := range pods.Items {
+			lb, _ := os.ReadFile(filepath.Join(kl.PodDir(ns, p.Name), "container.log"))
+			b = append(b, lb...)
+		}
+		return string(b)
+	}
+	poll(ctx, t, 30*time.Second, "the controller reports the bad config", func() string {
+		if strings.Contains(ctlLog(), `maxSurg: unknown key \"maxSurg\"`) {
+			return ""
+		}
+		return "no error in the controller's log yet"
+	})
+	if now, err := cp.Client.AppsV1().Deployments(ns).Get(ctx, dep.Name, metav1.GetOptions{}); err != nil || now.Generation != dep.Generation {
+		t.Fatalf("the Deployment changed under a bad config: generation %d → %d (%v)", dep.Generation, now.Generation, err)
+	}
+	setPools(ctx, t, cp, func(s string) string { return strings.Replace(s, "\n    maxSurg: 2", "", 1) })
+
 	// Scale from the autoscaler's demand: two models of 300 MiB a copy
 	// (two copies each) cannot share a worker of 512 MiB, so the second
 	// does not fit the two workers there are; the gateway's demand says
