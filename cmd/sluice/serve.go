@@ -57,6 +57,7 @@ func newServeCmd() *cobra.Command {
 		pprofAddr           string
 		initStore           bool
 		workerNice          int
+		artifacts           storeFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -94,7 +95,13 @@ func newServeCmd() *cobra.Command {
 			} else {
 				log.Warn("no --tenants file: authentication is off, every caller is tenant \"default\" with no quota")
 			}
-			store, err := registry.OpenWith(data, registry.Options{InitStore: initStore})
+			opts := registry.Options{InitStore: initStore}
+			if art, err := artifacts.open(cmd.Context(), log); err != nil {
+				return err
+			} else if art != nil {
+				opts.Artifacts = art
+			}
+			store, err := registry.OpenWith(data, opts)
 			if err != nil {
 				return err
 			}
@@ -169,7 +176,7 @@ func newServeCmd() *cobra.Command {
 				defer cp.stop()
 				log.Info("control plane listening for workers", "control_addr", cp.ln.Addr().String(), "local_workers", workers)
 				if workers > 0 {
-					if sup, err = localWorkers(ids, cp.ln.Addr().String(), data, logFormat, logLevel, onnxLib, workerMemory, log, pool); err != nil {
+					if sup, err = localWorkers(ids, cp.ln.Addr().String(), data, logFormat, logLevel, onnxLib, workerMemory, artifacts.args(), log, pool); err != nil {
 						return err
 					}
 					if workerNice < 0 || workerNice > 19 {
@@ -303,6 +310,7 @@ func newServeCmd() *cobra.Command {
 	f.StringVar(&workerMemory, "worker-memory", "", "memory each local worker's versions may hold, e.g. 2GiB, passed to the workers (default: the cgroup's or host's memory divided by --workers)")
 	f.DurationVar(&minResidency, "min-residency", placement.DefaultMinResidency, "a version loaded on a worker less than this long ago is never evicted (anti-thrash)")
 	f.IntVar(&shardSize, "shard-size", 2, "how many workers hold each model (its shard, chosen by rendezvous hashing of the model name)")
+	artifacts.register(f, false)
 	f.StringVar(&controlAddr, "control-addr", "", "where workers register (sluice worker --join ADDR); set it to attach workers started elsewhere (default with --workers: 127.0.0.1:0)")
 	return cmd
 }

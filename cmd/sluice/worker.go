@@ -26,6 +26,7 @@ func newWorkerCmd() *cobra.Command {
 		grace               time.Duration
 		pprofAddr           string
 		workerMemory        string
+		artifacts           storeFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "worker --join ADDR",
@@ -60,6 +61,11 @@ func newWorkerCmd() *cobra.Command {
 				return fmt.Errorf("--workers-on-host %d: must be >= 0", cfg.WorkersOnHost)
 			}
 			cfg.Logger, cfg.Build = log, version
+			if art, err := artifacts.open(cmd.Context(), log); err != nil {
+				return err
+			} else if art != nil {
+				cfg.Artifacts, cfg.ArtifactsName = art, art.String()
+			}
 			w, err := worker.New(cfg)
 			if err != nil {
 				return err
@@ -89,6 +95,7 @@ func newWorkerCmd() *cobra.Command {
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.DurationVar(&grace, "grace", 30*time.Second, "how long shutdown waits for queued work")
 	f.StringVar(&pprofAddr, "pprof-addr", "", "serve Go profiles (/debug/pprof/) on this admin address (default: off)")
+	artifacts.register(f, true)
 	return cmd
 }
 
