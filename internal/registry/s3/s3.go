@@ -373,16 +373,18 @@ func (a *Artifacts) Put(ctx context.Context, sha string, r io.Reader) error {
 	if err != nil || ok {
 		return err
 	}
+	// The first part, grown as it is read: a small artifact costs its
+	// size, not a whole part.
 	h := sha256.New()
-	first := make([]byte, a.cfg.PartBytes)
-	n, err := io.ReadFull(r, first)
+	var first bytes.Buffer
+	_, err = io.CopyN(&first, r, a.cfg.PartBytes)
 	switch {
-	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
-		return a.putOne(ctx, sha, first[:n], h)
+	case errors.Is(err, io.EOF):
+		return a.putOne(ctx, sha, first.Bytes(), h)
 	case err != nil:
 		return fmt.Errorf("store artifact sha256:%s: read the content: %w", sha[:12], err)
 	}
-	return a.putParts(ctx, sha, first, r, h)
+	return a.putParts(ctx, sha, first.Bytes(), r, h)
 }
 
 func mismatch(sha string, h hash.Hash) error {
@@ -441,6 +443,8 @@ func (a *Artifacts) putParts(ctx context.Context, sha string, first []byte, r io
 	}
 	held, next := first, make([]byte, a.cfg.PartBytes)
 	h.Write(held)
+	// held is the part not sent yet: it is sent once another part was
+	// read after it, or, as the last part, once the hash matched.
 	for {
 		n, rerr := io.ReadFull(r, next)
 		if n == 0 && (errors.Is(rerr, io.EOF) || errors.Is(rerr, io.ErrUnexpectedEOF)) {
@@ -456,7 +460,7 @@ func (a *Artifacts) putParts(ctx context.Context, sha string, first []byte, r io
 			return err
 		}
 		h.Write(next[:n])
-		held, next = next[:n], held[:cap(held)]
+		held, next = next[:n], held[:a.cfg.PartBytes]
 		if rerr != nil { // a short read: this was the end
 			break
 		}
