@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Starts SeaweedFS (`weed server ... -s3`, built by scripts/install-seaweedfs.sh)
-# on 127.0.0.1 with free ports and its data in DIR, waits until its S3 API
-# accepts a signed write, and prints the S3 endpoint on the last line. A
-# no-op (it prints the endpoint again) when the server started from DIR
-# is still running and answers.
+# on 127.0.0.1 with free ports and a fresh, empty store in DIR/data, waits
+# until its S3 API accepts a signed write, and prints the S3 endpoint on the
+# last line (about 5-10 s). A no-op (it prints the endpoint again) when the
+# server started from DIR is still running and answers.
 #
 #   bash scripts/start-seaweedfs.sh [DIR]    # default DIR: ~/.cache/sluice/seaweedfs
 #   bash scripts/stop-seaweedfs.sh [DIR]
@@ -38,6 +38,9 @@ if [ -f "$dir/weed.pid" ] && [ -f "$dir/env" ]; then
 		exit 0
 	fi
 fi
+
+# One that is running but does not answer is stopped first.
+bash scripts/stop-seaweedfs.sh "$dir"
 
 weed="${SLUICE_WEED:-}"
 if [ -z "$weed" ] || [ ! -x "$weed" ]; then
@@ -76,6 +79,9 @@ free_port() {
 }
 master="$(free_port)" volume="$(free_port)" filer="$(free_port)" s3="$(free_port)"
 endpoint="http://127.0.0.1:$s3"
+# A fresh store at every start: weed's master keeps its peers' addresses
+# in its state, so data from a run on other ports would not take writes.
+rm -rf "$dir/data"
 mkdir -p "$dir/data"
 echo "starting SeaweedFS in $dir: S3 on $endpoint (master $master, volume $volume, filer $filer)" >&2
 setsid "$weed" server -dir="$dir/data" -ip=127.0.0.1 -ip.bind=127.0.0.1 \
@@ -97,17 +103,19 @@ ENV
 # Ready when a signed write lands (the volume server has registered with
 # the master): a bucket of its own, then one small object in it.
 deadline=$((SECONDS + 90))
-until [ "$(signed PUT "$endpoint/sluice-ready")" = 200 ] &&
-	[ "$(signed PUT "$endpoint/sluice-ready/probe" --data-binary ready)" = 200 ]; do
+# (curl signs the body only when given its hash.)
+probe_sha="$(printf ready | sha256sum | cut -d' ' -f1)"
+until case "$(signed PUT "$endpoint/sluice-ready")" in 200 | 409) true ;; *) false ;; esac &&
+	[ "$(signed PUT "$endpoint/sluice-ready/probe" -H "x-amz-content-sha256: $probe_sha" --data-binary ready)" = 200 ]; do
 	if ! kill -0 "$pid" 2>/dev/null; then
 		echo "start-seaweedfs: weed exited; the end of $dir/weed.log:" >&2
-		tail -20 "$dir/weed.log" >&2
+		grep -v '^ *$' "$dir/weed.log" | tail -20 | cut -c1-400 >&2
 		exit 1
 	fi
 	if [ "$SECONDS" -ge "$deadline" ]; then
 		echo "start-seaweedfs: S3 on $endpoint did not accept a write within 90 s; the end of $dir/weed.log:" >&2
-		tail -20 "$dir/weed.log" >&2
-		kill "$pid" 2>/dev/null || true
+		grep -v '^ *$' "$dir/weed.log" | tail -20 | cut -c1-400 >&2
+		bash scripts/stop-seaweedfs.sh "$dir"
 		exit 1
 	fi
 	sleep 0.5
