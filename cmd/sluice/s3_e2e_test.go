@@ -115,6 +115,8 @@ func TestS3ArtifactsThroughTheBinary(t *testing.T) {
 			if err == nil {
 				t.Errorf("%s: serve started", tc.name)
 			}
+			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+			t.Logf("%s: %s", tc.name, lines[len(lines)-1])
 			for _, w := range tc.want {
 				if !strings.Contains(string(out), w) {
 					t.Errorf("%s: output lacks %q:\n%s", tc.name, w, out)
