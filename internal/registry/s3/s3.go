@@ -76,6 +76,7 @@ const (
 	dialTimeout   = 5 * time.Second
 	headerTimeout = 30 * time.Second
 	maxRetries    = 3
+	smallBytes    = 256 << 10 // what Put reads before it allocates a part
 )
 
 // Open connects to the store cfg names and checks that its bucket exists
@@ -373,18 +374,27 @@ func (a *Artifacts) Put(ctx context.Context, sha string, r io.Reader) error {
 	if err != nil || ok {
 		return err
 	}
-	// The first part, grown as it is read: a small artifact costs its
-	// size, not a whole part.
+	// The first part: a small artifact costs its size (read into a
+	// small buffer first), a larger one one part.
 	h := sha256.New()
-	var first bytes.Buffer
-	_, err = io.CopyN(&first, r, a.cfg.PartBytes)
-	switch {
-	case errors.Is(err, io.EOF):
-		return a.putOne(ctx, sha, first.Bytes(), h)
-	case err != nil:
+	small := make([]byte, min(smallBytes, a.cfg.PartBytes))
+	n, err := io.ReadFull(r, small)
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return a.putOne(ctx, sha, small[:n], h)
+	}
+	if err != nil {
 		return fmt.Errorf("store artifact sha256:%s: read the content: %w", sha[:12], err)
 	}
-	return a.putParts(ctx, sha, first.Bytes(), r, h)
+	first := make([]byte, a.cfg.PartBytes)
+	copy(first, small)
+	m, err := io.ReadFull(r, first[n:])
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return a.putOne(ctx, sha, first[:n+m], h)
+	}
+	if err != nil {
+		return fmt.Errorf("store artifact sha256:%s: read the content: %w", sha[:12], err)
+	}
+	return a.putParts(ctx, sha, first, r, h)
 }
 
 func mismatch(sha string, h hash.Hash) error {

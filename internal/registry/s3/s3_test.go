@@ -4,14 +4,18 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"io"
 	"io/fs"
 	"net"
 	"os"
+	goruntime "runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluiceml/sluice/internal/errs"
 	"github.com/sluiceml/sluice/internal/registry"
@@ -220,5 +224,78 @@ func TestUnreachable(t *testing.T) {
 		if strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "AKIAEXAMPLE") {
 			t.Errorf("%s shows a credential: %v", name, err)
 		}
+	}
+}
+
+// stream is n pseudo-random bytes made as they are read (never held).
+type stream struct {
+	n, off int64
+	x      uint64
+}
+
+func (s *stream) Read(p []byte) (int, error) {
+	if s.off >= s.n {
+		return 0, io.EOF
+	}
+	p = p[:min(int64(len(p)), s.n-s.off)]
+	for i := range p {
+		s.x = s.x*6364136223846793005 + 1442695040888963407
+		p[i] = byte(s.x >> 56)
+	}
+	s.off += int64(len(p))
+	return len(p), nil
+}
+
+// A Put's memory is bounded by its parts, not the artifact: 64 MiB go up
+// in parts of 5 MiB while the heap (sampled, with the collector kept
+// close behind) grows by a few parts at most.
+func TestPutMemoryIsBounded(t *testing.T) {
+	endpoint := s3test.Endpoint(t)
+	bucket := s3test.Bucket(t, endpoint)
+	const size, part = 64 << 20, s3.MinPartBytes
+	h := sha256.New()
+	if _, err := io.Copy(h, &stream{n: size}); err != nil {
+		t.Fatal(err)
+	}
+	sha := hex.EncodeToString(h.Sum(nil))
+	a := open(t, endpoint, bucket, part)
+	defer debug.SetGCPercent(debug.SetGCPercent(10))
+	goruntime.GC()
+	var ms goruntime.MemStats
+	goruntime.ReadMemStats(&ms)
+	base, peak := ms.HeapAlloc, ms.HeapAlloc
+	stop, sampled := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(sampled)
+		tick := time.NewTicker(2 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				goruntime.ReadMemStats(&ms)
+				peak = max(peak, ms.HeapAlloc)
+			}
+		}
+	}()
+	err := a.Put(t.Context(), sha, &stream{n: size})
+	close(stop)
+	<-sampled
+	if err != nil {
+		t.Fatal(err)
+	}
+	grew := int64(peak) - int64(base)
+	t.Logf("Put of %d MiB in parts of %d MiB: the heap grew by %.1f MiB at most", size>>20, part>>20, float64(grew)/(1<<20))
+	if grew > 4*part {
+		t.Errorf("Put of %d MiB grew the heap by %d MiB: more than 4 parts of %d MiB", size>>20, grew>>20, part>>20)
+	}
+	rc, n, err := a.Open(t.Context(), sha)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	if got, err := io.Copy(io.Discard, rc); err != nil || got != size || n != size {
+		t.Errorf("read back %d bytes (size %d), %v", got, n, err)
 	}
 }
