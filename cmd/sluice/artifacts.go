@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -30,8 +31,10 @@ func (s *storeFlags) register(f *pflag.FlagSet, worker bool) {
 }
 
 // open returns the object store, checked (bucket, credentials), or nil
-// without --artifacts.
-func (s *storeFlags) open(ctx context.Context, log *slog.Logger) (*s3.Artifacts, error) {
+// without --artifacts. A store that does not answer stops the start unless
+// unreachableOK (a worker: it can serve what its cache holds, and loads
+// that need the store fail with its error until it is back).
+func (s *storeFlags) open(ctx context.Context, log *slog.Logger, unreachableOK bool) (*s3.Artifacts, error) {
 	if s.url == "" {
 		if s.endpoint != "" || s.pathStyle {
 			return nil, fmt.Errorf("--s3-endpoint and --s3-path-style need --artifacts s3://BUCKET/PREFIX")
@@ -42,9 +45,15 @@ func (s *storeFlags) open(ctx context.Context, log *slog.Logger) (*s3.Artifacts,
 	if err != nil {
 		return nil, err
 	}
-	a, err := s3.Open(ctx, cfg)
+	a, err := s3.New(cfg)
 	if err != nil {
 		return nil, err
+	}
+	if err := a.Check(ctx); err != nil {
+		if !unreachableOK || !errors.Is(err, s3.ErrUnreachable) {
+			return nil, err
+		}
+		log.Warn("the object store does not answer; starting anyway: artifacts in the cache serve, loads that need the store fail until it is back", "err", err)
 	}
 	log.Info("artifacts in an object store", "artifacts", cfg.URL, "endpoint", cfg.Endpoint, "endpoint_from", cfg.EndpointFrom,
 		"region", cfg.Region, "credentials", cfg.Credentials.Source)

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -132,6 +133,9 @@ func TestS3ArtifactsThroughTheBinary(t *testing.T) {
 	srv := startServer(t, "--data", data, "--models", t.TempDir(), "--workers", "2",
 		"--artifacts", store, "--s3-endpoint", sw.endpoint)
 	defer func() {
+		if t.Failed() {
+			t.Logf("server log:\n%s", srv.logs)
+		}
 		if strings.Contains(srv.logs.String(), sw.secret) {
 			t.Errorf("the secret key is in the logs")
 		}
@@ -203,6 +207,22 @@ func TestS3ArtifactsThroughTheBinary(t *testing.T) {
 			t.Errorf("late@1 after a failed push: %d, want 404", resp.StatusCode)
 		}
 	}
+	// A worker killed now comes back and loads from its disk cache: the
+	// store is not needed for what a worker has fetched before.
+	waitFor(t, 10*time.Second, func() bool { return readyEverywhere(workers(t, srv.url), 2, "hot@1") })
+	victim := workers(t, srv.url).Workers[0]
+	if err := syscall.Kill(int(victim.PID), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, func() bool {
+		wl := workers(t, srv.url)
+		for _, w := range wl.Workers {
+			if w.ID == victim.ID && w.PID == victim.PID {
+				return false
+			}
+		}
+		return readyEverywhere(wl, 2, "hot@1")
+	})
 	predictOK("hot")
 	srv.stop(t)
 }

@@ -96,7 +96,7 @@ func newServeCmd() *cobra.Command {
 				log.Warn("no --tenants file: authentication is off, every caller is tenant \"default\" with no quota")
 			}
 			opts := registry.Options{InitStore: initStore}
-			if art, err := artifacts.open(cmd.Context(), log); err != nil {
+			if art, err := artifacts.open(cmd.Context(), log, false); err != nil {
 				return err
 			} else if art != nil {
 				opts.Artifacts = art

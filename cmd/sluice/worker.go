@@ -61,7 +61,7 @@ func newWorkerCmd() *cobra.Command {
 				return fmt.Errorf("--workers-on-host %d: must be >= 0", cfg.WorkersOnHost)
 			}
 			cfg.Logger, cfg.Build = log, version
-			if art, err := artifacts.open(cmd.Context(), log); err != nil {
+			if art, err := artifacts.open(cmd.Context(), log, true); err != nil {
 				return err
 			} else if art != nil {
 				cfg.Artifacts, cfg.ArtifactsName = art, art.String()

@@ -186,7 +186,7 @@ func (a *Artifacts) Check(ctx context.Context) error {
 		return nil
 	}
 	if ctx.Err() != nil {
-		return fmt.Errorf("%s %s: the object store at %s (%s) did not answer within %s", FlagArtifacts, a.cfg.URL, a.cfg.Endpoint, a.cfg.EndpointFrom, StartTimeout)
+		return fmt.Errorf("%s %s: the object store at %s (%s) did not answer within %s: %w", FlagArtifacts, a.cfg.URL, a.cfg.Endpoint, a.cfg.EndpointFrom, StartTimeout, ErrUnreachable)
 	}
 	var er minio.ErrorResponse
 	if errors.As(err, &er) {
@@ -200,8 +200,13 @@ func (a *Artifacts) Check(ctx context.Context) error {
 		}
 		return fmt.Errorf("%s %s: the object store at %s refused to list the bucket (%s)", FlagArtifacts, a.cfg.URL, a.cfg.Endpoint, s3Reason(er))
 	}
-	return fmt.Errorf("%s %s: cannot reach the object store at %s (from %s): %s", FlagArtifacts, a.cfg.URL, a.cfg.Endpoint, a.cfg.EndpointFrom, netReason(err))
+	return fmt.Errorf("%s %s: cannot reach the object store at %s (from %s): %s: %w", FlagArtifacts, a.cfg.URL, a.cfg.Endpoint, a.cfg.EndpointFrom, netReason(err), ErrUnreachable)
 }
+
+// ErrUnreachable is wrapped by Check's errors when the store did not
+// answer at all (as opposed to refusing the bucket or the credentials): a
+// worker starts anyway and serves what its cache holds.
+var ErrUnreachable = errors.New("the store may be down or the endpoint wrong")
 
 // credentialCode says whether the store refused the request's signature
 // or keys.

@@ -172,6 +172,9 @@ func TestOpenChecks(t *testing.T) {
 			if strings.Contains(err.Error(), "hunter2") {
 				t.Errorf("the error shows the secret: %v", err)
 			}
+			if errors.Is(err, s3.ErrUnreachable) {
+				t.Errorf("a refusal counts as unreachable (a worker would start on it): %v", err)
+			}
 		})
 	}
 }
@@ -199,8 +202,8 @@ func TestUnreachable(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = s3.Open(t.Context(), cfg)
-	if err == nil || !strings.Contains(err.Error(), "cannot reach the object store at "+endpoint+" (from --s3-endpoint)") {
-		t.Errorf("Open = %v; want cannot reach ... (from --s3-endpoint)", err)
+	if err == nil || !strings.Contains(err.Error(), "cannot reach the object store at "+endpoint+" (from --s3-endpoint)") || !errors.Is(err, s3.ErrUnreachable) {
+		t.Errorf("Open = %v; want cannot reach ... (from --s3-endpoint), ErrUnreachable", err)
 	}
 	a, err := s3.New(cfg)
 	if err != nil {
