@@ -56,6 +56,11 @@ type Credentials struct {
 	IAM                 bool
 }
 
+// String and GoString show where the keys came from, never the keys, so
+// that no format verb prints a secret.
+func (c Credentials) String() string   { return c.Source }
+func (c Credentials) GoString() string { return "s3.Credentials{Source: " + c.Source + "}" }
+
 // Upload part bounds: S3 refuses parts under 5 MiB but the last, and
 // allows 10,000 parts, so DefaultPartBytes carries artifacts up to 160 GiB
 // (registry.MaxArtifactBytes is 16 GiB).

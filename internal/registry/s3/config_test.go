@@ -1,6 +1,7 @@
 package s3
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -76,8 +77,10 @@ func TestResolve(t *testing.T) {
 			if tc.creds != "" && !strings.HasPrefix(c.Credentials.Source, tc.creds) {
 				t.Errorf("credentials from %q, want %q", c.Credentials.Source, tc.creds)
 			}
-			if strings.Contains(c.String(), "s3cr3t") || strings.Contains(c.String(), "AKIA1") {
-				t.Errorf("String shows a credential: %s", c)
+			for _, shown := range []string{c.String(), fmt.Sprintf("%v %+v %#v", c, c, c), fmt.Sprint(c.Credentials)} {
+				if strings.Contains(shown, "s3cr3t") || strings.Contains(shown, "tok") {
+					t.Errorf("a format shows a credential: %s", shown)
+				}
 			}
 		})
 	}
