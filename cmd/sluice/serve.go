@@ -28,6 +28,7 @@ import (
 	"github.com/sluiceml/sluice/internal/registry"
 	"github.com/sluiceml/sluice/internal/runtime/onnx"
 	"github.com/sluiceml/sluice/internal/server"
+	"github.com/sluiceml/sluice/internal/serving"
 	"github.com/sluiceml/sluice/internal/telemetry"
 	"github.com/sluiceml/sluice/internal/tenant"
 )
@@ -56,8 +57,10 @@ func newServeCmd() *cobra.Command {
 		shardSize           int
 		pprofAddr           string
 		initStore           bool
+		storeURL            string
 		workerNice          int
 		artifacts           storeFlags
+		modelCPUs           int
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -95,23 +98,17 @@ func newServeCmd() *cobra.Command {
 			} else {
 				log.Warn("no --tenants file: authentication is off, every caller is tenant \"default\" with no quota")
 			}
-			opts := registry.Options{InitStore: initStore}
-			if art, err := artifacts.open(cmd.Context(), log, false); err != nil {
+			var art registry.Artifacts // nil: the folder in --data
+			if a, err := artifacts.open(cmd.Context(), log, false); err != nil {
 				return err
-			} else if art != nil {
-				opts.Artifacts = art
+			} else if a != nil {
+				art = a
 			}
-			store, err := registry.OpenWith(data, opts)
+			store, err := openRegistry(cmd.Context(), storeURL, data, initStore, art, log)
 			if err != nil {
 				return err
 			}
 			defer store.Close()
-			if a := store.MovedAside(); a != "" {
-				log.Warn("--init-store: the damaged registry database was moved aside; starting with an empty registry", "moved_to", a)
-			}
-			if d, ok := store.Artifacts.(*registry.Dir); ok && d.Removed() > 0 {
-				log.Info("deleted partial artifact writes left by an interrupted push", "files", d.Removed())
-			}
 			cfg.UploadDir = filepath.Join(data, "uploads")
 			if err := os.MkdirAll(cfg.UploadDir, 0o755); err != nil {
 				return fmt.Errorf("create the upload folder: %w", err)
@@ -192,8 +189,21 @@ func newServeCmd() *cobra.Command {
 				host = workersHost{pool, store}
 				cfg.Workers = pool
 			}
+			if modelCPUs < 0 {
+				return fmt.Errorf("--model-cpus %d: use 0 (no bound) or the number of batches that may compute at once", modelCPUs)
+			}
+			if host == nil && modelCPUs > 0 {
+				host = &control.LocalHost{CPUs: serving.NewCPUs(modelCPUs),
+					Artifact: func(ctx context.Context, sha string) ([]byte, error) { return registry.ReadArtifact(ctx, store, sha) }}
+				log.Info("in-process replicas bounded", "model_cpus", modelCPUs, "gomaxprocs", goruntime.GOMAXPROCS(0))
+			}
 			ctl := control.New(store, host, log)
 			ctlRef.Store(ctl)
+			if ch, ok := store.(registry.Changes); ok {
+				// Other gateways share the store: their deployment changes
+				// reach this routing snapshot (LISTEN/NOTIFY, polled too).
+				ctl.Follow(ch)
+			}
 			metrics.SetVersionSource(ctl.LiveState)
 			if !noMetrics {
 				ctl.Metrics, cfg.Metrics = metrics, metrics
@@ -208,14 +218,11 @@ func newServeCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				rs, err := records.OpenWith(data, records.Options{InitStore: initStore, Durable: durable})
+				rs, err := openRecords(cmd.Context(), storeURL, data, initStore, durable, log)
 				if err != nil {
 					return err
 				}
 				defer rs.Close()
-				if a := rs.MovedAside(); a != "" {
-					log.Warn("--init-store: the damaged records database was moved aside; starting with no records", "moved_to", a)
-				}
 				cfg.RecordStore = rs
 				w := records.NewWriter(rs, records.Config{Retention: retention, Logger: log, Durable: durable})
 				cfg.Records = w
@@ -275,7 +282,7 @@ func newServeCmd() *cobra.Command {
 				go func() { defer close(scaled); _ = loop.Run(actx) }()
 				defer func() { stopScaling(); <-scaled }()
 			}
-			log.Info("serving", "addr", ln.Addr().String(), "data", data, "models", display)
+			log.Info("serving", "addr", ln.Addr().String(), "data", data, "models", display, "store", storeName(storeURL))
 			return server.New(cfg, ctl).Serve(ctx, ln, grace)
 		},
 	}
@@ -283,6 +290,7 @@ func newServeCmd() *cobra.Command {
 	f.StringVar(&addr, "addr", "127.0.0.1:8080", "listen address")
 	f.StringVar(&grpcAddr, "grpc-addr", "", "also serve the Open Inference Protocol v2 over gRPC on this address, e.g. 127.0.0.1:8081 (default: off)")
 	f.StringVar(&data, "data", ".sluice-data", "data directory (registry database and artifacts); created if missing")
+	f.StringVar(&storeURL, "store", "", "metadata and records store: a PostgreSQL URL (postgres://USER@HOST:PORT/DB?sslmode=disable; password in the URL or $PGPASSWORD) that several gateways share; default: SQLite files in --data (artifacts stay in --data either way)")
 	f.BoolVar(&initStore, "init-store", false, "re-initialise a sluice.db or records.db that exists but is empty or damaged: move it aside (FILE.damaged-TIME) and start an empty one (without it such a file stops the server)")
 	f.StringVar(&onnxLib, "onnxruntime-lib", "", "path of ONNX Runtime's shared library for runtime onnx (default: $SLUICE_ONNXRUNTIME_LIB, then the cache of scripts/fetch-onnxruntime.sh, then standard locations)")
 	f.StringVar(&otlpEndpoint, "otlp-endpoint", "", "export OpenTelemetry spans (one per predict call) over OTLP/HTTP to this collector, e.g. http://127.0.0.1:4318 (default: off)")
@@ -306,6 +314,7 @@ func newServeCmd() *cobra.Command {
 	f.DurationVar(&grace, "grace", 30*time.Second, "how long shutdown waits for in-flight and queued requests")
 	f.IntVar(&workers, "workers", 0, "start and supervise N local worker processes that host the replicas (0: replicas in this process, no hop)")
 	f.StringVar(&pprofAddr, "pprof-addr", "", "serve Go profiles (/debug/pprof/) on this admin address, e.g. 127.0.0.1:6060 (default: off)")
+	f.IntVar(&modelCPUs, "model-cpus", 0, "at most this many batches compute at once in this process's replicas (in-process mode), so admission, refusals and health keep a core: e.g. 1 on 2 cores (0: no bound; workers: --worker-nice, or sluice worker --model-cpus)")
 	f.IntVar(&workerNice, "worker-nice", 0, "lower the local workers' CPU priority by this much (0-19): the server's admission, refusals and health checks run first when the CPUs are busy")
 	f.StringVar(&workerMemory, "worker-memory", "", "memory each local worker's versions may hold, e.g. 2GiB, passed to the workers (default: the cgroup's or host's memory divided by --workers)")
 	f.DurationVar(&minResidency, "min-residency", placement.DefaultMinResidency, "a version loaded on a worker less than this long ago is never evicted (anti-thrash)")

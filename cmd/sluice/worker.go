@@ -15,6 +15,7 @@ import (
 	"github.com/sluiceml/sluice/internal/bytesize"
 	"github.com/sluiceml/sluice/internal/runtime/onnx"
 	"github.com/sluiceml/sluice/internal/runtime/synthetic"
+	"github.com/sluiceml/sluice/internal/serving"
 	"github.com/sluiceml/sluice/internal/worker"
 )
 
@@ -25,6 +26,7 @@ func newWorkerCmd() *cobra.Command {
 		onnxLib             string
 		grace               time.Duration
 		pprofAddr           string
+		modelCPUs           int
 		workerMemory        string
 		artifacts           storeFlags
 	)
@@ -60,6 +62,10 @@ func newWorkerCmd() *cobra.Command {
 			if cfg.WorkersOnHost < 0 {
 				return fmt.Errorf("--workers-on-host %d: must be >= 0", cfg.WorkersOnHost)
 			}
+			if modelCPUs < 0 {
+				return fmt.Errorf("--model-cpus %d: use 0 (no bound) or the number of batches that may compute at once", modelCPUs)
+			}
+			cfg.CPUs = serving.NewCPUs(modelCPUs)
 			cfg.Logger, cfg.Build = log, version
 			if art, err := artifacts.open(cmd.Context(), log, true); err != nil {
 				return err
@@ -94,6 +100,7 @@ func newWorkerCmd() *cobra.Command {
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.DurationVar(&grace, "grace", 30*time.Second, "how long shutdown waits for queued work")
+	f.IntVar(&modelCPUs, "model-cpus", 0, "at most this many batches compute at once in this worker (0: no bound)")
 	f.StringVar(&pprofAddr, "pprof-addr", "", "serve Go profiles (/debug/pprof/) on this admin address (default: off)")
 	artifacts.register(f, true)
 	return cmd

@@ -57,7 +57,6 @@ type copyOn struct {
 	loadTime time.Duration
 
 	lastUsed atomic.Int64 // unix ns of the last call sent
-	calls    atomic.Int64 // calls sent since the load
 	inflight atomic.Int64 // calls in flight now
 }
 
@@ -288,9 +287,9 @@ func (p *Pool) heldLocked(w *worker, loaded *[]placement.Resident, now time.Time
 		if ns := cp.lastUsed.Load(); ns > 0 {
 			r.LastUsed = time.Unix(0, ns)
 		}
-		if age := now.Sub(cp.loadedAt).Seconds(); !cp.loading && age > 0 {
-			r.Rate = float64(cp.calls.Load()) / max(age, 1)
-		}
+		// The version's request rate, shared by its copies: evicting one
+		// of two copies delays half as many requests.
+		r.Rate = p.rateLocked(v, now) / float64(max(len(v.on), 1))
 		if p.cfg.Protected != nil {
 			r.RollbackTarget = p.cfg.Protected(v.spec.Model, v.spec.N)
 		}
@@ -375,7 +374,11 @@ func (p *Pool) reconcileLocked(v *Version, now time.Time) (jobs []func(), noRoom
 			break
 		}
 	}
-	dec := p.cfg.Placement.Choose(placement.Request{Key: v.key, Memory: mem, Replicas: v.want - have, Ranked: grow, ShardSize: p.cfg.ShardSize}, view, now)
+	worth := placement.Priceless
+	if v.tier != modelpkg.TierHot {
+		worth = placement.Worth(p.rateLocked(v, now)/float64(have+1), p.loadTimeLocked(v), mem)
+	}
+	dec := p.cfg.Placement.Choose(placement.Request{Key: v.key, Memory: mem, Replicas: v.want - have, Ranked: grow, ShardSize: p.cfg.ShardSize, Worth: worth}, view, now)
 	for _, a := range dec.Assignments {
 		w := p.workers[a.Worker]
 		if w == nil || v.on[w.id] != nil {
@@ -403,7 +406,7 @@ func (p *Pool) reconcileLocked(v *Version, now time.Time) (jobs []func(), noRoom
 	if len(v.on) == 0 && len(jobs) == 0 {
 		var best int64
 		for _, w := range view {
-			best = max(best, p.cfg.Placement.Room(w, v.key, now))
+			best = max(best, p.cfg.Placement.Room(w, v.key, worth, now))
 		}
 		noRoom = placement.NoRoom(v.key, ranked[:min(p.cfg.ShardSize, len(ranked))], mem, best)
 	}
@@ -592,6 +595,15 @@ func (p *Pool) loadingLocked(v *Version) bool {
 		}
 	}
 	return false
+}
+
+// rateLocked is v's request rate now (requests per second, decayed with
+// the placement policy's half-life), its new requests folded in first.
+func (p *Pool) rateLocked(v *Version, now time.Time) float64 {
+	n := v.requests.Load()
+	v.demand.Add(now, float64(n-v.folded), p.cfg.Placement.HalfLife)
+	v.folded = n
+	return v.demand.PerSecond(now, p.cfg.Placement.HalfLife)
 }
 
 // loadTimeLocked is what loading v is expected to take: its last measured

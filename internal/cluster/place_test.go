@@ -113,13 +113,25 @@ func TestEvictionOrder(t *testing.T) {
 	if wi.Evictions != 1 || wi.Loads != 4 || ev.evicted.Load() != 1 {
 		t.Fatalf("worker: %d evictions, %d loads; metrics %d evictions", wi.Evictions, wi.Loads, ev.evicted.Load())
 	}
-	// The evicted version loads again on demand, evicting the next.
+	// The evicted version's first request does not displace a version
+	// called more than it (admission): 503 cold_start, and the demand
+	// counts. Once it is called more than that one, it gets in, evicting
+	// it; never the hot one, nor "new", younger than the residency.
 	idle := p.versions["idle@1"]
-	if err := submit(idle, 5*time.Second); err != nil {
-		t.Fatalf("evicted version on demand: %v", err)
+	if err := submit(idle, 5*time.Second); errs.CodeOf(err) != errs.ColdStart || !strings.Contains(err.Error(), "worth less per byte") {
+		t.Fatalf("evicted version, called less than the residents: %v, want cold_start", err)
 	}
-	if got := a.unloaded(); len(got) != 2 || got[1] == "hot@1" {
-		t.Fatalf("unloaded %v: the hot version must stay", got)
+	var err error
+	for range 10 {
+		if err = submit(idle, 5*time.Second); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("evicted version on demand, once called more than a resident: %v", err)
+	}
+	if got := a.unloaded(); !slices.Equal(got, []string{"idle@1", "used@1"}) {
+		t.Fatalf("unloaded %v, want [idle@1 used@1]: the hot version and the young one stay", got)
 	}
 }
 

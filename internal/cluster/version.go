@@ -12,6 +12,7 @@ import (
 	"github.com/sluiceml/sluice/internal/modelpkg"
 	"github.com/sluiceml/sluice/internal/oip"
 	"github.com/sluiceml/sluice/internal/oip/inferencepb"
+	"github.com/sluiceml/sluice/internal/placement"
 	"github.com/sluiceml/sluice/internal/serving"
 )
 
@@ -50,6 +51,12 @@ type Version struct {
 
 	// Instances seen by Submit, for the autoscaler (cumulative).
 	arrived, refused, missed atomic.Int64
+	// requests counts Submit calls (refused ones too: demand for a version
+	// not loaded is what admission weighs); demand is their decayed rate,
+	// folded in up to folded by Pool.rateLocked (guarded by Pool.mu).
+	requests atomic.Int64
+	demand   placement.Rate
+	folded   int64
 }
 
 func newVersion(p *Pool, vs VersionSpec) *Version {
@@ -82,6 +89,7 @@ func retryable(code errs.Code) bool {
 func (v *Version) Submit(ctx context.Context, w serving.Work) (res serving.Result, err error) {
 	n := int64(w.Rows.Rows)
 	v.arrived.Add(n)
+	v.requests.Add(1)
 	defer func() {
 		switch errs.CodeOf(err) {
 		case errs.QueueFull, errs.DeadlineInfeasible, errs.NotReady, errs.ColdStart:
@@ -136,7 +144,6 @@ func (v *Version) call(ctx context.Context, c candidate, w serving.Work) (servin
 	c.w.outstanding.Add(n)
 	if c.cp != nil {
 		c.cp.inflight.Add(1)
-		c.cp.calls.Add(1)
 		c.cp.lastUsed.Store(time.Now().UnixNano())
 	}
 	resp, err := c.w.infer.ModelInfer(ctx, req)

@@ -41,6 +41,9 @@ type Hosted interface {
 type LocalHost struct {
 	// Artifact returns the verified bytes of an artifact.
 	Artifact func(ctx context.Context, sha string) ([]byte, error)
+	// CPUs bounds the batches computing at once in this process (sluice
+	// serve --model-cpus; nil: no bound).
+	CPUs *serving.CPUs
 }
 
 // Name implements Host.
@@ -54,7 +57,7 @@ func (h *LocalHost) Start(ctx context.Context, req HostRequest) (Hosted, hosting
 		return nil, hosting.Timings{}, fmt.Errorf("load %s: %w", v.ID(), err)
 	}
 	srv, tm, err := hosting.Start(ctx, hosting.Config{ID: v.ID(), Spec: req.Spec, Runtime: v.Runtime, Artifact: art,
-		Logger: req.Logger, Observer: req.Observer})
+		Logger: req.Logger, Observer: req.Observer, CPUs: h.CPUs})
 	if err != nil {
 		return nil, tm, err
 	}

@@ -58,11 +58,49 @@ type Call struct {
 	Decode func() (Input, error)
 }
 
-// Input is a decoded request.
+// Input is a decoded request: its instances, or Rows standing for them.
 type Input struct {
-	Instances  []schema.Instance
+	Instances []schema.Instance
+	// Rows, when set, replaces Instances: the request's rows in a form the
+	// batch is built from without an Instance per row (OIP binary tensors).
+	Rows       Rows
 	Deadline   time.Duration // 0: the version's default
 	RoutingKey string        // "": the request id
+}
+
+// Rows is a request's instances held as columns (OIP tensors) rather than
+// as Instances, so that their values go straight into the batch's float32
+// rows. Every method stands for the same method on the instances it
+// represents: the same count, the same input hash, the same rows and the
+// same errors as buildRows on those instances.
+type Rows interface {
+	Len() int
+	// Hash is records.InputHash of the instances.
+	Hash() string
+	// Build validates and preprocesses the rows with sch (the schema of
+	// the version that answers or shadows), as buildRows does.
+	Build(sch *schema.Schema, missing func(row []float32)) (runtime.Batch, error)
+	// Instances is the instances themselves (built on demand: sampled
+	// record inputs).
+	Instances() []schema.Instance
+}
+
+// instanceRows is Rows over decoded instances (every transport's JSON).
+type instanceRows []schema.Instance
+
+func (r instanceRows) Len() int     { return len(r) }
+func (r instanceRows) Hash() string { return records.InputHash(r) }
+func (r instanceRows) Build(sch *schema.Schema, missing func(row []float32)) (runtime.Batch, error) {
+	return buildRows(sch, r, missing)
+}
+func (r instanceRows) Instances() []schema.Instance { return r }
+
+// rows is in's rows, whichever form they came in.
+func (in Input) rows() Rows {
+	if in.Rows != nil {
+		return in.Rows
+	}
+	return instanceRows(in.Instances)
 }
 
 // Answer is a call's outcome in transport-neutral form; each transport
@@ -207,7 +245,8 @@ func (g *Gateway) Predict(ctx context.Context, c Call) *Answer {
 	if err != nil {
 		return finish(err)
 	}
-	rec.InputHash = records.InputHash(in.Instances)
+	rows := in.rows()
+	rec.InputHash = rows.Hash()
 	if g.Idem != nil && c.Idempotent {
 		key = fmt.Sprintf("%s@%d|%s", c.Model, c.Version, rec.InputHash)
 	begin:
@@ -245,7 +284,7 @@ func (g *Gateway) Predict(ctx context.Context, c Call) *Answer {
 	if rk == "" {
 		rk = c.RequestID
 	}
-	res, err := g.run(ctx, Request{Tenant: tn, Model: c.Model, Version: c.Version, RoutingKey: rk, Instances: in.Instances, Deadline: in.Deadline, Received: c.Received})
+	res, err := g.run(ctx, Request{Tenant: tn, Model: c.Model, Version: c.Version, RoutingKey: rk, Rows: rows, Deadline: in.Deadline, Received: c.Received})
 	if res != nil && res.Attempts > 1 {
 		// A worker died or refused and another computed it: the record
 		// counts every attempt of this logical request.
@@ -256,7 +295,7 @@ func (g *Gateway) Predict(ctx context.Context, c Call) *Answer {
 		tg := res.Target
 		a.ModelVersion = tg.ID
 		rec.Version = tg.N
-		rec.Input = sampleInput(tg.Spec.Manifest.Logging, in.Instances)
+		rec.Input = sampleInput(tg.Spec.Manifest.Logging, rows)
 	}
 	if err != nil {
 		return finish(err)
@@ -266,7 +305,7 @@ func (g *Gateway) Predict(ctx context.Context, c Call) *Answer {
 	a.Prediction = &Prediction{Model: tg.Model, Version: tg.N, ID: tg.ID, InputSchema: m.Input.Schema, OutputSchema: m.Output.Schema,
 		Outputs: tg.Spec.OutputNames, Out: res.Out}
 	a.Timing = Timing{Preprocess: res.Preprocess, Queue: res.Timing.Queue, BatchWait: res.Timing.BatchWait, Compute: res.Timing.Compute}
-	span.SetAttributes(attribute.Int("sluice.instances", len(in.Instances)),
+	span.SetAttributes(attribute.Int("sluice.instances", rows.Len()),
 		attribute.Float64("sluice.preprocess_ms", ms(res.Preprocess)), attribute.Float64("sluice.queue_ms", ms(res.Timing.Queue)),
 		attribute.Float64("sluice.batch_wait_ms", ms(res.Timing.BatchWait)), attribute.Float64("sluice.compute_ms", ms(res.Timing.Compute)))
 	return finish(nil)
@@ -346,10 +385,11 @@ func (g *Gateway) logCall(ctx context.Context, c Call, rec records.Record, statu
 
 // sampleInput returns the named fields of the instances as canonical JSON
 // for a sampled request of a model that opted in, else nil.
-func sampleInput(lg *modelpkg.Logging, insts []schema.Instance) []byte {
+func sampleInput(lg *modelpkg.Logging, rows Rows) []byte {
 	if lg == nil || lg.SampleRate <= 0 || rand.Float64() >= lg.SampleRate {
 		return nil
 	}
+	insts := rows.Instances()
 	keep := map[string]bool{}
 	for _, f := range lg.Fields {
 		keep[f] = true

@@ -56,9 +56,9 @@ type Gateway struct {
 type Request struct {
 	Tenant     *tenant.Tenant // required
 	Model      string
-	Version    int    // 0: the deployment picks by RoutingKey
-	RoutingKey string // sticky routing: the same key keeps its version
-	Instances  []schema.Instance
+	Version    int           // 0: the deployment picks by RoutingKey
+	RoutingKey string        // sticky routing: the same key keeps its version
+	Rows       Rows          // the instances (Input.rows)
 	Deadline   time.Duration // 0: the version's default
 	Received   time.Time     // when the transport received it (zero: now)
 }
@@ -123,7 +123,7 @@ func (g *Gateway) run(ctx context.Context, req Request) (*Response, error) {
 	if err == nil && g.Shadows != nil {
 		for _, sh := range shadows {
 			if sh != tg {
-				g.Shadows.offer(shadowJob{target: sh, instances: req.Instances, primary: res.Out.Data, cols: res.Out.Cols})
+				g.Shadows.offer(shadowJob{target: sh, rows: req.Rows, primary: res.Out.Data, cols: res.Out.Cols})
 			}
 		}
 	}
@@ -132,7 +132,7 @@ func (g *Gateway) run(ctx context.Context, req Request) (*Response, error) {
 
 func (g *Gateway) predict(ctx context.Context, tn *tenant.Tenant, tg *routing.Target, req Request) (*Response, error) {
 	sv := tg.Spec.Manifest.Serving
-	n := len(req.Instances)
+	n := req.Rows.Len()
 	if n == 0 {
 		return nil, errs.Field(errs.InvalidArgument, "instances", "at least one instance is required")
 	}
@@ -159,7 +159,7 @@ func (g *Gateway) predict(ctx context.Context, tn *tenant.Tenant, tg *routing.Ta
 			sch.Missing(row, func(f string) { g.Metrics.MissingFeature(tg.Model, strconv.Itoa(tg.N), f) })
 		}
 	}
-	rows, err := buildRows(sch, req.Instances, missing)
+	rows, err := req.Rows.Build(sch, missing)
 	if err != nil {
 		if g.Metrics != nil {
 			e := errs.As(err)
@@ -198,6 +198,12 @@ func (g *Gateway) predict(ctx context.Context, tn *tenant.Tenant, tg *routing.Ta
 		return &Response{Target: tg, Attempts: res.Attempts, Submitted: true}, errs.New(errs.DeadlineExceeded, "deadline %s passed as the result arrived", d)
 	}
 	return &Response{Target: tg, Out: res.Out, Timing: res.Timing, Preprocess: pre, Attempts: res.Attempts}, nil
+}
+
+// BuildRows is buildRows, for a Rows implementation that falls back on
+// instances.
+func BuildRows(sch *schema.Schema, insts []schema.Instance, missing func(row []float32)) (runtime.Batch, error) {
+	return buildRows(sch, insts, missing)
 }
 
 // buildRows validates the instances with the schema and builds the batch:
@@ -240,7 +246,7 @@ func (g *Gateway) observe(tn *tenant.Tenant, tg *routing.Target, req Request, re
 	code := telemetry.CodeOf(err)
 	m.TenantRequest(tn.Name, code)
 	st := telemetry.Stages{Preprocess: res.Preprocess, Queue: res.Timing.Queue, BatchWait: res.Timing.BatchWait, Compute: res.Timing.Compute, Total: time.Since(req.Received)}
-	m.ObserveRequest(model, version, code, len(req.Instances), st)
+	m.ObserveRequest(model, version, code, req.Rows.Len(), st)
 	switch c := errs.CodeOf(err); c {
 	case errs.NotReady, errs.QueueFull, errs.DeadlineInfeasible, errs.ShuttingDown:
 		m.Refused(model, version, string(c))

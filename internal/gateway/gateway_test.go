@@ -80,7 +80,7 @@ func TestNoImplicitTenant(t *testing.T) {
 	if be.calls.Load() != 0 {
 		t.Fatal("a call without a tenant reached the backend")
 	}
-	if _, err := g.run(context.Background(), Request{Model: "add", Instances: []schema.Instance{inst("1", "2")}}); errs.CodeOf(err) != errs.Internal {
+	if _, err := g.run(context.Background(), Request{Model: "add", Rows: instanceRows{inst("1", "2")}}); errs.CodeOf(err) != errs.Internal {
 		t.Fatalf("run without a tenant: %v", err)
 	}
 }

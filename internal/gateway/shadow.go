@@ -10,7 +10,6 @@ import (
 
 	"github.com/sluiceml/sluice/internal/errs"
 	"github.com/sluiceml/sluice/internal/routing"
-	"github.com/sluiceml/sluice/internal/schema"
 	"github.com/sluiceml/sluice/internal/serving"
 	"github.com/sluiceml/sluice/internal/telemetry"
 	"github.com/sluiceml/sluice/internal/vstats"
@@ -18,10 +17,10 @@ import (
 
 // shadowJob is one copy of a request for a shadow version.
 type shadowJob struct {
-	target    *routing.Target
-	instances []schema.Instance
-	primary   []float32 // the primary's outputs, row-major
-	cols      int
+	target  *routing.Target
+	rows    Rows
+	primary []float32 // the primary's outputs, row-major
+	cols    int
 }
 
 // Shadows runs copies of requests on shadow versions, off the request's
@@ -71,7 +70,7 @@ func (s *Shadows) offer(j shadowJob) {
 
 func (s *Shadows) run(j shadowJob) {
 	v := s.stats.Get(j.target.ID)
-	rows, err := buildRows(j.target.Spec.Schema, j.instances, nil)
+	rows, err := j.rows.Build(j.target.Spec.Schema, nil)
 	if err != nil {
 		v.Shadow.Errors.Add(1) // the shadow's schema refuses what the primary took
 		return

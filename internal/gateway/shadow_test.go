@@ -84,7 +84,7 @@ func TestShadowOutcomes(t *testing.T) {
 			s := NewShadows(stats, discard(), 1, 4, time.Minute)
 			defer s.Close()
 			tg := shadowTarget(t, c.be)
-			s.run(shadowJob{target: tg, instances: c.instances, primary: c.primary, cols: 1})
+			s.run(shadowJob{target: tg, rows: instanceRows(c.instances), primary: c.primary, cols: 1})
 			g := stats.Get(tg.ID).Snapshot().Shadow
 			type counts struct{ requests, rows, values, disagreements, errors, dropped, incompatible int64 }
 			got := counts{g.Requests, g.Rows, g.Values, g.Disagreements, g.Errors, g.Dropped, g.Incompatible}
@@ -105,7 +105,7 @@ func TestShadowQueueIsBounded(t *testing.T) {
 	be := &shadowBackend{out: []float32{0.9}, started: make(chan struct{}), gate: make(chan struct{}), prio: make(chan serving.Priority, 8)}
 	s := NewShadows(stats, discard(), 1, 1, time.Minute)
 	tg := shadowTarget(t, be)
-	job := shadowJob{target: tg, instances: []schema.Instance{inst("1", "2")}, primary: []float32{0.8}, cols: 1}
+	job := shadowJob{target: tg, rows: instanceRows{inst("1", "2")}, primary: []float32{0.8}, cols: 1}
 	s.offer(job) // taken by the one worker, held at the gate
 	<-be.started
 	if p := <-be.prio; p != serving.Low {

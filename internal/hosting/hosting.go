@@ -31,6 +31,7 @@ type Config struct {
 	Replicas int    // 0: the manifest's serving.replicas
 	Logger   *slog.Logger
 	Observer serving.Observer // nil: none
+	CPUs     *serving.CPUs    // the process's model CPUs (nil: no bound)
 }
 
 // Timings are how long each step of a start took.
@@ -93,7 +94,7 @@ func Start(ctx context.Context, cfg Config) (*serving.Server, Timings, error) {
 	srv := serving.New(serving.Config{
 		Name: cfg.ID, MaxBatchSize: sv.MaxBatchSize, MaxBatchDelay: sv.MaxBatchDelay.Duration,
 		MaxQueueInstances: sv.MaxQueueInstances, Logger: log, Load: loader, Observer: cfg.Observer,
-		LengthBuckets: sv.LengthBuckets,
+		LengthBuckets: sv.LengthBuckets, CPUs: cfg.CPUs,
 	}, models)
 	t2 := time.Now()
 	if err := warmup(ctx, spec, models[0], srv); err != nil {

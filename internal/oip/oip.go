@@ -1,6 +1,9 @@
 // Package oip is the Open Inference Protocol v2 model shared by both OIP
-// transports (REST on the HTTP server, gRPC): tensors, their conversion
-// into the instances the /v1 path validates, output tensors, model
+// transports (REST on the HTTP server, gRPC): tensors (JSON, typed
+// contents, raw contents and the REST binary tensor extension, binary.go),
+// their conversion into the instances the /v1 path validates or, for
+// binary tensors of a numeric schema, straight into rows under the same
+// rules (direct.go), output tensors, model
 // metadata and the messages errors are rendered with; and the hop between
 // the gateway and its workers (rows.go: preprocessed rows as raw tensors;
 // status.go: errs.Error across a gRPC status). It knows no transport and
@@ -53,12 +56,19 @@ const MaxElements = 1 << 26
 
 // Tensor is one decoded input tensor. Data is row-major; numbers keep the
 // text they were sent as (REST) or their shortest exact form (gRPC), so
-// that the schema judges them as /v1 does.
+// that the schema judges them as /v1 does. A tensor of numbers or booleans
+// sent as bytes (gRPC raw_input_contents, REST binary data) keeps them in
+// Raw instead (little-endian, sized exactly, BOOL bytes 0 or 1) and Data
+// is nil until a conversion needs values.
 type Tensor struct {
 	Name     string
 	Datatype string
 	Shape    []int64
 	Data     []schema.Value
+	Raw      []byte
+	RawField string // where Raw came from, for messages ("raw_input_contents", "binary data")
+
+	binarySize int64 // REST: its binary_data_size (-1: none; JSON data)
 }
 
 // Request is a decoded infer request.
@@ -68,6 +78,10 @@ type Request struct {
 	Outputs    []string // requested outputs by name; empty: all
 	DeadlineMs float64  // the "deadline_ms" parameter (0: absent)
 	RoutingKey string   // the "routing_key" parameter
+	// REST binary tensor extension: binary_data_output, and each requested
+	// output's binary_data (nil: not given), parallel to Outputs.
+	BinaryOutput bool
+	OutputBinary []*bool
 }
 
 func tensorErr(name, format string, args ...any) *errs.Error {
@@ -110,6 +124,9 @@ func CheckTensor(t *Tensor) error {
 	n, err := elements(t.Name, t.Shape)
 	if err != nil {
 		return err
+	}
+	if t.Raw != nil {
+		return checkRaw(t.Name, t.Datatype, n, t.Raw, t.RawField)
 	}
 	if int64(len(t.Data)) != n {
 		return tensorErr(t.Name, "shape %s holds %d elements but %d were sent", ShapeString(t.Shape), n, len(t.Data))
@@ -166,75 +183,17 @@ func checkValue(t *Tensor, i int, v schema.Value) error {
 // messages apply per instance. sch interprets the tensors (which field,
 // tabular or sequence, datatype per field); nil (the model's version is not
 // known yet) reads [n] and [n,1] as one value per row and [n,L] as a
-// sequence, and leaves every check by field to the gateway.
+// sequence, and leaves every check by field to the gateway. Raw tensors
+// are read into values first.
 func Instances(ts []Tensor, sch *schema.Schema) ([]schema.Instance, error) {
-	if len(ts) == 0 {
-		return nil, errs.Field(errs.InvalidArgument, "inputs", "at least one input tensor is required")
-	}
-	if len(ts) > MaxTensors {
-		return nil, errs.Field(errs.InvalidArgument, "inputs", "%d input tensors, at most %d", len(ts), MaxTensors)
-	}
-	seen := map[string]bool{}
 	for i := range ts {
-		t := &ts[i]
-		if t.Name == "" {
-			return nil, errs.New(errs.InvalidArgument, "inputs[%d]: name is required", i)
-		}
-		if seen[t.Name] {
-			return nil, tensorErr(t.Name, "duplicate input tensor")
-		}
-		seen[t.Name] = true
-		if err := CheckTensor(t); err != nil {
+		if err := materialize(&ts[i]); err != nil {
 			return nil, err
 		}
 	}
-	var fields map[string]schema.Field
-	seqName := ""
-	if sch != nil {
-		fields = map[string]schema.Field{}
-		for _, f := range sch.Fields() {
-			fields[f.Name] = f
-		}
-		if name, _, ok := sch.Sequence(); ok {
-			seqName = name
-		}
-		for i := range ts {
-			if _, ok := fields[ts[i].Name]; !ok {
-				return nil, tensorErr(ts[i].Name, "unknown input tensor (expected: %s)", expected(sch))
-			}
-		}
-		for _, f := range sch.Fields() {
-			if !seen[f.Name] && !f.Optional && f.Default == nil {
-				return nil, tensorErr(f.Name, "required input tensor is missing (datatype %s, shape %s)", Datatype(f), ShapeString(shapeOf(f)))
-			}
-		}
-	}
-	rows := int64(-1)
-	first := ""
-	for i := range ts {
-		t := &ts[i]
-		seq := len(t.Shape) == 2 && t.Shape[1] != 1
-		if sch != nil {
-			f := fields[t.Name]
-			seq = f.Name == seqName
-			if err := checkKind(t, f); err != nil {
-				return nil, err
-			}
-			switch {
-			case seq && len(t.Shape) != 2:
-				return nil, tensorErr(t.Name, "shape %s: a sequence tensor is [n,L] (rows right-padded with %d)", ShapeString(t.Shape), Pad)
-			case !seq && !(len(t.Shape) == 1 || len(t.Shape) == 2 && t.Shape[1] == 1):
-				return nil, tensorErr(t.Name, "shape %s: a field's tensor is [n] or [n,1]", ShapeString(t.Shape))
-			}
-		} else if len(t.Shape) > 2 {
-			return nil, tensorErr(t.Name, "shape %s: tensors are [n], [n,1] or [n,L]", ShapeString(t.Shape))
-		}
-		switch {
-		case rows < 0:
-			rows, first = t.Shape[0], t.Name
-		case t.Shape[0] != rows:
-			return nil, tensorErr(t.Name, "has %d rows but input %q has %d: every input tensor has one row per instance", t.Shape[0], first, rows)
-		}
+	rows, seqName, err := checkInputs(ts, sch)
+	if err != nil {
+		return nil, err
 	}
 	insts := make([]schema.Instance, rows)
 	for i := range ts {
@@ -267,6 +226,78 @@ func Instances(ts []Tensor, sch *schema.Schema) ([]schema.Instance, error) {
 		}
 	}
 	return insts, nil
+}
+
+// checkInputs checks the tensors as a request (names, each tensor, their
+// fit to sch's fields and shapes, one row count) and returns the row
+// count and the name of sch's sequence field ("" if none).
+func checkInputs(ts []Tensor, sch *schema.Schema) (rows int64, seqName string, err error) {
+	if len(ts) == 0 {
+		return 0, "", errs.Field(errs.InvalidArgument, "inputs", "at least one input tensor is required")
+	}
+	if len(ts) > MaxTensors {
+		return 0, "", errs.Field(errs.InvalidArgument, "inputs", "%d input tensors, at most %d", len(ts), MaxTensors)
+	}
+	seen := make(map[string]bool, len(ts))
+	for i := range ts {
+		t := &ts[i]
+		if t.Name == "" {
+			return 0, "", errs.New(errs.InvalidArgument, "inputs[%d]: name is required", i)
+		}
+		if seen[t.Name] {
+			return 0, "", tensorErr(t.Name, "duplicate input tensor")
+		}
+		seen[t.Name] = true
+		if err := CheckTensor(t); err != nil {
+			return 0, "", err
+		}
+	}
+	var fields []schema.Field
+	if sch != nil {
+		fields = sch.Fields()
+		if name, _, ok := sch.Sequence(); ok {
+			seqName = name
+		}
+		for i := range ts {
+			if _, ok := sch.FieldIndex(ts[i].Name); !ok {
+				return 0, "", tensorErr(ts[i].Name, "unknown input tensor (expected: %s)", expected(sch))
+			}
+		}
+		for _, f := range fields {
+			if !seen[f.Name] && !f.Optional && f.Default == nil {
+				return 0, "", tensorErr(f.Name, "required input tensor is missing (datatype %s, shape %s)", Datatype(f), ShapeString(shapeOf(f)))
+			}
+		}
+	}
+	rows = -1
+	first := ""
+	for i := range ts {
+		t := &ts[i]
+		seq := len(t.Shape) == 2 && t.Shape[1] != 1
+		if sch != nil {
+			fi, _ := sch.FieldIndex(t.Name)
+			f := fields[fi]
+			seq = f.Name == seqName
+			if err := checkKind(t, f); err != nil {
+				return 0, "", err
+			}
+			switch {
+			case seq && len(t.Shape) != 2:
+				return 0, "", tensorErr(t.Name, "shape %s: a sequence tensor is [n,L] (rows right-padded with %d)", ShapeString(t.Shape), Pad)
+			case !seq && !(len(t.Shape) == 1 || len(t.Shape) == 2 && t.Shape[1] == 1):
+				return 0, "", tensorErr(t.Name, "shape %s: a field's tensor is [n] or [n,1]", ShapeString(t.Shape))
+			}
+		} else if len(t.Shape) > 2 {
+			return 0, "", tensorErr(t.Name, "shape %s: tensors are [n], [n,1] or [n,L]", ShapeString(t.Shape))
+		}
+		switch {
+		case rows < 0:
+			rows, first = t.Shape[0], t.Name
+		case t.Shape[0] != rows:
+			return 0, "", tensorErr(t.Name, "has %d rows but input %q has %d: every input tensor has one row per instance", t.Shape[0], first, rows)
+		}
+	}
+	return rows, seqName, nil
 }
 
 func isPad(v schema.Value) bool {

@@ -66,7 +66,7 @@ func FromProto(req *pb.ModelInferRequest, maxDeadline time.Duration) (out *Reque
 			if in.Contents != nil && !emptyContents(in.Contents) {
 				return nil, false, tensorErr(name, "has both contents and raw_input_contents")
 			}
-			t.Data, err = fromRaw(name, in.Datatype, n, req.RawInputContents[i])
+			err = fromRaw(&t, n, req.RawInputContents[i], "raw_input_contents")
 		} else {
 			t.Data, err = fromContents(name, in.Datatype, in.Contents)
 		}
@@ -149,50 +149,112 @@ func fromContents(name, dt string, c *pb.InferTensorContents) ([]schema.Value, e
 	return out, nil
 }
 
-// fromRaw reads n elements of little-endian raw contents, sized exactly.
-func fromRaw(name, dt string, n int64, b []byte) ([]schema.Value, error) {
-	size := map[string]int64{BOOL: 1, INT32: 4, INT64: 8, FP32: 4, FP64: 8}[dt]
-	if dt != BYTES && int64(len(b)) != n*size {
-		return nil, tensorErr(name, "raw_input_contents has %d bytes; %d %s elements need %d", len(b), n, dt, n*size)
+// elemSize is the bytes of one element of a fixed-size datatype (0: BYTES
+// or unknown).
+func elemSize(dt string) int64 {
+	switch dt {
+	case BOOL:
+		return 1
+	case INT32, FP32:
+		return 4
+	case INT64, FP64:
+		return 8
 	}
-	out := make([]schema.Value, 0, n)
-	if dt == BYTES {
-		for i := int64(0); i < n; i++ {
-			if len(b) < 4 {
-				return nil, tensorErr(name, "raw_input_contents ends inside element %d's length prefix", i)
-			}
-			l := binary.LittleEndian.Uint32(b)
-			b = b[4:]
-			if uint64(l) > uint64(len(b)) {
-				return nil, tensorErr(name, "raw_input_contents element %d claims %d bytes, %d remain", i, l, len(b))
-			}
-			out = append(out, schema.Value{Kind: schema.String, Text: string(b[:l])})
-			b = b[l:]
-		}
-		if len(b) != 0 {
-			return nil, tensorErr(name, "raw_input_contents has %d bytes after its %d elements", len(b), n)
-		}
-		return out, nil
+	return 0
+}
+
+// checkRaw checks n elements of little-endian bytes of a fixed-size
+// datatype: sized exactly, BOOL bytes 0 or 1. where names the bytes in
+// messages.
+func checkRaw(name, dt string, n int64, b []byte, where string) error {
+	size := elemSize(dt)
+	if size == 0 {
+		return tensorErr(name, "datatype %s is not sent as fixed-size %s", dt, where)
 	}
+	if int64(len(b)) != n*size {
+		return tensorErr(name, "%s has %d bytes; %d %s elements need %d", where, len(b), n, dt, n*size)
+	}
+	if dt == BOOL {
+		for i, c := range b {
+			if c > 1 {
+				return tensorErr(name, "element %d: BOOL byte %d is neither 0 nor 1", i, c)
+			}
+		}
+	}
+	return nil
+}
+
+// rawValue is element i of a raw tensor as the value its typed contents
+// would have given.
+func rawValue(dt string, b []byte, i int64) schema.Value {
+	switch dt {
+	case BOOL:
+		return schema.Value{Kind: schema.Bool, Bool: b[i] == 1}
+	case INT32:
+		return num(strconv.FormatInt(int64(int32(binary.LittleEndian.Uint32(b[4*i:]))), 10))
+	case INT64:
+		return num(strconv.FormatInt(int64(binary.LittleEndian.Uint64(b[8*i:])), 10))
+	case FP32:
+		return num(FormatFloat32(math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))))
+	case FP64:
+		return num(strconv.FormatFloat(math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:])), 'g', -1, 64))
+	}
+	return schema.Value{Kind: schema.Composite}
+}
+
+// materialize reads a raw tensor's values into Data (a no-op for the rest).
+func materialize(t *Tensor) error {
+	if t.Raw == nil {
+		return nil
+	}
+	n, err := elements(t.Name, t.Shape)
+	if err != nil {
+		return err
+	}
+	if err := checkRaw(t.Name, t.Datatype, n, t.Raw, t.RawField); err != nil {
+		return err
+	}
+	data := make([]schema.Value, n)
+	for i := range data {
+		data[i] = rawValue(t.Datatype, t.Raw, int64(i))
+	}
+	t.Data, t.Raw = data, nil
+	return nil
+}
+
+// fromRaw reads n elements of little-endian raw contents, sized exactly:
+// a fixed-size datatype stays raw (t.Raw), BYTES elements (each a 4-byte
+// length, then its bytes) become values.
+func fromRaw(t *Tensor, n int64, b []byte, where string) error {
+	if t.Datatype != BYTES {
+		if err := checkRaw(t.Name, t.Datatype, n, b, where); err != nil {
+			return err
+		}
+		t.Raw, t.RawField = b, where
+		if t.Raw == nil {
+			t.Raw = []byte{}
+		}
+		return nil
+	}
+	name := t.Name
+	out := make([]schema.Value, 0, min(n, int64(len(b)/4)))
 	for i := int64(0); i < n; i++ {
-		e := b[i*size : (i+1)*size]
-		switch dt {
-		case BOOL:
-			if e[0] > 1 {
-				return nil, tensorErr(name, "element %d: BOOL byte %d is neither 0 nor 1", i, e[0])
-			}
-			out = append(out, schema.Value{Kind: schema.Bool, Bool: e[0] == 1})
-		case INT32:
-			out = append(out, num(strconv.FormatInt(int64(int32(binary.LittleEndian.Uint32(e))), 10)))
-		case INT64:
-			out = append(out, num(strconv.FormatInt(int64(binary.LittleEndian.Uint64(e)), 10)))
-		case FP32:
-			out = append(out, num(FormatFloat32(math.Float32frombits(binary.LittleEndian.Uint32(e)))))
-		case FP64:
-			out = append(out, num(strconv.FormatFloat(math.Float64frombits(binary.LittleEndian.Uint64(e)), 'g', -1, 64)))
+		if len(b) < 4 {
+			return tensorErr(name, "%s ends inside element %d's length prefix", where, i)
 		}
+		l := binary.LittleEndian.Uint32(b)
+		b = b[4:]
+		if uint64(l) > uint64(len(b)) {
+			return tensorErr(name, "%s element %d claims %d bytes, %d remain", where, i, l, len(b))
+		}
+		out = append(out, schema.Value{Kind: schema.String, Text: string(b[:l])})
+		b = b[l:]
 	}
-	return out, nil
+	if len(b) != 0 {
+		return tensorErr(name, "%s has %d bytes after its %d elements", where, len(b), n)
+	}
+	t.Data = out
+	return nil
 }
 
 // ToProto renders a prediction as a gRPC infer response: the columns cols

@@ -29,6 +29,12 @@ const maxDepth = 32
 // tensors' shapes and datatypes are checked here; their fit to the model's
 // fields is checked by Instances.
 func DecodeJSON(body []byte, maxDeadline time.Duration) (*Request, error) {
+	return decodeJSON(body, maxDeadline, false)
+}
+
+// decodeJSON is DecodeJSON; binary (the JSON header of a binary request)
+// lets inputs name their binary_data_size instead of carrying data.
+func decodeJSON(body []byte, maxDeadline time.Duration, binary bool) (*Request, error) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	if err := schema.ExpectDelim(dec, '{', ""); err != nil {
@@ -55,6 +61,14 @@ func DecodeJSON(body []byte, maxDeadline time.Duration) (*Request, error) {
 			}
 		case "parameters":
 			if err := readParams(dec, key, func(name string, tok json.Token) error {
+				if name == "binary_data_output" {
+					b, ok := tok.(bool)
+					if !ok {
+						return errs.Field(errs.InvalidArgument, "parameters.binary_data_output", "must be true or false")
+					}
+					out.BinaryOutput = b
+					return nil
+				}
 				return requestParam(out, name, tok, maxDeadline)
 			}); err != nil {
 				return nil, err
@@ -64,7 +78,7 @@ func DecodeJSON(body []byte, maxDeadline time.Duration) (*Request, error) {
 				if i >= MaxTensors {
 					return errs.Field(errs.InvalidArgument, "inputs", "more than %d input tensors", MaxTensors)
 				}
-				t, err := readTensor(dec, fmt.Sprintf("inputs[%d]", i))
+				t, err := readTensor(dec, fmt.Sprintf("inputs[%d]", i), binary)
 				if err != nil {
 					return err
 				}
@@ -78,11 +92,12 @@ func DecodeJSON(body []byte, maxDeadline time.Duration) (*Request, error) {
 				if i >= MaxTensors {
 					return errs.Field(errs.InvalidArgument, "outputs", "more than %d output tensors", MaxTensors)
 				}
-				name, err := readOutput(dec, fmt.Sprintf("outputs[%d]", i))
+				name, bin, err := readOutput(dec, fmt.Sprintf("outputs[%d]", i))
 				if err != nil {
 					return err
 				}
 				out.Outputs = append(out.Outputs, name)
+				out.OutputBinary = append(out.OutputBinary, bin)
 				return nil
 			}); err != nil {
 				return nil, err
@@ -101,6 +116,9 @@ func DecodeJSON(body []byte, maxDeadline time.Duration) (*Request, error) {
 		return nil, errs.Field(errs.InvalidArgument, "inputs", "is required")
 	}
 	for i := range out.Inputs {
+		if out.Inputs[i].binarySize >= 0 {
+			continue // checked with its bytes (DecodeBinary)
+		}
 		if err := CheckTensor(&out.Inputs[i]); err != nil {
 			return nil, err
 		}
@@ -224,8 +242,8 @@ func readParams(dec *json.Decoder, path string, set func(name string, tok json.T
 	return err
 }
 
-func readTensor(dec *json.Decoder, path string) (Tensor, error) {
-	var t Tensor
+func readTensor(dec *json.Decoder, path string, binary bool) (Tensor, error) {
+	t := Tensor{binarySize: -1}
 	if err := schema.ExpectDelim(dec, '{', path); err != nil {
 		return t, err
 	}
@@ -278,8 +296,23 @@ func readTensor(dec *json.Decoder, path string) (Tensor, error) {
 				t.Shape = []int64{}
 			}
 		case "parameters":
-			if err := readParams(dec, where+".parameters", func(name string, _ json.Token) error {
-				return errs.New(errs.InvalidArgument, "%s: unknown parameter %q (input tensors take none)", where, errs.Clip(name))
+			if err := readParams(dec, where+".parameters", func(name string, tok json.Token) error {
+				if name != "binary_data_size" {
+					if binary {
+						return errs.New(errs.InvalidArgument, "%s: unknown parameter %q (input tensors take binary_data_size only)", where, errs.Clip(name))
+					}
+					return errs.New(errs.InvalidArgument, "%s: unknown parameter %q (input tensors take none)", where, errs.Clip(name))
+				}
+				if !binary {
+					return errs.New(errs.InvalidArgument, "%s: parameter binary_data_size needs the Inference-Header-Content-Length header (the length of the JSON header the binary data follows)", where)
+				}
+				num, ok := tok.(json.Number)
+				k, err := strconv.ParseInt(string(num), 10, 64)
+				if !ok || err != nil || k < 0 {
+					return errs.New(errs.InvalidArgument, "%s: binary_data_size must be a non-negative integer (bytes)", where)
+				}
+				t.binarySize = k
+				return nil
 			}); err != nil {
 				return t, err
 			}
@@ -308,7 +341,11 @@ func readTensor(dec *json.Decoder, path string) (Tensor, error) {
 		return t, errs.New(errs.InvalidArgument, "%s: datatype is required", where)
 	case !seen["shape"]:
 		return t, errs.New(errs.InvalidArgument, "%s: shape is required", where)
-	case !seen["data"]:
+	case t.binarySize >= 0 && seen["data"]:
+		return t, errs.New(errs.InvalidArgument, "%s: has both data and binary_data_size: send its elements in one of them", where)
+	case t.binarySize < 0 && !seen["data"] && binary:
+		return t, errs.New(errs.InvalidArgument, "%s: data is required (or parameters.binary_data_size, with its bytes after the JSON header)", where)
+	case t.binarySize < 0 && !seen["data"]:
 		return t, errs.New(errs.InvalidArgument, "%s: data is required", where)
 	}
 	return t, nil
@@ -352,46 +389,54 @@ func readData(dec *json.Decoder, where string, out []schema.Value, depth int) ([
 	}
 }
 
-func readOutput(dec *json.Decoder, path string) (string, error) {
+// readOutput reads a requested output: its name and its binary_data
+// parameter (nil: not given).
+func readOutput(dec *json.Decoder, path string) (string, *bool, error) {
 	if err := schema.ExpectDelim(dec, '{', path); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	name := ""
+	var bin *bool
 	seen := map[string]bool{}
 	for dec.More() {
 		k, err := schema.ObjectKey(dec, path)
 		if err != nil {
-			return "", err
+			return "", nil, err
 		}
 		if seen[k] {
-			return "", errs.New(errs.InvalidArgument, "%s: duplicate key %q", path, errs.Clip(k))
+			return "", nil, errs.New(errs.InvalidArgument, "%s: duplicate key %q", path, errs.Clip(k))
 		}
 		seen[k] = true
 		switch k {
 		case "name":
 			if name, err = readString(dec, path+".name"); err != nil {
-				return "", err
+				return "", nil, err
 			}
 		case "parameters":
 			if err := readParams(dec, path+".parameters", func(p string, tok json.Token) error {
-				if b, ok := tok.(bool); p == "binary_data" && ok && !b {
-					return nil
+				if p != "binary_data" {
+					return errs.New(errs.InvalidArgument, "%s: parameter %q is not supported (an output takes binary_data only)", path, errs.Clip(p))
 				}
-				return errs.New(errs.InvalidArgument, "%s: parameter %q is not supported (outputs are JSON; binary_data must be false)", path, errs.Clip(p))
+				b, ok := tok.(bool)
+				if !ok {
+					return errs.New(errs.InvalidArgument, "%s: binary_data must be true or false", path)
+				}
+				bin = &b
+				return nil
 			}); err != nil {
-				return "", err
+				return "", nil, err
 			}
 		default:
-			return "", errs.New(errs.InvalidArgument, "%s: unknown key %q (expected name, parameters)", path, errs.Clip(k))
+			return "", nil, errs.New(errs.InvalidArgument, "%s: unknown key %q (expected name, parameters)", path, errs.Clip(k))
 		}
 	}
 	if _, err := schema.JSONToken(dec, path); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if name == "" {
-		return "", errs.New(errs.InvalidArgument, "%s: name is required", path)
+		return "", nil, errs.New(errs.InvalidArgument, "%s: name is required", path)
 	}
-	return name, nil
+	return name, bin, nil
 }
 
 // EncodeJSON renders a prediction as an OIP v2 REST infer response, by
@@ -400,36 +445,14 @@ func readOutput(dec *json.Decoder, path string) (string, error) {
 func EncodeJSON(p *gateway.Prediction, id string, cols []int) []byte {
 	n := p.Out.Rows
 	b := make([]byte, 0, 128+len(cols)*(n*16+64))
-	b = append(b, `{"model_name":`...)
-	b = strconv.AppendQuote(b, p.Model)
-	b = append(b, `,"model_version":`...)
-	b = strconv.AppendQuote(b, strconv.Itoa(p.Version))
-	b = append(b, `,"id":`...)
-	b = strconv.AppendQuote(b, id)
-	b = append(b, `,"parameters":{"schema_version":`...)
-	b = strconv.AppendQuote(b, p.InputSchema)
-	b = append(b, `},"outputs":[`...)
+	b = appendHead(b, p, id)
 	for k, j := range cols {
 		if k > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, `{"name":`...)
-		nm, _ := json.Marshal(p.Outputs[j])
-		b = append(b, nm...)
-		b = append(b, `,"datatype":"FP32","shape":[`...)
-		b = strconv.AppendInt(b, int64(n), 10)
+		b = appendOutputHead(b, p.Outputs[j], n)
 		b = append(b, `],"data":[`...)
-		for i := 0; i < n; i++ {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			v := p.Out.Data[i*p.Out.Cols+j]
-			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-				b = append(b, "null"...)
-			} else {
-				b = strconv.AppendFloat(b, float64(v), 'g', -1, 32)
-			}
-		}
+		b = appendData(b, p, j)
 		b = append(b, "]}"...)
 	}
 	b = append(b, "]}\n"...)
@@ -471,6 +494,13 @@ func Input(g *gateway.Gateway, req *Request, model string, version int, id, rout
 		if _, err := SelectOutputs(spec.OutputNames, req.Outputs); err != nil {
 			return gateway.Input{}, err
 		}
+	}
+	if direct(req.Inputs, sch) {
+		n, _, err := checkInputs(req.Inputs, sch)
+		if err != nil {
+			return gateway.Input{}, err
+		}
+		return gateway.Input{Rows: newTensorRows(req.Inputs, int(n)), Deadline: req.Deadline(), RoutingKey: rk}, nil
 	}
 	insts, err := Instances(req.Inputs, sch)
 	if err != nil {

@@ -55,14 +55,14 @@ func TestRoom(t *testing.T) {
 		with(idle("hot@1", 40*mib, 0, 5), func(r *Resident) { r.Hot = true }),
 		idle("m@1", 20*mib, 0, 5),
 	}}
-	if got := (Policy{}).Room(w, "m@1", t0); got != 40*mib {
+	if got := (Policy{}).Room(w, "m@1", Priceless, t0); got != 40*mib {
 		t.Fatalf("Room = %d MiB, want 40 (10 free + a's 30; hot and the version itself stay)", got/mib)
 	}
 }
 
 func TestNoRoomAndBytes(t *testing.T) {
 	got := NoRoom("fraud@3", []string{"w1", "w2"}, 2<<30, 512<<20)
-	want := "no worker of shard [w1 w2] can hold fraud@3: needs 2.0GiB, free after evicting idle versions 512MiB"
+	want := "no worker of shard [w1 w2] can hold fraud@3: needs 2.0GiB, free after evicting what may go for it (idle or worth less per byte, past the minimum residency) 512MiB"
 	if got != want {
 		t.Fatalf("NoRoom = %q\nwant    %q", got, want)
 	}

@@ -172,6 +172,28 @@ func TestChoose(t *testing.T) {
 			req:     Request{Key: "m@1", Memory: 10 * mib, Replicas: 1, Ranked: ranked, ShardSize: 2},
 			workers: []Worker{w("w3", 100*mib, 120*mib, idle("a@1", 40*mib, 0, 1)), w("w1", 100*mib, 95*mib, idle("b@1", 95*mib, 3, 1))},
 			want:    []Assignment{{Worker: "w3", Replicas: 1, Evict: []string{"a@1"}}}, size: 2},
+		{name: "admission: a colder request does not displace a hotter resident",
+			// a: 5 req/s × 1 s over 30 MiB; the request is worth half that per byte
+			req:     Request{Key: "m@1", Memory: 30 * mib, Replicas: 1, Ranked: []string{"w1"}, ShardSize: 1, Worth: Worth(2.5, time.Second, 30*mib)},
+			workers: []Worker{w("w1", 30*mib, 30*mib, idle("a@1", 30*mib, 5, 1))},
+			size:    1, unplaced: 1},
+		{name: "admission: a hotter request displaces a colder resident",
+			req:     Request{Key: "m@1", Memory: 30 * mib, Replicas: 1, Ranked: []string{"w1"}, ShardSize: 1, Worth: Worth(10, time.Second, 30*mib)},
+			workers: []Worker{w("w1", 30*mib, 30*mib, idle("a@1", 30*mib, 5, 1))},
+			want:    []Assignment{{Worker: "w1", Replicas: 1, Evict: []string{"a@1"}}}, size: 1},
+		{name: "admission: per byte, a small hot request displaces a big warm one",
+			// big: 5 req/s over 300 MiB; small: 1 req/s over 10 MiB (6x more per byte)
+			req:     Request{Key: "m@1", Memory: 10 * mib, Replicas: 1, Ranked: []string{"w1"}, ShardSize: 1, Worth: Worth(1, time.Second, 10*mib)},
+			workers: []Worker{w("w1", 300*mib, 300*mib, idle("big@1", 300*mib, 5, 1))},
+			want:    []Assignment{{Worker: "w1", Replicas: 1, Evict: []string{"big@1"}}}, size: 1},
+		{name: "admission: equal worth does not displace (no ping-pong)",
+			req:     Request{Key: "m@1", Memory: 30 * mib, Replicas: 1, Ranked: []string{"w1"}, ShardSize: 1, Worth: Worth(5, time.Second, 30*mib)},
+			workers: []Worker{w("w1", 30*mib, 30*mib, idle("a@1", 30*mib, 5, 1))},
+			size:    1, unplaced: 1},
+		{name: "admission: a priceless (hot) request displaces what may go",
+			req:     Request{Key: "m@1", Memory: 30 * mib, Replicas: 1, Ranked: []string{"w1"}, ShardSize: 1, Worth: Priceless},
+			workers: []Worker{w("w1", 30*mib, 30*mib, idle("a@1", 30*mib, 500, 1))},
+			want:    []Assignment{{Worker: "w1", Replicas: 1, Evict: []string{"a@1"}}}, size: 1},
 		{name: "zero replicas", req: Request{Key: "m@1", Memory: mib, Ranked: ranked, ShardSize: 2}, size: 2},
 		{name: "shard larger than the fleet",
 			req:     Request{Key: "m@1", Memory: mib, Replicas: 1, Ranked: []string{"w1"}, ShardSize: 3},
@@ -245,6 +267,57 @@ func TestEstimate(t *testing.T) {
 	} {
 		if got := Estimate(tt.runtime, tt.art, tt.override); got != tt.want {
 			t.Errorf("Estimate(%s, %d, %d) = %d, want %d", tt.runtime, tt.art, tt.override, got, tt.want)
+		}
+	}
+}
+
+func TestRate(t *testing.T) {
+	h := time.Minute
+	var r Rate
+	if got := r.PerSecond(t0, h); got != 0 {
+		t.Fatalf("zero Rate: %v per second", got)
+	}
+	// 10 per second for 10 half-lives, folded in every 250 ms.
+	now := t0
+	for range 4 * 600 {
+		now = now.Add(250 * time.Millisecond)
+		r.Add(now, 2.5, h)
+	}
+	if got := r.PerSecond(now, h); got < 9.9 || got > 10.1 {
+		t.Fatalf("steady 10/s reads %.3f/s", got)
+	}
+	// One half-life without requests halves it; the past does not come back.
+	if got := r.PerSecond(now.Add(h), h); got < 4.95 || got > 5.05 {
+		t.Fatalf("a half-life later: %.3f/s, want about 5", got)
+	}
+	before := r.PerSecond(now, h)
+	r.Add(now.Add(-time.Hour), 0, h) // an earlier instant does not move the clock back
+	if got := r.PerSecond(now, h); got != before {
+		t.Fatalf("adding at an earlier instant changed the rate: %v → %v", before, got)
+	}
+	r.Add(now, -5, h)
+	if got := r.PerSecond(now, h); got != before {
+		t.Fatalf("a negative count changed the rate: %v → %v", before, got)
+	}
+}
+
+func TestDisplaces(t *testing.T) {
+	warm := idle("a@1", 10*mib, 2, 1) // 2 req/s × 1 s over 10 MiB
+	for _, c := range []struct {
+		name  string
+		worth float64
+		r     Resident
+		want  bool
+	}{
+		{"nobody calls it: anything displaces it", 0, idle("a@1", 10*mib, 0, 1), true},
+		{"worth 0 does not displace a called one", 0, warm, false},
+		{"worth more per byte", Worth(3, time.Second, 10*mib), warm, true},
+		{"worth the same", Worth(2, time.Second, 10*mib), warm, false},
+		{"slower to load is worth more", Worth(1, 3*time.Second, 10*mib), warm, true},
+		{"priceless", Priceless, warm, true},
+	} {
+		if got := Displaces(c.worth, c.r); got != c.want {
+			t.Errorf("%s: Displaces = %v, want %v", c.name, got, c.want)
 		}
 	}
 }

@@ -54,6 +54,9 @@ type Policy struct {
 	// evictable, so a burst of loads cannot push each other out in turn
 	// (default DefaultMinResidency).
 	MinResidency time.Duration
+	// HalfLife is the half-life of the request rates eviction and
+	// admission compare (default DefaultHalfLife).
+	HalfLife time.Duration
 }
 
 // DefaultMinResidency is Policy.MinResidency's default.

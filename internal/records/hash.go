@@ -235,3 +235,22 @@ func allDigits(s string) bool {
 	}
 	return true
 }
+
+// AppendCanonicalNumber appends a number literal's canonical form, as
+// AppendCanonical writes a number member: for transports that build the
+// canonical JSON of their rows themselves (OIP tensors read straight into
+// rows), so that their input hash is the one of the instances they stand
+// for. lit is not retained.
+func AppendCanonicalNumber(b []byte, lit string) []byte { return appendNumber(b, lit) }
+
+// AppendCanonicalString appends s as AppendCanonical writes a string (a
+// member name or a string value).
+func AppendCanonicalString(b []byte, s string) []byte { return appendString(b, s) }
+
+// HashCanonical is the input hash of canonical JSON built with
+// AppendCanonicalNumber and AppendCanonicalString: InputHash of the
+// instances it is the canonical JSON of.
+func HashCanonical(canonical []byte) string {
+	h := sha256.Sum256(canonical)
+	return hex.EncodeToString(h[:])
+}

@@ -761,3 +761,86 @@ func InstanceOf(keys []string, vals map[string]any) (Instance, error) {
 	}
 	return inst, nil
 }
+
+// Columns reports whether every field is a float, int or bool field, so
+// that a transport holding columns of numbers (OIP binary tensors) may
+// build rows with FastRow instead of an Instance per row.
+func (s *Schema) Columns() bool {
+	if s.seq {
+		return false
+	}
+	for i := range s.fields {
+		if k := s.fields[i].kind; k != kFloat && k != kInt && k != kBool {
+			return false
+		}
+	}
+	return true
+}
+
+// FieldIndex is the position of a declared field in Fields (false: none).
+func (s *Schema) FieldIndex(name string) (int, bool) {
+	i, ok := s.index[name]
+	return i, ok
+}
+
+// Cell is one field's value in a row for FastRow: a number (float and int
+// fields; X is what its literal reads as with strconv.ParseFloat), a
+// boolean (X is 0 or 1), or absent.
+type Cell struct {
+	X    float64
+	Kind ValueKind // Number, Bool, or Null: absent
+}
+
+// FastRow writes the preprocessed features of one row whose field i has
+// the value cells[i] into dst, running the checks and steps Row runs on
+// the instance those cells stand for (type, NaN and infinities,
+// integrality, the ±2^53 range, min/max, the steps' own limits). It
+// reports false, leaving dst undefined, whenever Row would refuse that
+// instance: the caller then calls Row on it for the error, so that every
+// message stays Row's. A row FastRow accepts is the row Row writes.
+func (s *Schema) FastRow(cells []Cell, dst []float32) bool {
+	if s.seq || len(cells) != len(s.fields) || len(dst) != s.width {
+		return false
+	}
+	for i := range s.fields {
+		f := &s.fields[i]
+		c := cells[i]
+		var x float64
+		switch c.Kind {
+		case Null:
+			switch {
+			case f.hasDefault:
+				x = f.def
+			case f.Optional:
+				x = math.NaN()
+			default:
+				return false
+			}
+		case Number:
+			if f.kind != kFloat && f.kind != kInt {
+				return false
+			}
+			x = c.X
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				return false
+			}
+			if f.kind == kInt && (x != math.Trunc(x) || math.Abs(x) > 1<<53) {
+				return false
+			}
+			if f.Min != nil && x < *f.Min || f.Max != nil && x > *f.Max {
+				return false
+			}
+		case Bool:
+			if f.kind != kBool || (c.X != 0 && c.X != 1) {
+				return false
+			}
+			x = c.X
+		default:
+			return false
+		}
+		if f.apply(x, dst[f.offset:f.offset+f.width]) != nil {
+			return false
+		}
+	}
+	return true
+}

@@ -3,7 +3,9 @@ package server
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,6 +16,8 @@ import (
 
 	"github.com/sluiceml/sluice/examples"
 	"github.com/sluiceml/sluice/internal/gateway"
+	pb "github.com/sluiceml/sluice/internal/oip/inferencepb"
+	"github.com/sluiceml/sluice/internal/server/oipgrpc"
 	"github.com/sluiceml/sluice/internal/tenant"
 )
 
@@ -189,6 +193,142 @@ func BenchmarkPredictStage(b *testing.B) {
 		})
 		b.Run("encode/rows="+strconv.Itoa(n), func(b *testing.B) {
 			perRow(b, n, func() { _ = encodePrediction(a.Prediction, a.RequestID) })
+		})
+	}
+}
+
+// The binary paths (issue 12, item 2) on the iris example (XGBoost, four
+// float fields: every value goes straight into the float32 rows), next
+// to /v1 JSON on the same model and rows: 1 row and 1,000 rows, the
+// deadline 10 s as above.
+
+// irisBench is n iris rows, the values varied within the fields' 0..20.
+func irisBench(n int) [][4]float32 {
+	rows := make([][4]float32, n)
+	for i := range rows {
+		for j := range 4 {
+			rows[i][j] = float32((i*7+j*13)%200) / 10
+		}
+	}
+	return rows
+}
+
+// irisJSONBody is rows as a /v1 body.
+func irisJSONBody(rows [][4]float32) []byte {
+	b := []byte(`{"instances":[`)
+	for i, r := range rows {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '{')
+		for j, f := range irisFields {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, '"')
+			b = append(b, f...)
+			b = append(b, `":`...)
+			b = strconv.AppendFloat(b, float64(r[j]), 'g', -1, 32)
+		}
+		b = append(b, '}')
+	}
+	return append(b, `],"deadlineMs":10000}`...)
+}
+
+// irisColumns is rows as one little-endian FP32 column per field.
+func irisColumns(rows [][4]float32) [][]byte {
+	cols := make([][]byte, 4)
+	for j := range cols {
+		for _, r := range rows {
+			cols[j] = binary.LittleEndian.AppendUint32(cols[j], math.Float32bits(r[j]))
+		}
+	}
+	return cols
+}
+
+// irisBinaryBody is rows as an OIP REST binary body (binary outputs) and
+// its JSON header's length.
+func irisBinaryBody(rows [][4]float32) ([]byte, int) {
+	n := strconv.Itoa(len(rows))
+	size := strconv.Itoa(4 * len(rows))
+	b := []byte(`{"parameters":{"binary_data_output":true,"deadline_ms":10000},"inputs":[`)
+	for j, f := range irisFields {
+		if j > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"name":"`+f+`","shape":[`+n+`],"datatype":"FP32","parameters":{"binary_data_size":`+size+`}}`...)
+	}
+	b = append(b, "]}"...)
+	h := len(b)
+	for _, c := range irisColumns(rows) {
+		b = append(b, c...)
+	}
+	return b, h
+}
+
+// BenchmarkPredictIrisJSON is BenchmarkPredictHTTP on the iris rows.
+func BenchmarkPredictIrisJSON(b *testing.B) {
+	h := benchServer(b).Handler()
+	for _, n := range benchRows {
+		body := irisJSONBody(irisBench(n))
+		b.Run("rows="+strconv.Itoa(n), func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			perRow(b, n, func() {
+				req := httptest.NewRequest(http.MethodPost, "/v1/models/iris:predict", bytes.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, req)
+				if w.Code != http.StatusOK {
+					b.Fatalf("status %d: %s", w.Code, w.Body.Bytes())
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkPredictBinaryHTTP drives the real /v2 handler with OIP REST
+// binary bodies (FP32 inputs, binary outputs): header and body read, the
+// binary decoder, the rows straight from the bytes, gateway, the binary
+// encoder.
+func BenchmarkPredictBinaryHTTP(b *testing.B) {
+	h := benchServer(b).Handler()
+	for _, n := range benchRows {
+		body, hl := irisBinaryBody(irisBench(n))
+		b.Run("rows="+strconv.Itoa(n), func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			perRow(b, n, func() {
+				req := httptest.NewRequest(http.MethodPost, "/v2/models/iris/infer", bytes.NewReader(body))
+				req.Header.Set("Content-Type", "application/octet-stream")
+				req.Header.Set("Inference-Header-Content-Length", strconv.Itoa(hl))
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, req)
+				if w.Code != http.StatusOK {
+					b.Fatalf("status %d: %s", w.Code, w.Body.Bytes())
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkPredictGRPCRaw calls the OIP gRPC server's ModelInfer with raw
+// FP32 contents in process (no network, no HTTP/2: the message as grpc-go
+// hands it over): the tensors' checks, the rows straight from the bytes,
+// gateway, raw outputs.
+func BenchmarkPredictGRPCRaw(b *testing.B) {
+	s := benchServer(b)
+	gs := oipgrpc.New(oipgrpc.Config{}, s.Gateway(), s)
+	for _, n := range benchRows {
+		req := &pb.ModelInferRequest{ModelName: "iris", RawInputContents: irisColumns(irisBench(n)),
+			Parameters: map[string]*pb.InferParameter{"deadline_ms": {ParameterChoice: &pb.InferParameter_Int64Param{Int64Param: 10000}}}}
+		for _, f := range irisFields {
+			req.Inputs = append(req.Inputs, &pb.ModelInferRequest_InferInputTensor{Name: f, Datatype: "FP32", Shape: []int64{int64(n)}})
+		}
+		b.Run("rows="+strconv.Itoa(n), func(b *testing.B) {
+			perRow(b, n, func() {
+				if _, err := gs.ModelInfer(context.Background(), req); err != nil {
+					b.Fatal(err)
+				}
+			})
 		})
 	}
 }

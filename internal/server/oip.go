@@ -3,6 +3,7 @@ package server
 import (
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -66,7 +67,7 @@ func (s *Server) routeV2(w http.ResponseWriter, r *http.Request) error {
 		if err := get(); err != nil {
 			return err
 		}
-		writeJSON(w, http.StatusOK, serverMetadata{Name: "sluice", Version: s.cfg.Version, Extensions: []string{}})
+		writeJSON(w, http.StatusOK, serverMetadata{Name: "sluice", Version: s.cfg.Version, Extensions: []string{"binary_tensor_data"}})
 		return nil
 	case "/v2/health/live":
 		if err := get(); err != nil {
@@ -156,9 +157,21 @@ func (s *Server) oipInfer(w http.ResponseWriter, r *http.Request, tn *tenant.Ten
 	id := requestID(r)
 	idempotent := r.Header.Get("X-Request-Id") != ""
 	var req *oip.Request
-	body, derr := s.readJSONBody(w, r)
-	if derr == nil {
-		req, derr = oip.DecodeJSON(body, s.cfg.MaxDeadline)
+	var derr error
+	if hl := r.Header.Get(oip.HeaderLength); hl != "" {
+		// The binary tensor data extension: a JSON header, then the bytes.
+		var body []byte
+		if ct := r.Header.Get("Content-Type"); !isBinary(ct) {
+			derr = errs.New(errs.UnsupportedMedia, "Content-Type of a binary request (%s) must be application/octet-stream, application/json or absent, got %q", oip.HeaderLength, ct)
+		} else if body, derr = s.readBody(w, r); derr == nil {
+			req, derr = oip.DecodeBinary(body, hl, s.cfg.MaxDeadline)
+		}
+	} else {
+		var body []byte
+		body, derr = s.readJSONBody(w, r)
+		if derr == nil {
+			req, derr = oip.DecodeJSON(body, s.cfg.MaxDeadline)
+		}
 	}
 	respID := id
 	if derr == nil && req.ID != "" {
@@ -199,9 +212,20 @@ func (s *Server) oipInfer(w http.ResponseWriter, r *http.Request, tn *tenant.Ten
 		return
 	}
 	cols, _ := oip.SelectOutputs(a.Prediction.Outputs, outputs)
+	if bin := oip.BinaryOutputs(req, a.Prediction.Outputs, cols); slices.Contains(bin, true) {
+		b, h := oip.EncodeBinary(a.Prediction, respID, cols, bin)
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Header().Set(oip.HeaderLength, strconv.Itoa(h))
+		setWriteDeadline(w, len(b))
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(b)
+		return
+	}
+	b := oip.EncodeJSON(a.Prediction, respID, cols)
 	w.Header().Set("Content-Type", "application/json")
+	setWriteDeadline(w, len(b))
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(oip.EncodeJSON(a.Prediction, respID, cols))
+	_, _ = w.Write(b)
 }
 
 // Ready is the server's readiness (/readyz, /v2/health/ready, gRPC

@@ -135,7 +135,7 @@ func TestOIPRESTRejects(t *testing.T) {
 
 func TestOIPRESTMetadataAndReplay(t *testing.T) {
 	ts := newTestServer(t, Config{Version: "test"})
-	if st, b := get(t, ts.URL+"/v2"); st != 200 || string(b) != `{"name":"sluice","version":"test","extensions":[]}`+"\n" {
+	if st, b := get(t, ts.URL+"/v2"); st != 200 || string(b) != `{"name":"sluice","version":"test","extensions":["binary_tensor_data"]}`+"\n" {
 		t.Fatalf("/v2: %d %s", st, b)
 	}
 	for _, p := range []string{"/v2/health/live", "/v2/health/ready", "/v2/models/fraud/ready", "/v2/models/fraud/versions/1/ready"} {

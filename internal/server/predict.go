@@ -58,6 +58,11 @@ func (s *Server) readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, e
 	if ct := r.Header.Get("Content-Type"); !isJSON(ct) {
 		return nil, errs.New(errs.UnsupportedMedia, "Content-Type must be application/json, got %q", ct)
 	}
+	return s.readBody(w, r)
+}
+
+// readBody reads a predict body, bounded by --max-body-bytes.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
 	if err != nil {
 		var mbe *http.MaxBytesError
@@ -139,4 +144,15 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 func isJSON(ct string) bool {
 	mt, _, err := mime.ParseMediaType(ct)
 	return err == nil && mt == "application/json"
+}
+
+// isBinary reports whether ct may carry an OIP binary body: clients send
+// application/octet-stream, application/json or none (the
+// Inference-Header-Content-Length header already says what the body is).
+func isBinary(ct string) bool {
+	if ct == "" {
+		return true
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && (mt == "application/octet-stream" || mt == "application/json")
 }

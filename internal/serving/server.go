@@ -70,6 +70,53 @@ type Config struct {
 	// holds rows of one bucket, so it is never padded beyond that boundary.
 	// Empty: one bucket. Float rows are always in one bucket.
 	LengthBuckets []int
+	// CPUs, when set, bounds the batches that compute at once across
+	// every Server sharing it (the process's model CPUs): a batch waits
+	// for a slot within its deadline. Nil: no bound.
+	CPUs *CPUs
+}
+
+// CPUs is a process-wide bound on the batches computing at once, so the
+// front end (admission, refusals, health, decoding) always has a core
+// the models cannot take: with GOMAXPROCS P's and CPUs of P−1, one P is
+// left to everything else however busy the models are. Go has no way to
+// reserve a P for some goroutines; bounding the model side is the part
+// that is in Sluice's hands (ONNX Runtime's own threads are bounded by
+// its intra-op setting, one by default).
+type CPUs struct{ slots chan struct{} }
+
+// NewCPUs is a bound of n batches at once; n <= 0 is no bound (nil).
+func NewCPUs(n int) *CPUs {
+	if n <= 0 {
+		return nil
+	}
+	return &CPUs{slots: make(chan struct{}, n)}
+}
+
+// Size is the bound (0 for none).
+func (c *CPUs) Size() int {
+	if c == nil {
+		return 0
+	}
+	return cap(c.slots)
+}
+
+func (c *CPUs) acquire(ctx context.Context) error {
+	if c == nil {
+		return nil
+	}
+	select {
+	case c.slots <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (c *CPUs) release() {
+	if c != nil {
+		<-c.slots
+	}
 }
 
 // BucketOf returns the index of the smallest boundary >= length, or
@@ -758,7 +805,15 @@ func (s *Server) run(r *replica, batch []piece) (crashed bool) {
 		ctx, cancel = context.WithDeadline(ctx, due)
 	}
 	s.stats.inflight.Add(1)
-	out, err, panicked := safePredict(ctx, r.model, in)
+	var out runtime.Output
+	var panicked bool
+	err := s.cfg.CPUs.acquire(ctx)
+	if err == nil {
+		out, err, panicked = safePredict(ctx, r.model, in)
+		s.cfg.CPUs.release()
+	} else {
+		err = fmt.Errorf("waiting for a model CPU (--model-cpus %d): %w", s.cfg.CPUs.Size(), err)
+	}
 	s.stats.inflight.Add(-1)
 	cancel()
 	elapsed := time.Since(start)

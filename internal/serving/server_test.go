@@ -539,3 +539,55 @@ func TestCloseTimeoutClosesModels(t *testing.T) {
 		}
 	})
 }
+
+// concurrencyModel records the most Predict calls running at once.
+type concurrencyModel struct {
+	fakeModel
+	now, most *atomic.Int64
+}
+
+func (m *concurrencyModel) Predict(ctx context.Context, in runtime.Batch) (runtime.Output, error) {
+	n := m.now.Add(1)
+	for {
+		old := m.most.Load()
+		if n <= old || m.most.CompareAndSwap(old, n) {
+			break
+		}
+	}
+	defer m.now.Add(-1)
+	time.Sleep(time.Millisecond)
+	return m.fakeModel.Predict(ctx, in)
+}
+
+// CPUs bounds the batches computing at once across every Server sharing
+// it (two versions, two replicas each: at most one batch at a time with
+// one CPU), and a batch whose deadline ends while it waits for a CPU is
+// answered with the reason, not computed.
+func TestCPUsBoundAcrossServers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var now, most atomic.Int64
+		cpus := NewCPUs(1)
+		mk := func() runtime.Model { return &concurrencyModel{now: &now, most: &most} }
+		a := newServer(t, Config{MaxBatchSize: 1, CPUs: cpus}, mk(), mk())
+		b := newServer(t, Config{MaxBatchSize: 1, CPUs: cpus}, mk(), mk())
+		var wg sync.WaitGroup
+		for i := range 40 {
+			wg.Go(func() {
+				srv := a
+				if i%2 == 1 {
+					srv = b
+				}
+				if _, err := srv.Submit(context.Background(), Work{Rows: rows(1)}); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if got := most.Load(); got != 1 {
+			t.Fatalf("%d batches computed at once with --model-cpus 1, want 1", got)
+		}
+		if NewCPUs(0) != nil || NewCPUs(0).Size() != 0 {
+			t.Fatal("NewCPUs(0) must be no bound")
+		}
+	})
+}

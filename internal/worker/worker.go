@@ -56,6 +56,9 @@ import (
 
 // Config configures a worker.
 type Config struct {
+	// CPUs bounds the batches computing at once in this worker (sluice
+	// worker --model-cpus; nil: no bound).
+	CPUs       *serving.CPUs
 	ID         string // stable across restarts ("worker-1")
 	Join       string // the control plane's address (host:port)
 	Listen     string // where to serve gRPC (default 127.0.0.1:0)
@@ -443,7 +446,7 @@ func (w *Worker) load(v *version, req *workerpb.LoadRequest) {
 	}
 	mark, before := w.meter.begin()
 	srv, tm, err := hosting.Start(ctx, hosting.Config{ID: id, Spec: spec, Runtime: spec.Manifest.Runtime, Artifact: art,
-		Replicas: int(req.Replicas), Logger: log})
+		Replicas: int(req.Replicas), Logger: log, CPUs: w.cfg.CPUs})
 	grew, alone := w.meter.end(mark, before)
 	v.spec, v.srv, v.timing, v.source, v.err = spec, srv, tm, source, err
 	if err != nil {

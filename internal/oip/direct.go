@@ -1,0 +1,232 @@
+package oip
+
+// This file is the fast path of binary tensors (gRPC raw_input_contents,
+// REST binary data) into the batch: for a schema of float, int and bool
+// fields only, every tensor raw, the values go from the request's bytes
+// into the batch's float32 rows without an Instance, a member slice or a
+// string per value. It keeps every rule of the instance path by
+// construction rather than by imitation:
+//
+//   - each number is read as the instance path reads it: its literal is
+//     the shortest text of the element (what rawValue gives the instance
+//     path), and the float64 the schema judges is strconv.ParseFloat of
+//     that literal, so min/max and integrality decide as they do for /v1
+//     (a FP32 0.1 is 0.1, not 0.100000001…);
+//   - schema.FastRow runs the checks and steps of schema.Row on those
+//     numbers and only says yes or no: a row it refuses is converted into
+//     its Instance and given to Row, whose error is the answer, so every
+//     message is the instance path's own;
+//   - the input hash is built from the same literals, in the canonical
+//     JSON records.InputHash writes for the instances these tensors stand
+//     for (members sorted by name), so records and idempotency keys do not
+//     depend on the encoding a request came in.
+//
+// Anything else (a category or sequence schema, a tensor sent as JSON
+// data, a schema that does not know a tensor) takes the instance path.
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"github.com/sluiceml/sluice/internal/gateway"
+	"github.com/sluiceml/sluice/internal/records"
+	"github.com/sluiceml/sluice/internal/runtime"
+	"github.com/sluiceml/sluice/internal/schema"
+)
+
+// tensorRows is gateway.Rows over raw tensors: the request's tensors (not
+// modified after construction, so Build may run from several goroutines),
+// each element's number as the schema reads it, and the input hash.
+type tensorRows struct {
+	ts    []Tensor
+	n     int
+	xs    []float64 // xs[r*len(ts)+k]: tensor k's element r as a number (BOOL: 0 or 1)
+	kinds []schema.ValueKind
+	hash  string
+}
+
+// direct reports whether the tensors take the fast path with sch.
+func direct(ts []Tensor, sch *schema.Schema) bool {
+	if sch == nil || !sch.Columns() {
+		return false
+	}
+	for i := range ts {
+		if ts[i].Raw == nil || ts[i].Datatype == BYTES {
+			return false
+		}
+	}
+	return true
+}
+
+// hashBufs reuses canonical-JSON buffers (as records.InputHash does).
+var hashBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// newTensorRows reads checked raw tensors of n rows ([n] or [n,1] each):
+// one pass over the elements that computes each number and the input hash.
+func newTensorRows(ts []Tensor, n int) *tensorRows {
+	nt := len(ts)
+	tr := &tensorRows{ts: ts, n: n, xs: make([]float64, n*nt), kinds: make([]schema.ValueKind, nt)}
+	order := make([]int, nt) // members in the canonical JSON are sorted by name
+	names := make([][]byte, nt)
+	for k := range ts {
+		order[k] = k
+		names[k] = append(records.AppendCanonicalString(nil, ts[k].Name), ':')
+		tr.kinds[k] = schema.Number
+		if ts[k].Datatype == BOOL {
+			tr.kinds[k] = schema.Bool
+		}
+	}
+	slices.SortStableFunc(order, func(x, y int) int { return strings.Compare(ts[x].Name, ts[y].Name) })
+	bp := hashBufs.Get().(*[]byte)
+	b := append((*bp)[:0], '[')
+	var scratch [32]byte
+	for r := 0; r < n; r++ {
+		if r > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '{')
+		for j, k := range order {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, names[k]...)
+			raw := ts[k].Raw
+			var x float64
+			var lit []byte
+			switch ts[k].Datatype {
+			case BOOL:
+				if raw[r] == 1 {
+					x = 1
+					b = append(b, "true"...)
+				} else {
+					b = append(b, "false"...)
+				}
+				tr.xs[r*nt+k] = x
+				continue
+			case FP32:
+				v := math.Float32frombits(binary.LittleEndian.Uint32(raw[4*r:]))
+				lit = strconv.AppendFloat(scratch[:0], float64(v), 'g', -1, 32)
+				if integerLiteral(lit) {
+					x = float64(v) // the literal is v's exact integer value
+				} else {
+					x = parseLiteral(lit)
+				}
+			case FP64:
+				x = math.Float64frombits(binary.LittleEndian.Uint64(raw[8*r:]))
+				lit = strconv.AppendFloat(scratch[:0], x, 'g', -1, 64) // reads back as x exactly
+			case INT32:
+				i := int64(int32(binary.LittleEndian.Uint32(raw[4*r:])))
+				lit, x = strconv.AppendInt(scratch[:0], i, 10), float64(i)
+			case INT64:
+				i := int64(binary.LittleEndian.Uint64(raw[8*r:]))
+				// float64(i) rounds to nearest even, as ParseFloat does.
+				lit, x = strconv.AppendInt(scratch[:0], i, 10), float64(i)
+			}
+			tr.xs[r*nt+k] = x
+			b = records.AppendCanonicalNumber(b, unsafe.String(unsafe.SliceData(lit), len(lit)))
+		}
+		b = append(b, '}')
+	}
+	b = append(b, ']')
+	tr.hash = records.HashCanonical(b)
+	if cap(b) <= 4<<20 {
+		*bp = b
+		hashBufs.Put(bp)
+	}
+	return tr
+}
+
+// integerLiteral reports whether a shortest FP32 literal is a plain
+// integer ([-]digits): 'g' writes values from 1e6 up with an exponent, so
+// such a literal is below 2^24 and is the element's exact value.
+func integerLiteral(lit []byte) bool {
+	for i, c := range lit {
+		if c < '0' || c > '9' {
+			if !(i == 0 && c == '-') {
+				return false
+			}
+		}
+	}
+	return len(lit) > 0
+}
+
+// parseLiteral is strconv.ParseFloat of a literal AppendFloat wrote (NaN
+// and infinities included), without copying it into a string.
+func parseLiteral(lit []byte) float64 {
+	x, _ := strconv.ParseFloat(unsafe.String(unsafe.SliceData(lit), len(lit)), 64)
+	return x
+}
+
+func (tr *tensorRows) Len() int     { return tr.n }
+func (tr *tensorRows) Hash() string { return tr.hash }
+
+// Build writes the rows with sch: straight from the numbers when sch
+// knows every tensor's field and has only float, int and bool fields, else
+// through the instances (a version with another schema answered).
+func (tr *tensorRows) Build(sch *schema.Schema, missing func(row []float32)) (runtime.Batch, error) {
+	nf := len(sch.Fields())
+	fieldOf := make([]int, len(tr.ts))
+	ok := sch.Columns()
+	for k := range tr.ts {
+		i, known := sch.FieldIndex(tr.ts[k].Name)
+		ok = ok && known
+		fieldOf[k] = i
+	}
+	if !ok {
+		return instanceBuild(sch, tr.Instances(), missing)
+	}
+	w, nt := sch.Width(), len(tr.ts)
+	rows := runtime.Batch{Rows: tr.n, Cols: w, Data: make([]float32, tr.n*w)}
+	cells := make([]schema.Cell, nf)
+	for r := 0; r < tr.n; r++ {
+		clear(cells)
+		for k, i := range fieldOf {
+			cells[i] = schema.Cell{X: tr.xs[r*nt+k], Kind: tr.kinds[k]}
+		}
+		row := rows.Data[r*w : (r+1)*w]
+		if !sch.FastRow(cells, row) {
+			// Refused (or a case FastRow leaves to Row): Row on this
+			// row's instance gives the instance path's own error.
+			if err := sch.Row(fmt.Sprintf("instances[%d]", r), tr.instance(r), row); err != nil {
+				return runtime.Batch{}, err
+			}
+		}
+		if missing != nil {
+			missing(row)
+		}
+	}
+	return rows, nil
+}
+
+// instanceBuild is the gateway's instance path (buildRows) for a schema
+// the fast path does not serve.
+func instanceBuild(sch *schema.Schema, insts []schema.Instance, missing func(row []float32)) (runtime.Batch, error) {
+	return gateway.BuildRows(sch, insts, missing)
+}
+
+// instance is row r as the instance path builds it: one member per tensor,
+// in tensor order.
+func (tr *tensorRows) instance(r int) schema.Instance {
+	inst := make(schema.Instance, len(tr.ts))
+	for k := range tr.ts {
+		t := &tr.ts[k]
+		inst[k] = schema.Member{Name: t.Name, Value: rawValue(t.Datatype, t.Raw, int64(r))}
+	}
+	return inst
+}
+
+// Instances is every row's instance (sampled record inputs, a version
+// with another schema).
+func (tr *tensorRows) Instances() []schema.Instance {
+	insts := make([]schema.Instance, tr.n)
+	for r := range insts {
+		insts[r] = tr.instance(r)
+	}
+	return insts
+}

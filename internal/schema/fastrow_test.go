@@ -1,0 +1,92 @@
+package schema
+
+import (
+	"math"
+	"strconv"
+	"testing"
+)
+
+// TestFastRowAgreesWithRow: FastRow accepts exactly the rows Row accepts
+// and writes the same features; the cells are the numbers Row reads from
+// the literals.
+func TestFastRowAgreesWithRow(t *testing.T) {
+	f := func(x float64) *float64 { return &x }
+	sch, probs := Compile([]Field{
+		{Name: "x", Type: TypeFloat, Min: f(0), Max: f(0.1)},
+		{Name: "n", Type: TypeInt},
+		{Name: "b", Type: TypeBool, Optional: true},
+		{Name: "d", Type: TypeFloat, Default: 2.5},
+	}, []Step{{Op: OpLog1p, Field: "n"}, {Op: OpStandardize, Field: "d", Mean: f(1), Std: f(3)}})
+	if len(probs) > 0 {
+		t.Fatal(probs)
+	}
+	num := func(lit string) (Cell, Value) {
+		x, _ := strconv.ParseFloat(lit, 64)
+		return Cell{X: x, Kind: Number}, Value{Kind: Number, Text: lit}
+	}
+	cases := []struct {
+		name string
+		x, n string // literals ("" leaves the field out)
+		b    int    // -1: absent, 0/1, 2: a number in a bool field
+		d    string
+		ok   bool
+	}{
+		{"plain", "0.05", "3", 1, "", true},
+		{"max is the literal's value", "0.1", "0", -1, "7", true}, // 0.1 as ParseFloat reads it, not float32(0.1)
+		{"above max", "0.10000001", "0", -1, "", false},
+		{"negative zero is not below min", "-0", "0", -1, "", true},
+		{"below min", "-1e-9", "0", -1, "", false},
+		{"NaN", "NaN", "0", -1, "", false},
+		{"infinity", "0.05", "+Inf", -1, "", false},
+		{"int not integral", "0.05", "2.5", -1, "", false},
+		{"int past 2^53", "0.05", "1e16", -1, "", false},
+		{"log1p limit", "0.05", "-1", -1, "", false},
+		{"required missing", "", "1", -1, "", false},
+		{"number in a bool field", "0.05", "1", 2, "", false},
+		{"default overridden", "0.05", "1", 0, "-4", true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cells := make([]Cell, 4)
+			var inst Instance
+			if c.x != "" {
+				var v Value
+				cells[0], v = num(c.x)
+				inst = append(inst, Member{Name: "x", Value: v})
+			}
+			var v Value
+			cells[1], v = num(c.n)
+			inst = append(inst, Member{Name: "n", Value: v})
+			switch c.b {
+			case 0, 1:
+				cells[2] = Cell{X: float64(c.b), Kind: Bool}
+				inst = append(inst, Member{Name: "b", Value: Value{Kind: Bool, Bool: c.b == 1}})
+			case 2:
+				cells[2], v = num("1")
+				inst = append(inst, Member{Name: "b", Value: v})
+			}
+			if c.d != "" {
+				cells[3], v = num(c.d)
+				inst = append(inst, Member{Name: "d", Value: v})
+			}
+			fast, slow := make([]float32, sch.Width()), make([]float32, sch.Width())
+			got := sch.FastRow(cells, fast)
+			err := sch.Row("instances[0]", inst, slow)
+			if got != c.ok || (err == nil) != c.ok {
+				t.Fatalf("FastRow %v, Row %v; want ok=%v", got, err, c.ok)
+			}
+			for i := range fast {
+				if got && math.Float32bits(fast[i]) != math.Float32bits(slow[i]) && !(fast[i] != fast[i] && slow[i] != slow[i]) {
+					t.Fatalf("features %v, Row's %v", fast, slow)
+				}
+			}
+		})
+	}
+	if !sch.Columns() {
+		t.Fatal("a float/int/bool schema has columns")
+	}
+	cat, _ := Compile([]Field{{Name: "c", Type: TypeCategory, Values: []string{"a"}}}, []Step{{Op: OpOnehot, Field: "c"}})
+	if cat.Columns() {
+		t.Fatal("a category schema has no number columns")
+	}
+}
