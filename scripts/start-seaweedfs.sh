@@ -86,7 +86,7 @@ mkdir -p "$dir/data"
 echo "starting SeaweedFS in $dir: S3 on $endpoint (master $master, volume $volume, filer $filer)" >&2
 setsid "$weed" server -dir="$dir/data" -ip=127.0.0.1 -ip.bind=127.0.0.1 \
 	-master.port="$master" -master.volumeSizeLimitMB=64 \
-	-volume.port="$volume" -volume.max=16 \
+	-volume.port="$volume" -volume.max=200 \
 	-filer -filer.port="$filer" \
 	-s3 -s3.port="$s3" -s3.config="$dir/s3.json" \
 	</dev/null >"$dir/weed.log" 2>&1 &

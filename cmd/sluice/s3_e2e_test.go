@@ -14,6 +14,7 @@ import (
 
 	"github.com/minio/minio-go/v7"
 
+	"github.com/sluiceml/sluice/internal/pgdb/pgtest"
 	"github.com/sluiceml/sluice/internal/registry/s3/s3test"
 )
 
@@ -225,4 +226,52 @@ func TestS3ArtifactsThroughTheBinary(t *testing.T) {
 	})
 	predictOK("hot")
 	srv.stop(t)
+}
+
+// Two gateways on one PostgreSQL sharing one bucket (no shared folder):
+// a push through A is served through B, whose worker reads the artifact
+// from the store, and a rollback through B reaches A.
+func TestS3TwoGatewaysOneDatabase(t *testing.T) {
+	endpoint := s3test.Endpoint(t)
+	store := pgtest.URL(t)
+	bucket := s3test.Bucket(t, endpoint)
+	arts := "s3://" + bucket + "/shared"
+	models, pkgs := t.TempDir(), t.TempDir()
+	args := func() []string {
+		return []string{"--data", t.TempDir(), "--models", models, "--store", store, "--artifacts", arts, "--s3-endpoint", endpoint,
+			"--workers", "1", "--shard-size", "1"}
+	}
+	a := startServer(t, args()...)
+	b := startServer(t, args()...)
+	defer func() {
+		if t.Failed() {
+			t.Logf("gateway A:\n%s\ngateway B:\n%s", a.logs, b.logs)
+		}
+	}()
+	v1 := writePackage(t, filepath.Join(pkgs, "v1"), []float64{1, 2}, 3.5)
+	if out, stderr, err := sluice(t, "push", v1, "--server", a.url); err != nil {
+		t.Fatalf("push v1 through A: %v %q %q", err, out, stderr)
+	}
+	start := time.Now()
+	waitFor(t, 30*time.Second, func() bool { v, _ := predictAs(t, b.url); return v == "calc@1" })
+	t.Logf("calc@1 pushed through A answered through B after %s", time.Since(start).Round(time.Millisecond))
+	if !strings.Contains(b.logs.String(), `artifact="fetched from `+arts) {
+		t.Errorf("B's worker did not fetch calc@1 from %s:\n%s", arts, b.logs)
+	}
+	v2 := writePackage(t, filepath.Join(pkgs, "v2"), []float64{2, 2}, 4.5)
+	if out, stderr, err := sluice(t, "push", v2, "--server", a.url); err != nil {
+		t.Fatalf("push v2 through A: %v %q %q", err, out, stderr)
+	}
+	if out, stderr, err := sluice(t, "deploy", "calc@2", "--server", a.url); err != nil {
+		t.Fatalf("deploy calc@2 through A: %v %q %q", err, out, stderr)
+	}
+	waitFor(t, 30*time.Second, func() bool { v, _ := predictAs(t, b.url); return v == "calc@2" })
+	start = time.Now()
+	if out, stderr, err := sluice(t, "rollback", "calc", "--reason", "e2e", "--server", b.url); err != nil {
+		t.Fatalf("rollback through B: %v %q %q", err, out, stderr)
+	}
+	waitFor(t, 30*time.Second, func() bool { v, _ := predictAs(t, a.url); return v == "calc@1" })
+	t.Logf("rollback through B: A answered with calc@1 %s after the CLI started", time.Since(start).Round(time.Millisecond))
+	a.stop(t)
+	b.stop(t)
 }
