@@ -198,14 +198,17 @@ func (a *Artifacts) Check(ctx context.Context) error {
 		case er.Code == "PermanentRedirect" || er.Code == "AuthorizationHeaderMalformed" || er.Code == "IllegalLocationConstraintException":
 			return fmt.Errorf("%s %s: the object store at %s says the bucket is in another region or endpoint (%s): set AWS_REGION (now %s) or %s", FlagArtifacts, a.cfg.URL, a.cfg.Endpoint, s3Reason(er), a.cfg.Region, FlagEndpoint)
 		}
+		if er.StatusCode >= 500 {
+			return fmt.Errorf("%s %s: the object store at %s failed to list the bucket (%s): %w", FlagArtifacts, a.cfg.URL, a.cfg.Endpoint, s3Reason(er), ErrUnreachable)
+		}
 		return fmt.Errorf("%s %s: the object store at %s refused to list the bucket (%s)", FlagArtifacts, a.cfg.URL, a.cfg.Endpoint, s3Reason(er))
 	}
 	return fmt.Errorf("%s %s: cannot reach the object store at %s (from %s): %s: %w", FlagArtifacts, a.cfg.URL, a.cfg.Endpoint, a.cfg.EndpointFrom, netReason(err), ErrUnreachable)
 }
 
 // ErrUnreachable is wrapped by Check's errors when the store did not
-// answer at all (as opposed to refusing the bucket or the credentials): a
-// worker starts anyway and serves what its cache holds.
+// answer or failed (5xx), as opposed to refusing the bucket or the
+// credentials: a worker starts anyway and serves what its cache holds.
 var ErrUnreachable = errors.New("the store may be down or the endpoint wrong")
 
 // credentialCode says whether the store refused the request's signature
