@@ -275,3 +275,50 @@ func TestS3TwoGatewaysOneDatabase(t *testing.T) {
 	a.stop(t)
 	b.stop(t)
 }
+
+// A worker attached without --artifacts fetches through the control plane,
+// which reads the bucket: both paths serve, and the gateway's path verifies
+// too (a corrupted object is refused by name).
+func TestS3AttachedWorkerThroughTheGateway(t *testing.T) {
+	endpoint := s3test.Endpoint(t)
+	bucket := s3test.Bucket(t, endpoint)
+	arts := "s3://" + bucket + "/gw"
+	addr := freeAddr(t)
+	cmd := exec.Command(binary, "worker", "--join", addr, "--id", "far-1", "--cache-dir", t.TempDir())
+	var wlog syncLog
+	cmd.Stderr = &logWriter{&wlog}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
+	srv := startServer(t, "--data", t.TempDir(), "--models", t.TempDir(), "--control-addr", addr, "--workers", "0",
+		"--artifacts", arts, "--s3-endpoint", endpoint)
+	pkgs := t.TempDir()
+	for _, p := range []string{
+		namedSyn(t, filepath.Join(pkgs, "warm"), "warm", `{"base":"100us"}`, ""),
+		namedSyn(t, filepath.Join(pkgs, "cold"), "cold", `{"base":"130us"}`, "placement: {tier: cold}\n"),
+	} {
+		if out, stderr, err := sluice(t, "push", p, "--server", srv.url); err != nil {
+			t.Fatalf("push %s: %v %s %s\n%s", p, err, out, stderr, srv.logs)
+		}
+	}
+	if status, out, err := postJSON(srv.url+"/v1/models/warm:predict", `{"instances":[{"x":1}],"deadlineMs":5000}`); err != nil || status != 200 {
+		t.Fatalf("predict warm: %d %v %s\n%s", status, err, out, srv.logs)
+	}
+	if !strings.Contains(srv.logs.String(), `version=warm@1`) || strings.Contains(srv.logs.String(), "fetched from") {
+		t.Errorf("warm@1 was not fetched through the control plane:\n%s", srv.logs)
+	}
+	coldSHA := getVersionOf(t, srv.url, "cold", 1).ArtifactSHA256
+	s3test.Overwrite(t, endpoint, bucket, "gw/sha256/"+coldSHA, []byte("tampered"))
+	status, out, err := postJSON(srv.url+"/v1/models/cold:predict", `{"instances":[{"x":1}],"deadlineMs":5000}`)
+	t.Logf("predict cold after the corruption, through the gateway's fetch: %d %s", status, out)
+	if err != nil || status != 503 || !strings.Contains(string(out), "artifact sha256 mismatch") || !strings.Contains(string(out), "s3://"+bucket+"/gw/sha256/"+coldSHA) {
+		t.Errorf("predict cold: %d %v %s; want 503 naming the mismatch and the object", status, err, out)
+	}
+	srv.stop(t)
+}
+
+// logWriter appends what a process writes to a syncLog.
+type logWriter struct{ l *syncLog }
+
+func (w *logWriter) Write(p []byte) (int, error) { w.l.WriteString(string(p)); return len(p), nil }
