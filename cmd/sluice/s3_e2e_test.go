@@ -230,7 +230,8 @@ func TestS3ArtifactsThroughTheBinary(t *testing.T) {
 
 // Two gateways on one PostgreSQL sharing one bucket (no shared folder):
 // a push through A is served through B, whose worker reads the artifact
-// from the store, and a rollback through B reaches A.
+// from the store, a rollback through B reaches A, and both keep serving
+// while PostgreSQL is stopped.
 func TestS3TwoGatewaysOneDatabase(t *testing.T) {
 	endpoint := s3test.Endpoint(t)
 	store := pgtest.URL(t)
@@ -272,6 +273,24 @@ func TestS3TwoGatewaysOneDatabase(t *testing.T) {
 	}
 	waitFor(t, 30*time.Second, func() bool { v, _ := predictAs(t, a.url); return v == "calc@1" })
 	t.Logf("rollback through B: A answered with calc@1 %s after the CLI started", time.Since(start).Round(time.Millisecond))
+	// PostgreSQL stopped: both gateways keep serving from their last
+	// snapshot, their workers from what they loaded from the bucket.
+	pgScript(t, "stop-postgres.sh")
+	stopped := true
+	defer func() {
+		if stopped {
+			pgScript(t, "start-postgres.sh")
+		}
+	}()
+	for i := range 20 {
+		for _, p := range []*proc{a, b} {
+			if v, why := predictAs(t, p.url); v != "calc@1" {
+				t.Fatalf("predict %d with PostgreSQL stopped: %q %s", i, v, why)
+			}
+		}
+	}
+	pgScript(t, "start-postgres.sh")
+	stopped = false
 	a.stop(t)
 	b.stop(t)
 }
