@@ -12,14 +12,7 @@ import (
 // invalid_argument, and what it accepts converts to instances (or fails
 // with a message naming the tensor).
 func FuzzDecodeJSON(f *testing.F) {
-	for _, s := range []string{
-		`{"inputs":[{"name":"a","shape":[2],"datatype":"FP32","data":[1,2.5]}]}`,
-		`{"id":"x","parameters":{"deadline_ms":50,"routing_key":"k"},"inputs":[{"name":"c","shape":[1],"datatype":"BYTES","data":["US"]}],"outputs":[{"name":"y","parameters":{"binary_data":false}}]}`,
-		`{"inputs":[{"name":"tokens","shape":[2,3],"datatype":"INT64","data":[[1,2,3],[4,-1,-1]]}]}`,
-		`{"inputs":[{"name":"b","shape":[1,1],"datatype":"BOOL","data":[true]}]}`,
-		`{"inputs":[{"name":"a","shape":[2],"datatype":"INT32","data":[1]}]}`,
-		`{"inputs":[]}`, `[]`, `{"inputs":[{"name":"a","shape":[-1],"datatype":"FP64","data":[]}]}`,
-	} {
+	for _, s := range decodeJSONSeeds {
 		f.Add([]byte(s))
 	}
 	sch, _ := schema.Compile([]schema.Field{{Name: "a", Type: schema.TypeFloat}, {Name: "c", Type: schema.TypeCategory, Values: []string{"US"}, Optional: true}}, nil)
@@ -37,4 +30,14 @@ func FuzzDecodeJSON(f *testing.F) {
 			}
 		}
 	})
+}
+
+// decodeJSONSeeds are FuzzDecodeJSON's seeds (FuzzOIPDecodeSame's too).
+var decodeJSONSeeds = []string{
+	`{"inputs":[{"name":"a","shape":[2],"datatype":"FP32","data":[1,2.5]}]}`,
+	`{"id":"x","parameters":{"deadline_ms":50,"routing_key":"k"},"inputs":[{"name":"c","shape":[1],"datatype":"BYTES","data":["US"]}],"outputs":[{"name":"y","parameters":{"binary_data":false}}]}`,
+	`{"inputs":[{"name":"tokens","shape":[2,3],"datatype":"INT64","data":[[1,2,3],[4,-1,-1]]}]}`,
+	`{"inputs":[{"name":"b","shape":[1,1],"datatype":"BOOL","data":[true]}]}`,
+	`{"inputs":[{"name":"a","shape":[2],"datatype":"INT32","data":[1]}]}`,
+	`{"inputs":[]}`, `[]`, `{"inputs":[{"name":"a","shape":[-1],"datatype":"FP64","data":[]}]}`,
 }

@@ -23,16 +23,16 @@ func FromProto(req *pb.ModelInferRequest, maxDeadline time.Duration) (out *Reque
 		return nil, false, errs.Field(errs.InvalidArgument, "id", "must be 1 to 128 printable ASCII characters without spaces")
 	}
 	for _, k := range sortedKeys(req.Parameters) {
-		var tok any
+		var v param
 		switch p := req.Parameters[k].GetParameterChoice().(type) {
 		case *pb.InferParameter_StringParam:
-			tok = p.StringParam
+			v = param{Kind: paramString, Text: p.StringParam}
 		case *pb.InferParameter_Int64Param:
-			tok = p.Int64Param
+			v = param{Kind: paramInt, Int: p.Int64Param}
 		case *pb.InferParameter_BoolParam:
-			tok = p.BoolParam
+			v = param{Kind: paramBool, Bool: p.BoolParam}
 		}
-		if err := requestParam(out, k, tok, maxDeadline); err != nil {
+		if err := requestParam(out, k, v, maxDeadline); err != nil {
 			return nil, false, err
 		}
 	}
