@@ -707,7 +707,7 @@ func Input(g *gateway.Gateway, req *Request, model string, version int, id, rout
 			return gateway.Input{}, err
 		}
 	}
-	if direct(req.Inputs, sch) {
+	if direct(sch) {
 		n, _, err := checkInputs(req.Inputs, sch)
 		if err != nil {
 			return gateway.Input{}, err

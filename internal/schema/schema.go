@@ -762,20 +762,11 @@ func InstanceOf(keys []string, vals map[string]any) (Instance, error) {
 	return inst, nil
 }
 
-// Columns reports whether every field is a float, int or bool field, so
-// that a transport holding columns of numbers (OIP binary tensors) may
-// build rows with FastRow instead of an Instance per row.
-func (s *Schema) Columns() bool {
-	if s.seq {
-		return false
-	}
-	for i := range s.fields {
-		if k := s.fields[i].kind; k != kFloat && k != kInt && k != kBool {
-			return false
-		}
-	}
-	return true
-}
+// Columns reports whether the schema's rows are built from one value per
+// field (float, int, bool and category fields: any schema but a sequence
+// one), so that a transport holding its values as columns (OIP tensors)
+// may build rows with FastRow instead of an Instance per row.
+func (s *Schema) Columns() bool { return !s.seq }
 
 // FieldIndex is the position of a declared field in Fields (false: none).
 func (s *Schema) FieldIndex(name string) (int, bool) {
@@ -784,17 +775,20 @@ func (s *Schema) FieldIndex(name string) (int, bool) {
 }
 
 // Cell is one field's value in a row for FastRow: a number (float and int
-// fields; X is what its literal reads as with strconv.ParseFloat), a
-// boolean (X is 0 or 1), or absent.
+// fields; X is what its literal reads as with strconv.ParseFloat, NaN if
+// it does not read), a boolean (X is 0 or 1), a string (category fields;
+// Text), or absent.
 type Cell struct {
 	X    float64
-	Kind ValueKind // Number, Bool, or Null: absent
+	Kind ValueKind // Number, Bool, String, or Null: absent
+	Text string    // String: the value
 }
 
 // FastRow writes the preprocessed features of one row whose field i has
 // the value cells[i] into dst, running the checks and steps Row runs on
 // the instance those cells stand for (type, NaN and infinities,
-// integrality, the ±2^53 range, min/max, the steps' own limits). It
+// integrality, the ±2^53 range, min/max, a category's values, the steps'
+// own limits). It
 // reports false, leaving dst undefined, whenever Row would refuse that
 // instance: the caller then calls Row on it for the error, so that every
 // message stays Row's. A row FastRow accepts is the row Row writes.
@@ -835,6 +829,15 @@ func (s *Schema) FastRow(cells []Cell, dst []float32) bool {
 				return false
 			}
 			x = c.X
+		case String:
+			if f.kind != kCategory {
+				return false
+			}
+			j, ok := f.cats[c.Text]
+			if !ok {
+				return false
+			}
+			x = float64(j)
 		default:
 			return false
 		}
