@@ -467,3 +467,41 @@ func TestHeaderLengthBounds(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendEncoders: AppendJSON and AppendBinary write after what the
+// buffer holds exactly what EncodeJSON and EncodeBinary write (the header
+// length counted from the answer's start), and a warm buffer costs no
+// allocation, however many rows (output names without characters to
+// escape).
+func TestAppendEncoders(t *testing.T) {
+	n := 1000
+	p := &gateway.Prediction{Model: "m", Version: 3, InputSchema: "m-input@1", Outputs: []string{"y0", "é<1>"},
+		Out: runtime.Output{Rows: n, Cols: 2, Data: make([]float32, 2*n)}}
+	for i := range p.Out.Data {
+		p.Out.Data[i] = float32(i) / 7
+	}
+	p.Out.Data[5] = float32(math.Inf(1))
+	cols, bin := []int{1, 0}, []bool{true, false}
+	prefix := []byte("previous answer")
+	j := AppendJSON(append([]byte(nil), prefix...), p, "r-1", cols)
+	if !bytes.Equal(j[len(prefix):], EncodeJSON(p, "r-1", cols)) || !bytes.HasPrefix(j, prefix) {
+		t.Fatalf("AppendJSON differs from EncodeJSON")
+	}
+	var head struct{ Outputs []struct{ Name string } }
+	if err := json.Unmarshal(j[len(prefix):], &head); err != nil || head.Outputs[0].Name != "é<1>" {
+		t.Fatalf("%v %+v", err, head)
+	}
+	b, h := AppendBinary(append([]byte(nil), prefix...), p, "r-1", cols, bin)
+	eb, eh := EncodeBinary(p, "r-1", cols, bin)
+	if h != eh || !bytes.Equal(b[len(prefix):], eb) {
+		t.Fatalf("AppendBinary differs from EncodeBinary (header %d, %d)", h, eh)
+	}
+	p.Outputs[1] = "y1" // a name to escape goes through encoding/json
+	buf := make([]byte, 0, 64<<10)
+	if a := testing.AllocsPerRun(20, func() { buf = AppendJSON(buf[:0], p, "r-1", cols) }); a != 0 {
+		t.Errorf("AppendJSON into a warm buffer: %v allocations", a)
+	}
+	if a := testing.AllocsPerRun(20, func() { buf, _ = AppendBinary(buf[:0], p, "r-1", cols, bin) }); a != 0 {
+		t.Errorf("AppendBinary into a warm buffer: %v allocations", a)
+	}
+}

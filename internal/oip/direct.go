@@ -32,7 +32,6 @@ package oip
 
 import (
 	"encoding/binary"
-	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -219,7 +218,7 @@ func (tr *tensorRows) Build(sch *schema.Schema, missing func(row []float32)) (ru
 		if !sch.FastRow(cells, row) {
 			// Refused (or a case FastRow leaves to Row): Row on this
 			// row's instance gives the instance path's own error.
-			if err := sch.Row(fmt.Sprintf("instances[%d]", r), tr.instance(r), row); err != nil {
+			if err := sch.RowAt(schema.Path{Prefix: "instances", Index: r}, tr.instance(r), row); err != nil {
 				return runtime.Batch{}, err
 			}
 		}

@@ -321,20 +321,30 @@ func ToProto(p *gateway.Prediction, id string, cols []int, raw bool) *pb.ModelIn
 	n := p.Out.Rows
 	resp := &pb.ModelInferResponse{ModelName: p.Model, ModelVersion: strconv.Itoa(p.Version), Id: id,
 		Parameters: map[string]*pb.InferParameter{"schema_version": {ParameterChoice: &pb.InferParameter_StringParam{StringParam: p.InputSchema}}}}
-	for _, j := range cols {
-		vals := make([]float32, n)
-		for i := 0; i < n; i++ {
-			vals[i] = p.Out.Data[i*p.Out.Cols+j]
-		}
+	// One allocation for every output's elements, each output a slice of it.
+	var all []byte
+	var vals []float32
+	if raw {
+		all = make([]byte, 4*n*len(cols))
+		resp.RawOutputContents = make([][]byte, 0, len(cols))
+	} else {
+		vals = make([]float32, n*len(cols))
+	}
+	resp.Outputs = make([]*pb.ModelInferResponse_InferOutputTensor, 0, len(cols))
+	for k, j := range cols {
 		o := &pb.ModelInferResponse_InferOutputTensor{Name: p.Outputs[j], Datatype: FP32, Shape: []int64{int64(n)}}
 		if raw {
-			b := make([]byte, 4*n)
-			for i, v := range vals {
-				binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
+			b := all[4*n*k : 4*n*(k+1) : 4*n*(k+1)]
+			for i := 0; i < n; i++ {
+				binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(p.Out.Data[i*p.Out.Cols+j]))
 			}
 			resp.RawOutputContents = append(resp.RawOutputContents, b)
 		} else {
-			o.Contents = &pb.InferTensorContents{Fp32Contents: vals}
+			v := vals[n*k : n*(k+1) : n*(k+1)]
+			for i := range v {
+				v[i] = p.Out.Data[i*p.Out.Cols+j]
+			}
+			o.Contents = &pb.InferTensorContents{Fp32Contents: v}
 		}
 		resp.Outputs = append(resp.Outputs, o)
 	}

@@ -655,8 +655,13 @@ func (d *restDecoder) output(i int) (string, *bool, error) {
 // hand and deterministically (a replay is byte for byte): the columns cols
 // of the outputs as FP32 tensors of shape [n], NaN and infinities as null.
 func EncodeJSON(p *gateway.Prediction, id string, cols []int) []byte {
+	return AppendJSON(make([]byte, 0, 128+len(cols)*(p.Out.Rows*16+64)), p, id, cols)
+}
+
+// AppendJSON appends EncodeJSON's body to b (a reused buffer: nothing is
+// allocated per row or per output).
+func AppendJSON(b []byte, p *gateway.Prediction, id string, cols []int) []byte {
 	n := p.Out.Rows
-	b := make([]byte, 0, 128+len(cols)*(n*16+64))
 	b = appendHead(b, p, id)
 	for k, j := range cols {
 		if k > 0 {

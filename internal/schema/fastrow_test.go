@@ -154,3 +154,33 @@ func TestFastRowCategories(t *testing.T) {
 		})
 	}
 }
+
+// TestRowAt: RowAt names the instance as Row does with the formatted
+// path, and a valid instance costs no allocation.
+func TestRowAt(t *testing.T) {
+	sch, probs := Compile([]Field{{Name: "x", Type: TypeFloat, Max: new(1.0)}, {Name: "c", Type: TypeCategory, Values: []string{"a", "b"}}},
+		[]Step{{Op: OpOnehot, Field: "c"}})
+	if len(probs) > 0 {
+		t.Fatal(probs)
+	}
+	dst := make([]float32, sch.Width())
+	for _, inst := range []Instance{
+		{{Name: "x", Value: Value{Kind: Number, Text: "2"}}, {Name: "c", Value: Value{Kind: String, Text: "a"}}},
+		{{Name: "c", Value: Value{Kind: String, Text: "z"}}},
+		{{Name: "y", Value: Value{Kind: Null}}},
+		{{Name: "x", Value: Value{Kind: Number, Text: "0.5"}}},
+	} {
+		a, b := sch.Row("instances[7]", inst, dst), sch.RowAt(Path{Prefix: "instances", Index: 7}, inst, dst)
+		if a == nil || b == nil || a.Error() != b.Error() {
+			t.Fatalf("Row %v, RowAt %v", a, b)
+		}
+	}
+	ok := Instance{{Name: "x", Value: Value{Kind: Number, Text: "0.5"}}, {Name: "c", Value: Value{Kind: String, Text: "b"}}}
+	if a := testing.AllocsPerRun(50, func() {
+		if err := sch.RowAt(Path{Prefix: "instances", Index: 3}, ok, dst); err != nil {
+			t.Fatal(err)
+		}
+	}); a != 0 {
+		t.Errorf("RowAt of a valid instance: %v allocations", a)
+	}
+}

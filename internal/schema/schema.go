@@ -509,6 +509,12 @@ type Instance []Member
 // must have Width() elements. path prefixes field names in errors
 // ("instances[3]"). Any problem is an *errs.Error naming the field.
 func (s *Schema) Row(path string, inst Instance, dst []float32) error {
+	return s.RowAt(Path{Prefix: path, Index: -1}, inst, dst)
+}
+
+// RowAt is Row with the path given as a Path, formatted only for an error
+// (a batch of instances costs no path string per row).
+func (s *Schema) RowAt(at Path, inst Instance, dst []float32) error {
 	if s.seq {
 		return errs.New(errs.Internal, "schema: Row on a sequence schema; use Tokens")
 	}
@@ -522,29 +528,35 @@ func (s *Schema) Row(path string, inst Instance, dst []float32) error {
 	} else {
 		seen = make([]bool, len(s.fields))
 	}
-	raw := make([]float64, len(s.fields))
+	var rawBuf [64]float64
+	raw := rawBuf[:0]
+	if len(s.fields) <= len(rawBuf) {
+		raw = rawBuf[:len(s.fields)]
+	} else {
+		raw = make([]float64, len(s.fields))
+	}
 	for _, m := range inst {
 		i, ok := s.index[m.Name]
 		if !ok {
-			e := errs.Field(errs.InvalidArgument, path+"."+errs.Clip(m.Name), "unknown field (expected: %s)", s.known)
+			e := errs.Field(errs.InvalidArgument, at.String()+"."+errs.Clip(m.Name), "unknown field (expected: %s)", s.known)
 			e.Reason = ReasonUnknown
 			return e
 		}
 		if seen[i] {
-			return fieldErr(path+"."+m.Name, viol(ReasonDuplicate, "duplicate field"))
+			return fieldErr(at.String()+"."+m.Name, viol(ReasonDuplicate, "duplicate field"))
 		}
 		seen[i] = true
 		f := &s.fields[i]
 		if m.Value.Kind == Null {
 			if !f.Optional && !f.hasDefault {
-				return fieldErr(path+"."+m.Name, viol(ReasonNull, "null is not allowed for a required field"))
+				return fieldErr(at.String()+"."+m.Name, viol(ReasonNull, "null is not allowed for a required field"))
 			}
 			seen[i] = false
 			continue
 		}
 		v, err := f.parse(m.Value)
 		if err != nil {
-			return fieldErr(path+"."+m.Name, err)
+			return fieldErr(at.String()+"."+m.Name, err)
 		}
 		raw[i] = v
 	}
@@ -557,11 +569,11 @@ func (s *Schema) Row(path string, inst Instance, dst []float32) error {
 			case f.Optional:
 				raw[i] = math.NaN()
 			default:
-				return fieldErr(path+"."+f.Name, viol(ReasonMissing, "required field is missing"))
+				return fieldErr(at.String()+"."+f.Name, viol(ReasonMissing, "required field is missing"))
 			}
 		}
 		if err := f.apply(raw[i], dst[f.offset:f.offset+f.width]); err != nil {
-			return fieldErr(path+"."+f.Name, err)
+			return fieldErr(at.String()+"."+f.Name, err)
 		}
 	}
 	return nil

@@ -212,20 +212,21 @@ func (s *Server) oipInfer(w http.ResponseWriter, r *http.Request, tn *tenant.Ten
 		return
 	}
 	cols, _ := oip.SelectOutputs(a.Prediction.Outputs, outputs)
+	bp := answerBufs.Get().(*[]byte)
+	var b []byte
 	if bin := oip.BinaryOutputs(req, a.Prediction.Outputs, cols); slices.Contains(bin, true) {
-		b, h := oip.EncodeBinary(a.Prediction, respID, cols, bin)
+		var h int
+		b, h = oip.AppendBinary((*bp)[:0], a.Prediction, respID, cols, bin)
 		w.Header().Set("Content-Type", "application/octet-stream")
 		w.Header().Set(oip.HeaderLength, strconv.Itoa(h))
-		setWriteDeadline(w, len(b))
-		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write(b)
-		return
+	} else {
+		b = oip.AppendJSON((*bp)[:0], a.Prediction, respID, cols)
+		w.Header().Set("Content-Type", "application/json")
 	}
-	b := oip.EncodeJSON(a.Prediction, respID, cols)
-	w.Header().Set("Content-Type", "application/json")
 	setWriteDeadline(w, len(b))
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(b)
+	putAnswerBuf(bp, b)
 }
 
 // Ready is the server's readiness (/readyz, /v2/health/ready, gRPC
