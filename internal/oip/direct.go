@@ -68,11 +68,15 @@ var hashBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b
 func newTensorRows(ts []Tensor, n int) *tensorRows {
 	nt := len(ts)
 	tr := &tensorRows{ts: ts, n: n, xs: make([]float64, n*nt), kinds: make([]schema.ValueKind, nt)}
-	order := make([]int, nt) // members in the canonical JSON are sorted by name
-	names := make([][]byte, nt)
+	var orderBuf [16]int
+	order := orderBuf[:0] // members in the canonical JSON are sorted by name
+	if nt <= len(orderBuf) {
+		order = orderBuf[:nt]
+	} else {
+		order = make([]int, nt)
+	}
 	for k := range ts {
 		order[k] = k
-		names[k] = append(records.AppendCanonicalString(nil, ts[k].Name), ':')
 		switch ts[k].Datatype {
 		case BOOL:
 			tr.kinds[k] = schema.Bool
@@ -95,8 +99,8 @@ func newTensorRows(ts []Tensor, n int) *tensorRows {
 			if j > 0 {
 				b = append(b, ',')
 			}
-			b = append(b, names[k]...)
 			t := &ts[k]
+			b = append(records.AppendCanonicalString(b, t.Name), ':')
 			if t.Raw == nil {
 				// A value as the instance path holds it.
 				v := &t.Data[r]
@@ -192,8 +196,14 @@ func (tr *tensorRows) Hash() string { return tr.hash }
 // every tensor's field and is not a sequence schema, else through the
 // instances (a version with another schema answered).
 func (tr *tensorRows) Build(sch *schema.Schema, missing func(row []float32)) (runtime.Batch, error) {
-	nf := len(sch.Fields())
-	fieldOf := make([]int, len(tr.ts))
+	nf := sch.NumFields()
+	var fieldBuf [16]int
+	fieldOf := fieldBuf[:0]
+	if len(tr.ts) <= len(fieldBuf) {
+		fieldOf = fieldBuf[:len(tr.ts)]
+	} else {
+		fieldOf = make([]int, len(tr.ts))
+	}
 	ok := sch.Columns()
 	for k := range tr.ts {
 		i, known := sch.FieldIndex(tr.ts[k].Name)
@@ -205,7 +215,13 @@ func (tr *tensorRows) Build(sch *schema.Schema, missing func(row []float32)) (ru
 	}
 	w, nt := sch.Width(), len(tr.ts)
 	rows := runtime.Batch{Rows: tr.n, Cols: w, Data: make([]float32, tr.n*w)}
-	cells := make([]schema.Cell, nf)
+	var cellBuf [16]schema.Cell
+	cells := cellBuf[:0]
+	if nf <= len(cellBuf) {
+		cells = cellBuf[:nf]
+	} else {
+		cells = make([]schema.Cell, nf)
+	}
 	for r := 0; r < tr.n; r++ {
 		clear(cells)
 		for k, i := range fieldOf {

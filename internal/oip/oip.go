@@ -238,23 +238,38 @@ func checkInputs(ts []Tensor, sch *schema.Schema) (rows int64, seqName string, e
 	if len(ts) > MaxTensors {
 		return 0, "", errs.Field(errs.InvalidArgument, "inputs", "%d input tensors, at most %d", len(ts), MaxTensors)
 	}
-	seen := make(map[string]bool, len(ts))
+	// Which names were sent: a map for many tensors, a scan for a few.
+	var seenMap map[string]bool
+	if len(ts) > 16 {
+		seenMap = make(map[string]bool, len(ts))
+	}
+	seen := func(name string, upTo int) bool {
+		if seenMap != nil {
+			return seenMap[name]
+		}
+		for j := 0; j < upTo; j++ {
+			if ts[j].Name == name {
+				return true
+			}
+		}
+		return false
+	}
 	for i := range ts {
 		t := &ts[i]
 		if t.Name == "" {
 			return 0, "", errs.New(errs.InvalidArgument, "inputs[%d]: name is required", i)
 		}
-		if seen[t.Name] {
+		if seen(t.Name, i) {
 			return 0, "", tensorErr(t.Name, "duplicate input tensor")
 		}
-		seen[t.Name] = true
+		if seenMap != nil {
+			seenMap[t.Name] = true
+		}
 		if err := CheckTensor(t); err != nil {
 			return 0, "", err
 		}
 	}
-	var fields []schema.Field
 	if sch != nil {
-		fields = sch.Fields()
 		if name, _, ok := sch.Sequence(); ok {
 			seqName = name
 		}
@@ -263,8 +278,9 @@ func checkInputs(ts []Tensor, sch *schema.Schema) (rows int64, seqName string, e
 				return 0, "", tensorErr(ts[i].Name, "unknown input tensor (expected: %s)", expected(sch))
 			}
 		}
-		for _, f := range fields {
-			if !seen[f.Name] && !f.Optional && f.Default == nil {
+		for fi := range sch.NumFields() {
+			f := sch.Field(fi)
+			if !seen(f.Name, len(ts)) && !f.Optional && f.Default == nil {
 				return 0, "", tensorErr(f.Name, "required input tensor is missing (datatype %s, shape %s)", Datatype(f), ShapeString(shapeOf(f)))
 			}
 		}
@@ -276,7 +292,7 @@ func checkInputs(ts []Tensor, sch *schema.Schema) (rows int64, seqName string, e
 		seq := len(t.Shape) == 2 && t.Shape[1] != 1
 		if sch != nil {
 			fi, _ := sch.FieldIndex(t.Name)
-			f := fields[fi]
+			f := sch.Field(fi)
 			seq = f.Name == seqName
 			if err := checkKind(t, f); err != nil {
 				return 0, "", err

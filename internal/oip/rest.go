@@ -189,7 +189,7 @@ type param struct {
 
 // requestParam applies one request-level parameter.
 func requestParam(out *Request, name string, p param, maxDeadline time.Duration) error {
-	field := "parameters." + name
+	field := paramField(name)
 	switch name {
 	case "deadline_ms":
 		var ms float64
@@ -225,6 +225,18 @@ func requestParam(out *Request, name string, p param, maxDeadline time.Duration)
 		return errs.Field(errs.InvalidArgument, field, "unknown parameter (expected deadline_ms, routing_key)")
 	}
 	return nil
+}
+
+// paramField is "parameters."+name, without a concatenation for the
+// parameters taken.
+func paramField(name string) string {
+	switch name {
+	case "deadline_ms":
+		return "parameters.deadline_ms"
+	case "routing_key":
+		return "parameters.routing_key"
+	}
+	return "parameters." + name
 }
 
 // Deadline is the request's deadline_ms as a duration (0: absent).

@@ -443,6 +443,12 @@ func (s *Schema) Fields() []Field {
 	return out
 }
 
+// NumFields is len(Fields()) without the copy.
+func (s *Schema) NumFields() int { return len(s.fields) }
+
+// Field is Fields()[i] without the copy.
+func (s *Schema) Field(i int) Field { return s.fields[i].Field }
+
 // Missing calls fn with the name of every field that is missing (NaN) in a
 // preprocessed row: absent optional fields without a default.
 func (s *Schema) Missing(row []float32, fn func(field string)) {
