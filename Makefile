@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all build test fmt-check vet unit fuzz-smoke bench-xgboost clean
+.PHONY: all build test test-postgres fmt-check vet unit fuzz-smoke bench-xgboost clean
 
 all: build
 
@@ -39,6 +39,26 @@ unit:
 	SLUICE_ONNXRUNTIME_LIB="$$lib" SLUICE_GRPCURL="$$grpcurl" $(GO) test -race -count=1 -p 1 -timeout 15m $(PKGS) && \
 	echo "the serving e2e suite again, replicas on 2 worker processes:" && \
 	SLUICE_E2E_WORKERS=2 SLUICE_ONNXRUNTIME_LIB="$$lib" SLUICE_GRPCURL="$$grpcurl" $(GO) test -race -count=1 -timeout 15m ./cmd/sluice/
+
+# The PostgreSQL suites (not part of `make test`, which needs no database):
+# scripts/start-postgres.sh starts (installing it if needed) a PostgreSQL 15
+# in $(SLUICE_PG_DIR) on 127.0.0.1:$(SLUICE_PG_PORT); then the registry and
+# records conformance suites run on it, and the e2e of two gateways on one
+# database (it stops and starts the server) in both serving modes.
+# SLUICE_TEST_POSTGRES_REQUIRED makes those tests fail, not skip, if the
+# database is missing.
+SLUICE_PG_DIR ?= $(HOME)/.cache/sluice/postgres
+SLUICE_PG_PORT ?= 55432
+export SLUICE_PG_DIR SLUICE_PG_PORT
+
+test-postgres:
+	@url="$$(bash scripts/start-postgres.sh)" || { echo "make: scripts/start-postgres.sh failed: the PostgreSQL tests need a server"; exit 1; }; \
+	echo "PostgreSQL: $$url"; \
+	export SLUICE_TEST_POSTGRES="$$url" SLUICE_TEST_POSTGRES_REQUIRED=1; \
+	$(GO) test -race -count=1 -p 1 -run 'Postgres' -v ./internal/registry/ ./internal/records/ && \
+	$(GO) test -race -count=1 -run 'Postgres' -v -timeout 10m ./cmd/sluice/ && \
+	echo "the PostgreSQL e2e again, replicas on 2 worker processes:" && \
+	SLUICE_E2E_WORKERS=2 $(GO) test -race -count=1 -run 'Postgres' -v -timeout 10m ./cmd/sluice/
 
 # A short run of every fuzz target (not part of `make test`; run before releases).
 fuzz-smoke:

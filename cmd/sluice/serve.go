@@ -57,6 +57,7 @@ func newServeCmd() *cobra.Command {
 		shardSize           int
 		pprofAddr           string
 		initStore           bool
+		storeURL            string
 		workerNice          int
 		modelCPUs           int
 	)
@@ -96,17 +97,11 @@ func newServeCmd() *cobra.Command {
 			} else {
 				log.Warn("no --tenants file: authentication is off, every caller is tenant \"default\" with no quota")
 			}
-			store, err := registry.OpenWith(data, registry.Options{InitStore: initStore})
+			store, err := openRegistry(cmd.Context(), storeURL, data, initStore, log)
 			if err != nil {
 				return err
 			}
 			defer store.Close()
-			if a := store.MovedAside(); a != "" {
-				log.Warn("--init-store: the damaged registry database was moved aside; starting with an empty registry", "moved_to", a)
-			}
-			if d, ok := store.Artifacts.(*registry.Dir); ok && d.Removed() > 0 {
-				log.Info("deleted partial artifact writes left by an interrupted push", "files", d.Removed())
-			}
 			cfg.UploadDir = filepath.Join(data, "uploads")
 			if err := os.MkdirAll(cfg.UploadDir, 0o755); err != nil {
 				return fmt.Errorf("create the upload folder: %w", err)
@@ -197,6 +192,11 @@ func newServeCmd() *cobra.Command {
 			}
 			ctl := control.New(store, host, log)
 			ctlRef.Store(ctl)
+			if ch, ok := store.(registry.Changes); ok {
+				// Other gateways share the store: their deployment changes
+				// reach this routing snapshot (LISTEN/NOTIFY, polled too).
+				ctl.Follow(ch)
+			}
 			metrics.SetVersionSource(ctl.LiveState)
 			if !noMetrics {
 				ctl.Metrics, cfg.Metrics = metrics, metrics
@@ -211,14 +211,11 @@ func newServeCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				rs, err := records.OpenWith(data, records.Options{InitStore: initStore, Durable: durable})
+				rs, err := openRecords(cmd.Context(), storeURL, data, initStore, durable, log)
 				if err != nil {
 					return err
 				}
 				defer rs.Close()
-				if a := rs.MovedAside(); a != "" {
-					log.Warn("--init-store: the damaged records database was moved aside; starting with no records", "moved_to", a)
-				}
 				cfg.RecordStore = rs
 				w := records.NewWriter(rs, records.Config{Retention: retention, Logger: log, Durable: durable})
 				cfg.Records = w
@@ -278,7 +275,7 @@ func newServeCmd() *cobra.Command {
 				go func() { defer close(scaled); _ = loop.Run(actx) }()
 				defer func() { stopScaling(); <-scaled }()
 			}
-			log.Info("serving", "addr", ln.Addr().String(), "data", data, "models", display)
+			log.Info("serving", "addr", ln.Addr().String(), "data", data, "models", display, "store", storeName(storeURL))
 			return server.New(cfg, ctl).Serve(ctx, ln, grace)
 		},
 	}
@@ -286,6 +283,7 @@ func newServeCmd() *cobra.Command {
 	f.StringVar(&addr, "addr", "127.0.0.1:8080", "listen address")
 	f.StringVar(&grpcAddr, "grpc-addr", "", "also serve the Open Inference Protocol v2 over gRPC on this address, e.g. 127.0.0.1:8081 (default: off)")
 	f.StringVar(&data, "data", ".sluice-data", "data directory (registry database and artifacts); created if missing")
+	f.StringVar(&storeURL, "store", "", "metadata and records store: a PostgreSQL URL (postgres://USER@HOST:PORT/DB?sslmode=disable; password in the URL or $PGPASSWORD) that several gateways share; default: SQLite files in --data (artifacts stay in --data either way)")
 	f.BoolVar(&initStore, "init-store", false, "re-initialise a sluice.db or records.db that exists but is empty or damaged: move it aside (FILE.damaged-TIME) and start an empty one (without it such a file stops the server)")
 	f.StringVar(&onnxLib, "onnxruntime-lib", "", "path of ONNX Runtime's shared library for runtime onnx (default: $SLUICE_ONNXRUNTIME_LIB, then the cache of scripts/fetch-onnxruntime.sh, then standard locations)")
 	f.StringVar(&otlpEndpoint, "otlp-endpoint", "", "export OpenTelemetry spans (one per predict call) over OTLP/HTTP to this collector, e.g. http://127.0.0.1:4318 (default: off)")

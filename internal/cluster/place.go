@@ -374,11 +374,11 @@ func (p *Pool) reconcileLocked(v *Version, now time.Time) (jobs []func(), noRoom
 			break
 		}
 	}
-	worth := placement.Priceless
+	rate := placement.Priceless
 	if v.tier != modelpkg.TierHot {
-		worth = placement.Worth(p.rateLocked(v, now)/float64(have+1), p.loadTimeLocked(v), mem)
+		rate = p.rateLocked(v, now) / float64(have+1)
 	}
-	dec := p.cfg.Placement.Choose(placement.Request{Key: v.key, Memory: mem, Replicas: v.want - have, Ranked: grow, ShardSize: p.cfg.ShardSize, Worth: worth}, view, now)
+	dec := p.cfg.Placement.Choose(placement.Request{Key: v.key, Memory: mem, Replicas: v.want - have, Ranked: grow, ShardSize: p.cfg.ShardSize, Rate: rate}, view, now)
 	for _, a := range dec.Assignments {
 		w := p.workers[a.Worker]
 		if w == nil || v.on[w.id] != nil {
@@ -406,7 +406,7 @@ func (p *Pool) reconcileLocked(v *Version, now time.Time) (jobs []func(), noRoom
 	if len(v.on) == 0 && len(jobs) == 0 {
 		var best int64
 		for _, w := range view {
-			best = max(best, p.cfg.Placement.Room(w, v.key, worth, now))
+			best = max(best, p.cfg.Placement.Room(w, v.key, rate, now))
 		}
 		noRoom = placement.NoRoom(v.key, ranked[:min(p.cfg.ShardSize, len(ranked))], mem, best)
 	}

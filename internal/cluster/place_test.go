@@ -118,7 +118,7 @@ func TestEvictionOrder(t *testing.T) {
 	// counts. Once it is called more than that one, it gets in, evicting
 	// it; never the hot one, nor "new", younger than the residency.
 	idle := p.versions["idle@1"]
-	if err := submit(idle, 5*time.Second); errs.CodeOf(err) != errs.ColdStart || !strings.Contains(err.Error(), "worth less per byte") {
+	if err := submit(idle, 5*time.Second); errs.CodeOf(err) != errs.ColdStart || !strings.Contains(err.Error(), "called less") {
 		t.Fatalf("evicted version, called less than the residents: %v, want cold_start", err)
 	}
 	var err error

@@ -73,6 +73,8 @@ type Controller struct {
 	// rolloutView holds a copy of each rollout for readers (model → *Rollout).
 	rolloutView sync.Map
 	wake        chan struct{} // closed and replaced when a version's state changes
+
+	refreshKick chan struct{} // Follow's 1-slot wake-up (nil without Follow); guarded by mu
 }
 
 // Loaded is the in-memory state of one version.
@@ -111,13 +113,13 @@ func key(model string, n int) string { return fmt.Sprintf("%s@%d", model, n) }
 // archived: they stay so until published again or loaded by hand (Load). Versions published before MarkStarted
 // are "startup" versions: readiness waits for them.
 func (c *Controller) Start(ctx context.Context) error {
-	ps, err := c.store.Policies(ctx, "")
+	ps, err := c.store.Current(ctx)
 	if err != nil {
 		return err
 	}
 	c.mu.Lock()
 	for _, p := range ps {
-		c.policies[p.Model] = p // oldest first: the last one stays
+		c.policies[p.Model] = p
 	}
 	c.mu.Unlock()
 	if err := c.restoreRollouts(ctx); err != nil {

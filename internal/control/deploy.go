@@ -72,10 +72,19 @@ func (c *Controller) PolicyAt(ctx context.Context, model string, t time.Time) (r
 func (c *Controller) firstPolicy(v registry.Version) {
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
-	if p, ok := c.Policy(v.Model); ok && len(p.Targets) > 0 {
+	p, ok := c.Policy(v.Model)
+	if ok && len(p.Targets) > 0 {
 		return // a deleted model's policy has no targets: its next version is its first
 	}
-	_, err := c.setTargetsLocked(c.ctx, v.Model, []registry.Target{{Version: v.N, Weight: 100}}, SystemActor, "first ready version", -1)
+	// Expect the policy version known here (0: none): when another
+	// gateway sharing the store wrote the model's first policy meanwhile,
+	// this one is refused and that one adopted (Refresh).
+	_, err := c.setTargetsLocked(c.ctx, v.Model, []registry.Target{{Version: v.N, Weight: 100}}, SystemActor, "first ready version", p.Version)
+	if alreadyExists(err) {
+		c.log.Info("first deployment written by another gateway meanwhile; adopting it", "model", v.Model)
+		c.kickRefresh()
+		return
+	}
 	if err != nil {
 		c.log.Warn("first deployment not recorded; will retry", "model", v.Model, "version", v.N, "err", err)
 	}

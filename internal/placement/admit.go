@@ -5,42 +5,37 @@ import (
 	"time"
 )
 
-// Admission: a version that needs room may displace only residents that
-// are worth less per byte than it is. Without it, a worker under constant
+// Admission: a version that needs room may displace only residents
+// called less than it would be. Without it, a worker under constant
 // pressure evicts every copy the moment its minimum residency ends,
 // whatever its traffic (the copy just old enough is the only candidate),
 // so eviction degenerates into first-in first-out and the hottest models
 // are reloaded every residency period (measured: docs/benchmarks.md, the
-// 300-model run of issue 11). A cache's admission policy (TinyLFU in
-// Caffeine and Ristretto; size-aware, GreedyDual-Size-Frequency) answers
-// the same question: a newcomer less valuable than the victim it would
-// need is refused instead. Here a refusal is 503 cold_start for the
-// colder version's request, and its demand keeps counting: once it is
-// called more than what it would displace, it gets in.
+// 300-model run of issue 11). Caches answer the same question with an
+// admission policy that compares frequencies, not sizes (TinyLFU in
+// Caffeine; Ristretto admits a newcomer only if it is hit more than its
+// victims): a newcomer called less than the victim it would need is
+// refused. Here a refusal is 503 cold_start for the colder version's
+// request, and its demand keeps counting, so once it is called more than
+// what it would displace it gets in. Comparing rates per byte instead
+// (the knapsack answer, best for the hit ratio) was measured and let
+// small, rarely used models push the big hot ones out: their requests
+// then waited for reloads (the same run, first attempt). Sizes still
+// choose among the residents that may go (Victims: reload cost per byte).
 
-// Worth is what a version is worth keeping loaded per byte: the requests
-// its absence would delay (rate × load time, as ReloadCost) per byte of
-// memory it takes. A version nobody calls is worth 0.
-func Worth(rate float64, loadTime time.Duration, memory int64) float64 {
-	if rate <= 0 {
-		return 0
-	}
-	return rate * max(loadTime.Seconds(), 0) / float64(max(memory, 1))
-}
-
-// Priceless is the worth of a version that must be placed whatever it
+// Priceless is the rate of a version that must be placed whatever it
 // displaces (tier hot): every evictable resident may go for it.
 var Priceless = math.Inf(1)
 
-// Displaces reports whether a version worth worth (Worth) may evict r to
-// make room: r is not called at all, or it is worth strictly less per
-// byte. Keep's rules (hot, busy, young, rollback target) still apply on
-// top.
-func Displaces(worth float64, r Resident) bool {
+// Displaces reports whether a new copy that would take rate requests per
+// second may evict r to make room: r is not called at all, or it is
+// called strictly less (r.Rate, per copy). Keep's rules (hot, busy,
+// young, rollback target) still apply on top.
+func Displaces(rate float64, r Resident) bool {
 	if r.Rate <= 0 {
 		return true
 	}
-	return Worth(r.Rate, r.LoadTime, r.Memory) < worth
+	return r.Rate < rate
 }
 
 // Rate is a request rate that forgets: a count decayed exponentially

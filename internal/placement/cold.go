@@ -39,13 +39,14 @@ func RetryLoad(failedAt, now time.Time, memory time.Duration) bool {
 	return now.Sub(failedAt) >= memory
 }
 
-// Room is the most memory a worker could give a new version of key worth
-// worth (Worth) after evicting every version that may go for it: Free
-// plus what Victims could free among the residents it displaces.
-func (p Policy) Room(w Worker, key string, worth float64, now time.Time) int64 {
+// Room is the most memory a worker could give a new copy of key that
+// would take rate requests per second, after evicting every version that
+// may go for it: Free plus what Victims could free among the residents
+// it displaces.
+func (p Policy) Room(w Worker, key string, rate float64, now time.Time) int64 {
 	var others []Resident
 	for _, r := range w.Loaded {
-		if r.Key != key && Displaces(worth, r) {
+		if r.Key != key && Displaces(rate, r) {
 			others = append(others, r)
 		}
 	}
@@ -57,7 +58,7 @@ func (p Policy) Room(w Worker, key string, worth float64, now time.Time) int64 {
 // (ids, in rendezvous order) can hold one copy of mem bytes even after
 // evicting what may be evicted; best is the most room any of them has.
 func NoRoom(key string, ids []string, mem, best int64) string {
-	return fmt.Sprintf("no worker of shard %v can hold %s: needs %s, free after evicting what may go for it (idle or worth less per byte, past the minimum residency) %s", ids, key, Bytes(mem), Bytes(max(best, 0)))
+	return fmt.Sprintf("no worker of shard %v can hold %s: needs %s, free after evicting what may go for it (idle or called less, past the minimum residency) %s", ids, key, Bytes(mem), Bytes(max(best, 0)))
 }
 
 // Bytes renders a size in binary units ("512MiB", "2.0GiB").

@@ -62,7 +62,7 @@ func TestRoom(t *testing.T) {
 
 func TestNoRoomAndBytes(t *testing.T) {
 	got := NoRoom("fraud@3", []string{"w1", "w2"}, 2<<30, 512<<20)
-	want := "no worker of shard [w1 w2] can hold fraud@3: needs 2.0GiB, free after evicting what may go for it (idle or worth less per byte, past the minimum residency) 512MiB"
+	want := "no worker of shard [w1 w2] can hold fraud@3: needs 2.0GiB, free after evicting what may go for it (idle or called less, past the minimum residency) 512MiB"
 	if got != want {
 		t.Fatalf("NoRoom = %q\nwant    %q", got, want)
 	}

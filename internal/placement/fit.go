@@ -33,10 +33,10 @@ type Request struct {
 	// shard, the rest the order the shard grows in.
 	Ranked    []string
 	ShardSize int
-	// Worth is the request's worth per byte (Worth of its rate, load time
-	// and memory; Priceless for a hot version): it displaces only
-	// residents worth less (Displaces).
-	Worth float64
+	// Rate is the requests per second the new copies would take (the
+	// version's rate over its copies; Priceless for a hot version): they
+	// displace only residents called less (Displaces).
+	Rate float64
 }
 
 // Assignment is one worker's part of a Decision.
@@ -84,8 +84,8 @@ type slot struct {
 //  4. then the most free memory;
 //  5. then shard (rendezvous) order.
 //
-// Only residents the request displaces (Displaces: worth less per byte
-// than the request, or not called) are candidate victims at all.
+// Only residents the request displaces (Displaces: called less than
+// the request would be, or not called) are candidate victims at all.
 // If the best can only take it by evicting, Policy.Victims on that
 // worker chooses what (for the missing bytes only); a worker whose
 // evictable versions cannot free enough is not a candidate. When no
@@ -113,7 +113,7 @@ func (p Policy) Choose(req Request, workers []Worker, now time.Time) Decision {
 				s.mine += r.Replicas
 				continue
 			}
-			if Displaces(req.Worth, r) {
+			if Displaces(req.Rate, r) {
 				s.left = append(s.left, r)
 			}
 		}

@@ -173,25 +173,28 @@ func TestChoose(t *testing.T) {
 			workers: []Worker{w("w3", 100*mib, 120*mib, idle("a@1", 40*mib, 0, 1)), w("w1", 100*mib, 95*mib, idle("b@1", 95*mib, 3, 1))},
 			want:    []Assignment{{Worker: "w3", Replicas: 1, Evict: []string{"a@1"}}}, size: 2},
 		{name: "admission: a colder request does not displace a hotter resident",
-			// a: 5 req/s × 1 s over 30 MiB; the request is worth half that per byte
-			req:     Request{Key: "m@1", Memory: 30 * mib, Replicas: 1, Ranked: []string{"w1"}, ShardSize: 1, Worth: Worth(2.5, time.Second, 30*mib)},
+			req:     Request{Key: "m@1", Memory: 30 * mib, Replicas: 1, Ranked: []string{"w1"}, ShardSize: 1, Rate: 2.5},
 			workers: []Worker{w("w1", 30*mib, 30*mib, idle("a@1", 30*mib, 5, 1))},
 			size:    1, unplaced: 1},
 		{name: "admission: a hotter request displaces a colder resident",
-			req:     Request{Key: "m@1", Memory: 30 * mib, Replicas: 1, Ranked: []string{"w1"}, ShardSize: 1, Worth: Worth(10, time.Second, 30*mib)},
+			req:     Request{Key: "m@1", Memory: 30 * mib, Replicas: 1, Ranked: []string{"w1"}, ShardSize: 1, Rate: 10},
 			workers: []Worker{w("w1", 30*mib, 30*mib, idle("a@1", 30*mib, 5, 1))},
 			want:    []Assignment{{Worker: "w1", Replicas: 1, Evict: []string{"a@1"}}}, size: 1},
-		{name: "admission: per byte, a small hot request displaces a big warm one",
-			// big: 5 req/s over 300 MiB; small: 1 req/s over 10 MiB (6x more per byte)
-			req:     Request{Key: "m@1", Memory: 10 * mib, Replicas: 1, Ranked: []string{"w1"}, ShardSize: 1, Worth: Worth(1, time.Second, 10*mib)},
+		{name: "admission: frequency, not size: a small rarely used request does not displace a big hot one",
+			// per byte the small one is worth more (1 req/s over 4 MiB vs 5 over 300 MiB); it is called less
+			req:     Request{Key: "m@1", Memory: 4 * mib, Replicas: 1, Ranked: []string{"w1"}, ShardSize: 1, Rate: 1},
 			workers: []Worker{w("w1", 300*mib, 300*mib, idle("big@1", 300*mib, 5, 1))},
-			want:    []Assignment{{Worker: "w1", Replicas: 1, Evict: []string{"big@1"}}}, size: 1},
-		{name: "admission: equal worth does not displace (no ping-pong)",
-			req:     Request{Key: "m@1", Memory: 30 * mib, Replicas: 1, Ranked: []string{"w1"}, ShardSize: 1, Worth: Worth(5, time.Second, 30*mib)},
+			size:    1, unplaced: 1},
+		{name: "admission: among those it displaces, the cheapest to reload per byte go",
+			req: Request{Key: "m@1", Memory: 10 * mib, Replicas: 1, Ranked: []string{"w1"}, ShardSize: 1, Rate: 3},
+			workers: []Worker{w("w1", 30*mib, 30*mib, idle("hotter@1", 10*mib, 4, 1), idle("warm@1", 10*mib, 2, 1), idle("cool@1", 10*mib, 1, 1))},
+			want:    []Assignment{{Worker: "w1", Replicas: 1, Evict: []string{"cool@1"}}}, size: 1},
+		{name: "admission: equal rates do not displace (no ping-pong)",
+			req:     Request{Key: "m@1", Memory: 30 * mib, Replicas: 1, Ranked: []string{"w1"}, ShardSize: 1, Rate: 5},
 			workers: []Worker{w("w1", 30*mib, 30*mib, idle("a@1", 30*mib, 5, 1))},
 			size:    1, unplaced: 1},
 		{name: "admission: a priceless (hot) request displaces what may go",
-			req:     Request{Key: "m@1", Memory: 30 * mib, Replicas: 1, Ranked: []string{"w1"}, ShardSize: 1, Worth: Priceless},
+			req:     Request{Key: "m@1", Memory: 30 * mib, Replicas: 1, Ranked: []string{"w1"}, ShardSize: 1, Rate: Priceless},
 			workers: []Worker{w("w1", 30*mib, 30*mib, idle("a@1", 30*mib, 500, 1))},
 			want:    []Assignment{{Worker: "w1", Replicas: 1, Evict: []string{"a@1"}}}, size: 1},
 		{name: "zero replicas", req: Request{Key: "m@1", Memory: mib, Ranked: ranked, ShardSize: 2}, size: 2},
@@ -302,21 +305,21 @@ func TestRate(t *testing.T) {
 }
 
 func TestDisplaces(t *testing.T) {
-	warm := idle("a@1", 10*mib, 2, 1) // 2 req/s × 1 s over 10 MiB
+	warm := idle("a@1", 10*mib, 2, 1) // 2 req/s per copy
 	for _, c := range []struct {
-		name  string
-		worth float64
-		r     Resident
-		want  bool
+		name string
+		rate float64
+		r    Resident
+		want bool
 	}{
 		{"nobody calls it: anything displaces it", 0, idle("a@1", 10*mib, 0, 1), true},
-		{"worth 0 does not displace a called one", 0, warm, false},
-		{"worth more per byte", Worth(3, time.Second, 10*mib), warm, true},
-		{"worth the same", Worth(2, time.Second, 10*mib), warm, false},
-		{"slower to load is worth more", Worth(1, 3*time.Second, 10*mib), warm, true},
+		{"a request nobody calls does not displace a called one", 0, warm, false},
+		{"called more", 3, warm, true},
+		{"called as much", 2, warm, false},
+		{"called less", 1, warm, false},
 		{"priceless", Priceless, warm, true},
 	} {
-		if got := Displaces(c.worth, c.r); got != c.want {
+		if got := Displaces(c.rate, c.r); got != c.want {
 			t.Errorf("%s: Displaces = %v, want %v", c.name, got, c.want)
 		}
 	}

@@ -134,6 +134,15 @@ type Store interface {
 	ExpireReplays(ctx context.Context, now time.Time) (int64, error)
 }
 
+// RowRanger is implemented by a store that several writers share
+// (PostgreSQL: one Writer per gateway): RowBase hands the calling writer a
+// range of row ids that no other writer uses, above every row in use; the
+// writer assigns ids after it. A store without it has one writer, which
+// starts after MaxRow.
+type RowRanger interface {
+	RowBase(ctx context.Context) (int64, error)
+}
+
 // Op is one write of a batch: the insert of Record, or (Bump) adding one
 // to the attempts of a stored record.
 type Op struct {

@@ -105,7 +105,13 @@ func NewWriter(store Store, cfg Config) *Writer {
 		cfg.CommitWait = DefaultCommitWait
 	}
 	w := &Writer{store: store, cfg: cfg, wake: make(chan struct{}, 1), rows: map[[2]string]int64{}, order: make([][2]string, 0, rememberRows)}
-	if store != nil {
+	if rr, ok := store.(RowRanger); ok {
+		if id, err := rr.RowBase(context.Background()); err == nil {
+			w.nextID.Store(id)
+		} else {
+			cfg.Logger.Error("records: no row id range for this writer; its inserts may collide with another gateway's and be dropped", "err", err)
+		}
+	} else if store != nil {
 		if id, err := store.MaxRow(context.Background()); err == nil {
 			w.nextID.Store(id)
 		}

@@ -154,6 +154,24 @@ func (s *SQLite) Policies(ctx context.Context, model string) ([]Policy, error) {
 	return out, storeErr(rows.Err())
 }
 
+// Current returns the policy in force of every model, by model.
+func (s *SQLite) Current(ctx context.Context) ([]Policy, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+policyCols+` FROM policies p WHERE version = (SELECT MAX(version) FROM policies q WHERE q.model = p.model) ORDER BY model`)
+	if err != nil {
+		return nil, storeErr(err)
+	}
+	defer rows.Close()
+	var out []Policy
+	for rows.Next() {
+		p, err := scanPolicy(rows)
+		if err != nil {
+			return nil, storeErr(err)
+		}
+		out = append(out, p)
+	}
+	return out, storeErr(rows.Err())
+}
+
 // PolicyAt returns the policy of model in force at t.
 func (s *SQLite) PolicyAt(ctx context.Context, model string, t time.Time) (Policy, error) {
 	p, err := scanPolicy(s.db.QueryRowContext(ctx, `SELECT `+policyCols+` FROM policies WHERE model=? AND created_at<=? ORDER BY version DESC LIMIT 1`, model, t.UnixMicro()))

@@ -114,6 +114,9 @@ type Deployments interface {
 	// Policies returns the policy history of model, oldest first (all
 	// models, by model then version, when model is "").
 	Policies(ctx context.Context, model string) ([]Policy, error)
+	// Current returns the policy in force of every model (its latest),
+	// by model.
+	Current(ctx context.Context) ([]Policy, error)
 	// PolicyPage returns at most limit policies of model with a policy
 	// version above after, oldest first.
 	PolicyPage(ctx context.Context, model string, after, limit int) ([]Policy, error)
@@ -137,6 +140,15 @@ type AuditLog interface {
 	// EventPage returns at most limit (< 0: every) events of model whose
 	// Seq is above after, oldest first.
 	EventPage(ctx context.Context, model string, after int64, limit int) ([]Event, error)
+}
+
+// Changes is implemented by a store that several gateways share
+// (PostgreSQL): WatchChanges calls changed, never concurrently, whenever
+// another writer may have changed versions, deployments or rollouts, and
+// once at start, until ctx ends. A gateway then reads the store again and
+// rebuilds its routing snapshot (control.Controller.Follow).
+type Changes interface {
+	WatchChanges(ctx context.Context, changed func()) error
 }
 
 // Store is everything the control plane reads and writes.

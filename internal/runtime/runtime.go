@@ -60,6 +60,14 @@ type Model interface {
 	Close() error
 }
 
+// MemoryReporter is implemented by models that know the memory they hold
+// (the synthetic runtime's "memory"). Placement then counts that figure
+// instead of the RSS growth of the load, which traffic served meanwhile
+// (its garbage) can inflate several times over.
+type MemoryReporter interface {
+	MemoryBytes() int64
+}
+
 // Spec is what a runtime may know about the version it loads besides the
 // artifact bytes.
 type Spec struct {

@@ -744,6 +744,22 @@ func (s *Server) retire(r *replica) {
 	close(r.gone)
 }
 
+// ReportedMemory is the memory the live replicas' models say they hold
+// (runtime.MemoryReporter), and whether every one of them says.
+func (s *Server) ReportedMemory() (int64, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var sum int64
+	for _, r := range s.live {
+		mr, ok := r.model.(runtime.MemoryReporter)
+		if !ok {
+			return 0, false
+		}
+		sum += mr.MemoryBytes()
+	}
+	return sum, len(s.live) > 0
+}
+
 // run computes one batch. It reports whether the replica crashed.
 func (s *Server) run(r *replica, batch []piece) (crashed bool) {
 	start := time.Now()

@@ -62,17 +62,20 @@ func TestMemoryOf(t *testing.T) {
 		name                     string
 		grew                     int64
 		alone                    bool
+		reported                 int64
 		replicas                 int
 		declared, artifact, want int64
 		measured                 bool
 	}{
-		{"measured above the declared", 12 * mib, true, 1, 8 * mib, 1 * mib, 12 * mib, true},
-		{"measured near zero: the declared", 4096, true, 1, 8 * mib, 1 * mib, 8 * mib, true},
-		{"undeclared: at least the artifact", 0, true, 1, 0, 3 * mib, 3 * mib, true},
-		{"per replica", 4096, true, 3, 8 * mib, 1 * mib, 24 * mib, true},
-		{"overlapped: the declared estimate", 50 * mib, false, 2, 8 * mib, 1 * mib, 16 * mib, false},
+		{"measured above the declared", 12 * mib, true, -1, 1, 8 * mib, 1 * mib, 12 * mib, true},
+		{"measured near zero: the declared", 4096, true, -1, 1, 8 * mib, 1 * mib, 8 * mib, true},
+		{"undeclared: at least the artifact", 0, true, -1, 1, 0, 3 * mib, 3 * mib, true},
+		{"per replica", 4096, true, -1, 3, 8 * mib, 1 * mib, 24 * mib, true},
+		{"the runtime's own figure wins", 104 * mib, true, 32 * mib, 1, 32 * mib, 1 * mib, 32 * mib, true},
+		{"the runtime's own figure, even when loads overlapped", 104 * mib, false, 30 * mib, 1, 32 * mib, 1 * mib, 30 * mib, true},
+		{"overlapped: the declared estimate", 50 * mib, false, -1, 2, 8 * mib, 1 * mib, 16 * mib, false},
 	} {
-		got, measured := memoryOf(c.grew, c.alone, c.replicas, c.declared, c.artifact, "synthetic")
+		got, measured := memoryOf(c.grew, c.alone, c.reported, c.replicas, c.declared, c.artifact, "synthetic")
 		if got != c.want || measured != c.measured {
 			t.Errorf("%s: %d MiB measured=%v, want %d MiB measured=%v", c.name, got/mib, measured, c.want/mib, c.measured)
 		}

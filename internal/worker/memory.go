@@ -67,8 +67,10 @@ func (m *meter) end(mk *loadMark, before int64) (int64, bool) {
 	return max(after-before, 0), alone && before > 0
 }
 
-// memoryOf is the memory a loaded version is accounted for: the RSS
-// growth of its load when that was its alone (measured), else the
+// memoryOf is the memory a loaded version is accounted for: what its
+// runtime reports its replicas hold (reported >= 0: the runtime knows,
+// runtime.MemoryReporter), else the RSS growth of its load when that was
+// its alone (measured), else the
 // estimate (serving.memory, else placement.Estimate), times its replicas.
 // A measure is never taken below a floor: serving.memory when declared
 // (what its owner says it holds), else the artifact's size. An RSS delta
@@ -76,7 +78,10 @@ func (m *meter) end(mk *loadMark, before int64) (int64, bool) {
 // the process already had (seen as 0.0 MiB for an 8 MiB model while
 // other versions were unloaded), and a version counted as nothing lets
 // placement put more on the worker than its budget.
-func memoryOf(grew int64, alone bool, replicas int, declared, artifactBytes int64, runtime string) (int64, bool) {
+func memoryOf(grew int64, alone bool, reported int64, replicas int, declared, artifactBytes int64, runtime string) (int64, bool) {
+	if reported >= 0 {
+		return reported, true
+	}
 	n := int64(max(replicas, 1))
 	if !alone {
 		return n * placement.Estimate(runtime, artifactBytes, declared), false

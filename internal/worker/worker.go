@@ -429,7 +429,11 @@ func (w *Worker) load(v *version, req *workerpb.LoadRequest) {
 	if m := spec.Manifest.Serving.Memory; m != nil {
 		declared = m.Bytes
 	}
-	v.memory, v.measured = memoryOf(grew, alone, v.replicas, declared, int64(len(art)), spec.Manifest.Runtime)
+	reported, known := srv.ReportedMemory()
+	if !known {
+		reported = -1
+	}
+	v.memory, v.measured = memoryOf(grew, alone, reported, v.replicas, declared, int64(len(art)), spec.Manifest.Runtime)
 	log.Info("version ready", "replicas", v.replicas, "artifact", source, "load", tm.Load.String(), "golden", tm.Golden.String(), "warmup", tm.Warmup.String(),
 		"memory_mb", float64(v.memory)/(1<<20), "memory_measured", v.measured)
 }

@@ -255,6 +255,17 @@ func Run(t *testing.T, open func(t *testing.T) registry.Store) {
 		if got := strings.Join(ids, " "); got != "fraud/1 fraud/2 iris/1" {
 			t.Errorf("Policies(\"\") = %s, want fraud/1 fraud/2 iris/1", got)
 		}
+		cur, err := s.Current(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = nil
+		for _, p := range cur {
+			ids = append(ids, fmt.Sprintf("%s/%d", p.Model, p.Version))
+		}
+		if got := strings.Join(ids, " "); got != "fraud/2 iris/1" || !reflect.DeepEqual(cur[0].Targets, targets) {
+			t.Errorf("Current = %s (%+v), want fraud/2 iris/1, the latest of each model", got, cur)
+		}
 		if ps, err := s.Policies(ctx, "nobody"); err != nil || len(ps) != 0 {
 			t.Errorf("Policies(nobody) = %v, %v; want none", ps, err)
 		}

@@ -40,6 +40,9 @@ func TestMemoryIsHeldAndGivenBack(t *testing.T) {
 	if loaded-before < mem-slack {
 		t.Fatalf("RSS grew by %d bytes at load, want about %d", loaded-before, mem)
 	}
+	if got := m.(runtime.MemoryReporter).MemoryBytes(); got != mem {
+		t.Errorf("MemoryBytes() = %d, want %d (the runtime's own figure placement counts)", got, mem)
+	}
 	if !strings.Contains(m.Info().Detail, "memory 64MiB") {
 		t.Errorf("Info().Detail = %q, want the memory named", m.Info().Detail)
 	}
@@ -47,6 +50,9 @@ func TestMemoryIsHeldAndGivenBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	after := rss(t)
+	if got := m.(runtime.MemoryReporter).MemoryBytes(); got != 0 {
+		t.Errorf("MemoryBytes() after Close = %d, want 0", got)
+	}
 	if loaded-after < mem-slack {
 		t.Fatalf("RSS fell by %d bytes at Close, want about %d (before %d, loaded %d, after %d)", loaded-after, mem, before, loaded, after)
 	}

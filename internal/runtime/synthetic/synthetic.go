@@ -333,6 +333,14 @@ type Model struct {
 	mem   []byte     // Cost.Memory bytes, held until Close
 }
 
+// MemoryBytes implements runtime.MemoryReporter: the bytes it allocated
+// and holds (0 once closed).
+func (m *Model) MemoryBytes() int64 {
+	m.memMu.Lock()
+	defer m.memMu.Unlock()
+	return int64(len(m.mem))
+}
+
 // Cost returns the model's cost curve.
 func (m *Model) Cost() Cost { return m.cost }
 
