@@ -1,9 +1,10 @@
 // Package oip is the Open Inference Protocol v2 model shared by both OIP
-// transports (REST on the HTTP server, gRPC): tensors (JSON, typed
+// transports (REST on the HTTP server, gRPC): tensors (JSON, read in one
+// pass by schema.Scanner with encoding/json's messages, rest.go; typed
 // contents, raw contents and the REST binary tensor extension, binary.go),
-// their conversion into the instances the /v1 path validates or, for
-// binary tensors of a numeric schema, straight into rows under the same
-// rules (direct.go), output tensors, model
+// their conversion into the instances the /v1 path validates or, for any
+// schema but a sequence one, straight into rows under the same rules
+// (direct.go), output tensors appended into reused buffers, model
 // metadata and the messages errors are rendered with; and the hop between
 // the gateway and its workers (rows.go: preprocessed rows as raw tensors;
 // status.go: errs.Error across a gRPC status). It knows no transport and

@@ -186,7 +186,7 @@ func TestChoose(t *testing.T) {
 			workers: []Worker{w("w1", 300*mib, 300*mib, idle("big@1", 300*mib, 5, 1))},
 			size:    1, unplaced: 1},
 		{name: "admission: among those it displaces, the cheapest to reload per byte go",
-			req: Request{Key: "m@1", Memory: 10 * mib, Replicas: 1, Ranked: []string{"w1"}, ShardSize: 1, Rate: 3},
+			req:     Request{Key: "m@1", Memory: 10 * mib, Replicas: 1, Ranked: []string{"w1"}, ShardSize: 1, Rate: 3},
 			workers: []Worker{w("w1", 30*mib, 30*mib, idle("hotter@1", 10*mib, 4, 1), idle("warm@1", 10*mib, 2, 1), idle("cool@1", 10*mib, 1, 1))},
 			want:    []Assignment{{Worker: "w1", Replicas: 1, Evict: []string{"cool@1"}}}, size: 1},
 		{name: "admission: equal rates do not displace (no ping-pong)",
