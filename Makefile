@@ -88,6 +88,7 @@ fuzz-smoke:
 	$(GO) test -run x -fuzz FuzzDecodePredict -fuzztime 30s ./internal/server/
 	$(GO) test -run x -fuzz FuzzDecodeJSON -fuzztime 30s ./internal/oip/
 	$(GO) test -run x -fuzz FuzzBinaryInfer -fuzztime 30s ./internal/oip/
+	$(GO) test -run x -fuzz FuzzOIPDecodeSame -fuzztime 30s ./internal/oip/
 	$(GO) test -run x -fuzz FuzzParse -fuzztime 30s ./internal/modelpkg/
 	$(GO) test -run x -fuzz FuzzReadTarGz -fuzztime 30s ./internal/modelpkg/
 	$(GO) test -run x -fuzz FuzzLoad -fuzztime 30s ./internal/runtime/xgboost/
