@@ -125,7 +125,7 @@ func localWorkerIDs(n int) []string {
 }
 
 // localWorkers is the supervisor of `--workers N` processes.
-func localWorkers(ids []string, join, data, logFormat, logLevel, onnxLib, memory string, log *slog.Logger, pool *cluster.Pool) (*cluster.Supervisor, error) {
+func localWorkers(ids []string, join, data, logFormat, logLevel, onnxLib, memory string, store []string, log *slog.Logger, pool *cluster.Pool) (*cluster.Supervisor, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("--workers: find the sluice binary: %w", err)
@@ -145,7 +145,7 @@ func localWorkers(ids []string, join, data, logFormat, logLevel, onnxLib, memory
 			if memory != "" {
 				args = append(args, "--worker-memory", memory)
 			}
-			return args
+			return append(args, store...)
 		},
 		OnExit: func(id, why string) { pool.MarkDead(id, why) },
 	}, nil

@@ -62,6 +62,7 @@ func newServeCmd() *cobra.Command {
 		workerNice          int
 		kubeWorkers         string
 		kubeNamespace       string
+		artifacts           storeFlags
 		modelCPUs           int
 	)
 	cmd := &cobra.Command{
@@ -100,7 +101,13 @@ func newServeCmd() *cobra.Command {
 			} else {
 				log.Warn("no --tenants file: authentication is off, every caller is tenant \"default\" with no quota")
 			}
-			store, err := openRegistry(cmd.Context(), storeURL, data, initStore, log)
+			var art registry.Artifacts // nil: the folder in --data
+			if a, err := artifacts.open(cmd.Context(), log, false); err != nil {
+				return err
+			} else if a != nil {
+				art = a
+			}
+			store, err := openRegistry(cmd.Context(), storeURL, data, initStore, art, log)
 			if err != nil {
 				return err
 			}
@@ -170,7 +177,7 @@ func newServeCmd() *cobra.Command {
 				defer cp.stop()
 				log.Info("control plane listening for workers", "control_addr", cp.ln.Addr().String(), "local_workers", workers)
 				if workers > 0 {
-					if sup, err = localWorkers(ids, cp.ln.Addr().String(), data, logFormat, logLevel, onnxLib, workerMemory, log, pool); err != nil {
+					if sup, err = localWorkers(ids, cp.ln.Addr().String(), data, logFormat, logLevel, onnxLib, workerMemory, artifacts.args(), log, pool); err != nil {
 						return err
 					}
 					if workerNice < 0 || workerNice > 19 {
@@ -308,7 +315,7 @@ func newServeCmd() *cobra.Command {
 	f.StringVar(&addr, "addr", "127.0.0.1:8080", "listen address")
 	f.StringVar(&grpcAddr, "grpc-addr", "", "also serve the Open Inference Protocol v2 over gRPC on this address, e.g. 127.0.0.1:8081 (default: off)")
 	f.StringVar(&data, "data", ".sluice-data", "data directory (registry database and artifacts); created if missing")
-	f.StringVar(&storeURL, "store", "", "metadata and records store: a PostgreSQL URL (postgres://USER@HOST:PORT/DB?sslmode=disable; password in the URL or $PGPASSWORD) that several gateways share; default: SQLite files in --data (artifacts stay in --data either way)")
+	f.StringVar(&storeURL, "store", "", "metadata and records store: a PostgreSQL URL (postgres://USER@HOST:PORT/DB?sslmode=disable; password in the URL or $PGPASSWORD) that several gateways share; default: SQLite files in --data (artifacts stay in --data unless --artifacts puts them in an object store)")
 	f.BoolVar(&initStore, "init-store", false, "re-initialise a sluice.db or records.db that exists but is empty or damaged: move it aside (FILE.damaged-TIME) and start an empty one (without it such a file stops the server)")
 	f.StringVar(&onnxLib, "onnxruntime-lib", "", "path of ONNX Runtime's shared library for runtime onnx (default: $SLUICE_ONNXRUNTIME_LIB, then the cache of scripts/fetch-onnxruntime.sh, then standard locations)")
 	f.StringVar(&otlpEndpoint, "otlp-endpoint", "", "export OpenTelemetry spans (one per predict call) over OTLP/HTTP to this collector, e.g. http://127.0.0.1:4318 (default: off)")
@@ -339,6 +346,7 @@ func newServeCmd() *cobra.Command {
 	f.IntVar(&shardSize, "shard-size", 2, "how many workers hold each model (its shard, chosen by rendezvous hashing of the model name)")
 	f.StringVar(&kubeWorkers, "kube-workers", "", "label selector of worker pods in Kubernetes, e.g. app.kubernetes.io/name=sluice-worker: a pod not Ready or terminating is out of routing at once, a deleted one forgotten (needs --control-addr; the API from $KUBECONFIG or the pod's service account)")
 	f.StringVar(&kubeNamespace, "kube-namespace", "", "namespace of the --kube-workers pods (default: $POD_NAMESPACE, then the service account's)")
+	artifacts.register(f, false)
 	f.StringVar(&controlAddr, "control-addr", "", "where workers register (sluice worker --join ADDR); set it to attach workers started elsewhere (default with --workers: 127.0.0.1:0)")
 	return cmd
 }

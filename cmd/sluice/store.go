@@ -47,12 +47,12 @@ func checkStore(storeURL string, initStore bool) error {
 
 // openRegistry opens the registry: SQLite in data, or the PostgreSQL
 // database of storeURL with artifacts in data/artifacts.
-func openRegistry(ctx context.Context, storeURL, data string, initStore bool, log *slog.Logger) (registryStore, error) {
+func openRegistry(ctx context.Context, storeURL, data string, initStore bool, art registry.Artifacts, log *slog.Logger) (registryStore, error) {
 	if err := checkStore(storeURL, initStore); err != nil {
 		return nil, err
 	}
 	if storeURL == "" {
-		store, err := registry.OpenWith(data, registry.Options{InitStore: initStore})
+		store, err := registry.OpenWith(data, registry.Options{InitStore: initStore, Artifacts: art})
 		if err != nil {
 			return nil, err
 		}
@@ -64,19 +64,23 @@ func openRegistry(ctx context.Context, storeURL, data string, initStore bool, lo
 		}
 		return store, nil
 	}
-	art, err := registry.NewDir(filepath.Join(data, "artifacts"))
-	if err != nil {
-		return nil, err
-	}
-	if art.Removed() > 0 {
-		log.Info("deleted partial artifact writes left by an interrupted push", "files", art.Removed())
+	where := fmt.Sprint(art)
+	if art == nil {
+		d, err := registry.NewDir(filepath.Join(data, "artifacts"))
+		if err != nil {
+			return nil, err
+		}
+		if d.Removed() > 0 {
+			log.Info("deleted partial artifact writes left by an interrupted push", "files", d.Removed())
+		}
+		art, where = d, filepath.Join(data, "artifacts")
 	}
 	store, err := registry.OpenPostgres(ctx, storeURL, art)
 	if err != nil {
 		return nil, err
 	}
 	store.Logger = log
-	log.Info("registry on PostgreSQL", "store", pgdb.Redact(storeURL), "schema_version", registry.PostgresMigrations(), "artifacts", filepath.Join(data, "artifacts"))
+	log.Info("registry on PostgreSQL", "store", pgdb.Redact(storeURL), "schema_version", registry.PostgresMigrations(), "artifacts", where)
 	return store, nil
 }
 

@@ -28,6 +28,7 @@ func newWorkerCmd() *cobra.Command {
 		pprofAddr           string
 		modelCPUs           int
 		workerMemory        string
+		artifacts           storeFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "worker --join ADDR",
@@ -66,6 +67,11 @@ func newWorkerCmd() *cobra.Command {
 			}
 			cfg.CPUs = serving.NewCPUs(modelCPUs)
 			cfg.Logger, cfg.Build = log, version
+			if art, err := artifacts.open(cmd.Context(), log, true); err != nil {
+				return err
+			} else if art != nil {
+				cfg.Artifacts, cfg.ArtifactsName = art, art.String()
+			}
 			w, err := worker.New(cfg)
 			if err != nil {
 				return err
@@ -96,6 +102,7 @@ func newWorkerCmd() *cobra.Command {
 	f.DurationVar(&grace, "grace", 30*time.Second, "how long shutdown waits for queued work")
 	f.IntVar(&modelCPUs, "model-cpus", 0, "at most this many batches compute at once in this worker (0: no bound)")
 	f.StringVar(&pprofAddr, "pprof-addr", "", "serve Go profiles (/debug/pprof/) on this admin address (default: off)")
+	artifacts.register(f, true)
 	return cmd
 }
 

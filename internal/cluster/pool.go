@@ -443,6 +443,16 @@ func (p *Pool) Heartbeat(_ context.Context, st *workerpb.WorkerStatus) (*workerp
 	return &workerpb.HeartbeatResponse{Known: true}, nil
 }
 
+// storeCode is the code an artifact store's error carries (an object
+// store that is down is unavailable, not a missing artifact), else def.
+func storeCode(err error, def errs.Code) errs.Code {
+	var e *errs.Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return def
+}
+
 // FetchArtifact implements the control plane service: it streams the
 // artifact in chunks of 1 MiB; the worker verifies the hash.
 func (p *Pool) FetchArtifact(req *workerpb.FetchArtifactRequest, stream grpc.ServerStreamingServer[workerpb.ArtifactChunk]) error {
@@ -451,7 +461,7 @@ func (p *Pool) FetchArtifact(req *workerpb.FetchArtifactRequest, stream grpc.Ser
 	}
 	r, size, err := p.cfg.Artifacts.OpenArtifact(stream.Context(), req.Sha256)
 	if err != nil {
-		return oip.Status(errs.Wrap(errs.NotFound, err, "artifact %s: %v", req.Sha256, err))
+		return oip.Status(errs.Wrap(storeCode(err, errs.NotFound), err, "artifact %s", req.Sha256))
 	}
 	defer r.Close()
 	buf := make([]byte, 1<<20)
@@ -471,7 +481,7 @@ func (p *Pool) FetchArtifact(req *workerpb.FetchArtifactRequest, stream grpc.Ser
 			return nil
 		}
 		if err != nil {
-			return oip.Status(errs.Wrap(errs.Internal, err, "read artifact %s: %v", req.Sha256, err))
+			return oip.Status(errs.Wrap(storeCode(err, errs.Internal), err, "read artifact %s", req.Sha256))
 		}
 	}
 }

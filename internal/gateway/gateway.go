@@ -226,7 +226,7 @@ func buildRows(sch *schema.Schema, insts []schema.Instance, missing func(row []f
 	rows := runtime.Batch{Rows: n, Cols: w, Data: make([]float32, n*w)}
 	for i, inst := range insts {
 		row := rows.Data[i*w : (i+1)*w]
-		if err := sch.Row(fmt.Sprintf("instances[%d]", i), inst, row); err != nil {
+		if err := sch.RowAt(schema.Path{Prefix: "instances", Index: i}, inst, row); err != nil {
 			return runtime.Batch{}, err
 		}
 		if missing != nil {

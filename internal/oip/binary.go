@@ -11,13 +11,13 @@ package oip
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"math"
 	"strconv"
 	"time"
 
 	"github.com/sluiceml/sluice/internal/errs"
 	"github.com/sluiceml/sluice/internal/gateway"
+	"github.com/sluiceml/sluice/internal/records"
 )
 
 // HeaderLength is the header that says a body is binary: the length of its
@@ -125,8 +125,14 @@ func BinaryOutputs(req *Request, names []string, cols []int) []bool {
 // in output order. It returns the body and the header's length (the
 // Inference-Header-Content-Length answer); deterministic, as EncodeJSON.
 func EncodeBinary(p *gateway.Prediction, id string, cols []int, bin []bool) ([]byte, int) {
+	return AppendBinary(make([]byte, 0, 192+len(cols)*(p.Out.Rows*4+96)), p, id, cols, bin)
+}
+
+// AppendBinary appends EncodeBinary's body to b (a reused buffer) and
+// returns it with its JSON header's length.
+func AppendBinary(b []byte, p *gateway.Prediction, id string, cols []int, bin []bool) ([]byte, int) {
 	n := p.Out.Rows
-	b := make([]byte, 0, 192+len(cols)*(n*4+96))
+	start := len(b)
 	b = appendHead(b, p, id)
 	nbin := 0
 	for k, j := range cols {
@@ -146,7 +152,7 @@ func EncodeBinary(p *gateway.Prediction, id string, cols []int, bin []bool) ([]b
 		b = append(b, "]}"...)
 	}
 	b = append(b, "]}"...)
-	h := len(b)
+	h := len(b) - start
 	for k, j := range cols {
 		if !bin[k] {
 			continue
@@ -175,8 +181,7 @@ func appendHead(b []byte, p *gateway.Prediction, id string) []byte {
 // (up to the shape's closing bracket).
 func appendOutputHead(b []byte, name string, n int) []byte {
 	b = append(b, `{"name":`...)
-	nm, _ := json.Marshal(name)
-	b = append(b, nm...)
+	b = records.AppendCanonicalString(b, name) // as encoding/json escapes it
 	b = append(b, `,"datatype":"FP32","shape":[`...)
 	return strconv.AppendInt(b, int64(n), 10)
 }

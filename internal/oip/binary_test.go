@@ -204,7 +204,7 @@ func TestEncodeBinary(t *testing.T) {
 	}
 }
 
-// directSchema has every numeric field kind and step the fast path takes.
+// directSchema has every field kind and step the fast path takes.
 func directSchema(t testing.TB) *schema.Schema {
 	f := func(x float64) *float64 { return &x }
 	sch, probs := schema.Compile([]schema.Field{
@@ -214,12 +214,16 @@ func directSchema(t testing.TB) *schema.Schema {
 		{Name: "o", Type: schema.TypeFloat, Optional: true},
 		{Name: "d", Type: schema.TypeInt, Default: 7},
 		{Name: "z", Type: schema.TypeFloat},
+		{Name: "c", Type: schema.TypeCategory, Values: []string{"US", "GB", "DE", "é<&>"}, Optional: true},
+		{Name: "k", Type: schema.TypeCategory, Values: []string{"lo", "hi"}, Default: "hi"},
 	}, []schema.Step{
 		{Op: schema.OpLog1p, Field: "n"},
 		{Op: schema.OpStandardize, Field: "x", Mean: f(0.3), Std: f(0.7)},
 		{Op: schema.OpBucketize, Field: "z", Boundaries: []float64{-1, 0, 0.1, 5}},
 		{Op: schema.OpOnehot, Field: "z"},
 		{Op: schema.OpClip, Field: "o", Min: f(-1), Max: f(1)},
+		{Op: schema.OpOnehot, Field: "c"},
+		{Op: schema.OpOrdinal, Field: "k"},
 	})
 	if len(probs) > 0 {
 		t.Fatal(probs)
@@ -228,7 +232,7 @@ func directSchema(t testing.TB) *schema.Schema {
 }
 
 // sameAsInstances checks the fast path against the instance path for the
-// raw tensors ts: the same input hash, and the same rows or the same error.
+// tensors ts: the same input hash, and the same rows or the same error.
 // It says which it was: refused before either path, built, or refused by
 // both with one error.
 func sameAsInstances(t *testing.T, ts []Tensor, sch *schema.Schema) string {
@@ -273,9 +277,10 @@ func sameBits(a, b []float32) bool {
 	return true
 }
 
-// TestDirectEqualsInstances: random raw tensors (every datatype a numeric
-// field takes, awkward values among them) give the same rows, errors and
-// input hash straight as through instances.
+// TestDirectEqualsInstances: random tensors (every datatype a field takes,
+// awkward values among them; raw, as typed contents, as JSON literals;
+// categories as BYTES) give the same rows, errors and input hash straight
+// as through instances.
 func TestDirectEqualsInstances(t *testing.T) {
 	sch := directSchema(t)
 	rng := rand.New(rand.NewPCG(12, 2))
@@ -314,27 +319,74 @@ func TestDirectEqualsInstances(t *testing.T) {
 		}
 		return b
 	}
+	// JSON literals as a client writes them (REST data).
+	literals := []string{"1", "1.0", "1e2", "-0", "0", "0.1", "0.10000001", "100", "100.00001", "-100.0", "1E-7", "2.5", "1e400", "-1e-400",
+		"12345678901234567890", "9007199254740993", "0.30000001", "7", "-3", "1.5e1", "3.0e0"}
+	categories := []string{"US", "GB", "DE", "é<&>", "FR", "", "us", "lo", "hi", "\u00e9", `\`, "a\x00b"}
 	numeric := []string{FP32, FP64, INT32, INT64}
 	seen := map[string]int{}
-	for iter := range 3000 {
+	for iter := range 4000 {
 		n := 1 + rng.IntN(4)
 		var ts []Tensor
-		for _, name := range []string{"z", "x", "n", "b", "o", "d"} {
-			if (name == "b" || name == "o" || name == "d") && rng.IntN(3) == 0 {
+		for _, name := range []string{"z", "x", "n", "b", "o", "d", "c", "k"} {
+			if (name == "b" || name == "o" || name == "d" || name == "c" || name == "k") && rng.IntN(3) == 0 {
 				continue // optional and default fields left out
 			}
 			dt := numeric[rng.IntN(4)]
-			if name == "b" {
+			switch name {
+			case "b":
 				dt = BOOL
+			case "c", "k":
+				dt = BYTES
 			}
 			if iter%97 == 0 && name == "x" {
 				dt = BOOL // a datatype that does not fit: refused by checkInputs
+			}
+			if iter%89 == 0 && name == "c" {
+				dt = FP32 // a number for a category
 			}
 			shape := []int64{int64(n)}
 			if rng.IntN(2) == 0 {
 				shape = append(shape, 1)
 			}
-			ts = append(ts, Tensor{Name: name, Datatype: dt, Shape: shape, Raw: encode(dt, n), RawField: "binary data"})
+			if dt == BYTES {
+				data := make([]schema.Value, n)
+				for i := range data {
+					c := categories[rng.IntN(len(categories))]
+					if rng.IntN(4) > 0 {
+						c = categories[rng.IntN(4)] // mostly a value of c's
+					}
+					if name == "k" && rng.IntN(4) > 0 {
+						c = []string{"lo", "hi"}[rng.IntN(2)]
+					}
+					data[i] = schema.Value{Kind: schema.String, Text: c}
+				}
+				ts = append(ts, Tensor{Name: name, Datatype: dt, Shape: shape, Data: data})
+				continue
+			}
+			tn := Tensor{Name: name, Datatype: dt, Shape: shape, Raw: encode(dt, n), RawField: "binary data"}
+			switch rng.IntN(3) {
+			case 1: // typed contents: the values of the raw elements
+				if err := materialize(&tn); err != nil {
+					t.Fatal(err)
+				}
+			case 2: // JSON data
+				if dt == BOOL {
+					if err := materialize(&tn); err != nil {
+						t.Fatal(err)
+					}
+					break
+				}
+				tn.Raw, tn.Data = nil, make([]schema.Value, n)
+				for i := range tn.Data {
+					lit := literals[rng.IntN(len(literals))]
+					if (dt == INT32 || dt == INT64) && rng.IntN(4) > 0 {
+						lit = strconv.Itoa(rng.IntN(50)) // mostly an integer INT tensors take
+					}
+					tn.Data[i] = schema.Value{Kind: schema.Number, Text: lit}
+				}
+			}
+			ts = append(ts, tn)
 		}
 		rng.Shuffle(len(ts), func(i, j int) { ts[i], ts[j] = ts[j], ts[i] })
 		seen[sameAsInstances(t, ts, sch)]++
@@ -389,7 +441,7 @@ func FuzzBinaryInfer(f *testing.F) {
 			}
 			return
 		}
-		if direct(req.Inputs, sch) {
+		if direct(sch) {
 			sameAsInstances(t, req.Inputs, sch)
 		}
 		for _, s := range []*schema.Schema{nil, sch} {
@@ -413,5 +465,43 @@ func TestHeaderLengthBounds(t *testing.T) {
 		if _, err := headerLength(c.h, c.body); (err == nil) != c.ok {
 			t.Errorf("%q of %d: %v", c.h, c.body, err)
 		}
+	}
+}
+
+// TestAppendEncoders: AppendJSON and AppendBinary write after what the
+// buffer holds exactly what EncodeJSON and EncodeBinary write (the header
+// length counted from the answer's start), and a warm buffer costs no
+// allocation, however many rows (output names without characters to
+// escape).
+func TestAppendEncoders(t *testing.T) {
+	n := 1000
+	p := &gateway.Prediction{Model: "m", Version: 3, InputSchema: "m-input@1", Outputs: []string{"y0", "é<1>"},
+		Out: runtime.Output{Rows: n, Cols: 2, Data: make([]float32, 2*n)}}
+	for i := range p.Out.Data {
+		p.Out.Data[i] = float32(i) / 7
+	}
+	p.Out.Data[5] = float32(math.Inf(1))
+	cols, bin := []int{1, 0}, []bool{true, false}
+	prefix := []byte("previous answer")
+	j := AppendJSON(append([]byte(nil), prefix...), p, "r-1", cols)
+	if !bytes.Equal(j[len(prefix):], EncodeJSON(p, "r-1", cols)) || !bytes.HasPrefix(j, prefix) {
+		t.Fatalf("AppendJSON differs from EncodeJSON")
+	}
+	var head struct{ Outputs []struct{ Name string } }
+	if err := json.Unmarshal(j[len(prefix):], &head); err != nil || head.Outputs[0].Name != "é<1>" {
+		t.Fatalf("%v %+v", err, head)
+	}
+	b, h := AppendBinary(append([]byte(nil), prefix...), p, "r-1", cols, bin)
+	eb, eh := EncodeBinary(p, "r-1", cols, bin)
+	if h != eh || !bytes.Equal(b[len(prefix):], eb) {
+		t.Fatalf("AppendBinary differs from EncodeBinary (header %d, %d)", h, eh)
+	}
+	p.Outputs[1] = "y1" // a name to escape goes through encoding/json
+	buf := make([]byte, 0, 64<<10)
+	if a := testing.AllocsPerRun(20, func() { buf = AppendJSON(buf[:0], p, "r-1", cols) }); a != 0 {
+		t.Errorf("AppendJSON into a warm buffer: %v allocations", a)
+	}
+	if a := testing.AllocsPerRun(20, func() { buf, _ = AppendBinary(buf[:0], p, "r-1", cols, bin) }); a != 0 {
+		t.Errorf("AppendBinary into a warm buffer: %v allocations", a)
 	}
 }

@@ -1,32 +1,37 @@
 package oip
 
-// This file is the fast path of binary tensors (gRPC raw_input_contents,
-// REST binary data) into the batch: for a schema of float, int and bool
-// fields only, every tensor raw, the values go from the request's bytes
-// into the batch's float32 rows without an Instance, a member slice or a
-// string per value. It keeps every rule of the instance path by
-// construction rather than by imitation:
+// This file is the fast path of tensors into the batch: for any schema
+// but a sequence one (float, int, bool and category fields), the values
+// of the request's tensors go into the batch's float32 rows without an
+// Instance or a member slice per row. Raw tensors (gRPC
+// raw_input_contents, REST binary data) are read from their bytes without
+// a string per value; tensors of values (REST JSON data, gRPC typed
+// contents, BYTES elements however sent) are read from those values. It
+// keeps every rule of the instance path by construction rather than by
+// imitation:
 //
 //   - each number is read as the instance path reads it: its literal is
-//     the shortest text of the element (what rawValue gives the instance
-//     path), and the float64 the schema judges is strconv.ParseFloat of
-//     that literal, so min/max and integrality decide as they do for /v1
-//     (a FP32 0.1 is 0.1, not 0.100000001…);
+//     the text the instance path's Value holds (a raw element's shortest
+//     text, as rawValue gives it; a JSON number as sent; a typed
+//     content's shortest text), and the float64 the schema judges is
+//     strconv.ParseFloat of that literal, so min/max and integrality
+//     decide as they do for /v1 (a FP32 0.1 is 0.1, not 0.100000001…);
+//   - a string is the instance path's string, and the schema's category
+//     values map it (schema.FastRow);
 //   - schema.FastRow runs the checks and steps of schema.Row on those
-//     numbers and only says yes or no: a row it refuses is converted into
+//     values and only says yes or no: a row it refuses is converted into
 //     its Instance and given to Row, whose error is the answer, so every
 //     message is the instance path's own;
-//   - the input hash is built from the same literals, in the canonical
-//     JSON records.InputHash writes for the instances these tensors stand
-//     for (members sorted by name), so records and idempotency keys do not
-//     depend on the encoding a request came in.
+//   - the input hash is built from the same literals and strings, in the
+//     canonical JSON records.InputHash writes for the instances these
+//     tensors stand for (members sorted by name), so records and
+//     idempotency keys do not depend on the encoding a request came in.
 //
-// Anything else (a category or sequence schema, a tensor sent as JSON
-// data, a schema that does not know a tensor) takes the instance path.
+// A sequence schema, or no schema (the version is not known yet), takes
+// the instance path.
 
 import (
 	"encoding/binary"
-	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -40,46 +45,45 @@ import (
 	"github.com/sluiceml/sluice/internal/schema"
 )
 
-// tensorRows is gateway.Rows over raw tensors: the request's tensors (not
-// modified after construction, so Build may run from several goroutines),
-// each element's number as the schema reads it, and the input hash.
+// tensorRows is gateway.Rows over checked tensors: the request's tensors
+// (not modified after construction, so Build may run from several
+// goroutines), each element's number as the schema reads it, and the
+// input hash.
 type tensorRows struct {
 	ts    []Tensor
 	n     int
-	xs    []float64 // xs[r*len(ts)+k]: tensor k's element r as a number (BOOL: 0 or 1)
-	kinds []schema.ValueKind
+	xs    []float64          // xs[r*len(ts)+k]: tensor k's element r as a number (BOOL: 0 or 1; BYTES: unused)
+	kinds []schema.ValueKind // per tensor: Number, Bool or String
 	hash  string
 }
 
 // direct reports whether the tensors take the fast path with sch.
-func direct(ts []Tensor, sch *schema.Schema) bool {
-	if sch == nil || !sch.Columns() {
-		return false
-	}
-	for i := range ts {
-		if ts[i].Raw == nil || ts[i].Datatype == BYTES {
-			return false
-		}
-	}
-	return true
-}
+func direct(sch *schema.Schema) bool { return sch != nil && sch.Columns() }
 
 // hashBufs reuses canonical-JSON buffers (as records.InputHash does).
 var hashBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
-// newTensorRows reads checked raw tensors of n rows ([n] or [n,1] each):
-// one pass over the elements that computes each number and the input hash.
+// newTensorRows reads checked tensors of n rows ([n] or [n,1] each): one
+// pass over the elements that computes each number and the input hash.
 func newTensorRows(ts []Tensor, n int) *tensorRows {
 	nt := len(ts)
 	tr := &tensorRows{ts: ts, n: n, xs: make([]float64, n*nt), kinds: make([]schema.ValueKind, nt)}
-	order := make([]int, nt) // members in the canonical JSON are sorted by name
-	names := make([][]byte, nt)
+	var orderBuf [16]int
+	order := orderBuf[:0] // members in the canonical JSON are sorted by name
+	if nt <= len(orderBuf) {
+		order = orderBuf[:nt]
+	} else {
+		order = make([]int, nt)
+	}
 	for k := range ts {
 		order[k] = k
-		names[k] = append(records.AppendCanonicalString(nil, ts[k].Name), ':')
-		tr.kinds[k] = schema.Number
-		if ts[k].Datatype == BOOL {
+		switch ts[k].Datatype {
+		case BOOL:
 			tr.kinds[k] = schema.Bool
+		case BYTES:
+			tr.kinds[k] = schema.String
+		default:
+			tr.kinds[k] = schema.Number
 		}
 	}
 	slices.SortStableFunc(order, func(x, y int) int { return strings.Compare(ts[x].Name, ts[y].Name) })
@@ -95,11 +99,33 @@ func newTensorRows(ts []Tensor, n int) *tensorRows {
 			if j > 0 {
 				b = append(b, ',')
 			}
-			b = append(b, names[k]...)
-			raw := ts[k].Raw
+			t := &ts[k]
+			b = append(records.AppendCanonicalString(b, t.Name), ':')
+			if t.Raw == nil {
+				// A value as the instance path holds it.
+				v := &t.Data[r]
+				switch v.Kind {
+				case schema.Bool:
+					if v.Bool {
+						tr.xs[r*nt+k] = 1
+					}
+					b = strconv.AppendBool(b, v.Bool)
+				case schema.String:
+					b = records.AppendCanonicalString(b, v.Text)
+				default:
+					x, err := strconv.ParseFloat(v.Text, 64)
+					if err != nil {
+						x = math.NaN() // refused by FastRow: Row names the error
+					}
+					tr.xs[r*nt+k] = x
+					b = records.AppendCanonicalNumber(b, v.Text)
+				}
+				continue
+			}
+			raw := t.Raw
 			var x float64
 			var lit []byte
-			switch ts[k].Datatype {
+			switch t.Datatype {
 			case BOOL:
 				if raw[r] == 1 {
 					x = 1
@@ -166,12 +192,18 @@ func parseLiteral(lit []byte) float64 {
 func (tr *tensorRows) Len() int     { return tr.n }
 func (tr *tensorRows) Hash() string { return tr.hash }
 
-// Build writes the rows with sch: straight from the numbers when sch
-// knows every tensor's field and has only float, int and bool fields, else
-// through the instances (a version with another schema answered).
+// Build writes the rows with sch: straight from the values when sch knows
+// every tensor's field and is not a sequence schema, else through the
+// instances (a version with another schema answered).
 func (tr *tensorRows) Build(sch *schema.Schema, missing func(row []float32)) (runtime.Batch, error) {
-	nf := len(sch.Fields())
-	fieldOf := make([]int, len(tr.ts))
+	nf := sch.NumFields()
+	var fieldBuf [16]int
+	fieldOf := fieldBuf[:0]
+	if len(tr.ts) <= len(fieldBuf) {
+		fieldOf = fieldBuf[:len(tr.ts)]
+	} else {
+		fieldOf = make([]int, len(tr.ts))
+	}
 	ok := sch.Columns()
 	for k := range tr.ts {
 		i, known := sch.FieldIndex(tr.ts[k].Name)
@@ -183,17 +215,26 @@ func (tr *tensorRows) Build(sch *schema.Schema, missing func(row []float32)) (ru
 	}
 	w, nt := sch.Width(), len(tr.ts)
 	rows := runtime.Batch{Rows: tr.n, Cols: w, Data: make([]float32, tr.n*w)}
-	cells := make([]schema.Cell, nf)
+	var cellBuf [16]schema.Cell
+	cells := cellBuf[:0]
+	if nf <= len(cellBuf) {
+		cells = cellBuf[:nf]
+	} else {
+		cells = make([]schema.Cell, nf)
+	}
 	for r := 0; r < tr.n; r++ {
 		clear(cells)
 		for k, i := range fieldOf {
 			cells[i] = schema.Cell{X: tr.xs[r*nt+k], Kind: tr.kinds[k]}
+			if tr.kinds[k] == schema.String {
+				cells[i].Text = tr.ts[k].Data[r].Text
+			}
 		}
 		row := rows.Data[r*w : (r+1)*w]
 		if !sch.FastRow(cells, row) {
 			// Refused (or a case FastRow leaves to Row): Row on this
 			// row's instance gives the instance path's own error.
-			if err := sch.Row(fmt.Sprintf("instances[%d]", r), tr.instance(r), row); err != nil {
+			if err := sch.RowAt(schema.Path{Prefix: "instances", Index: r}, tr.instance(r), row); err != nil {
 				return runtime.Batch{}, err
 			}
 		}
@@ -216,7 +257,13 @@ func (tr *tensorRows) instance(r int) schema.Instance {
 	inst := make(schema.Instance, len(tr.ts))
 	for k := range tr.ts {
 		t := &tr.ts[k]
-		inst[k] = schema.Member{Name: t.Name, Value: rawValue(t.Datatype, t.Raw, int64(r))}
+		v := schema.Value{}
+		if t.Raw != nil {
+			v = rawValue(t.Datatype, t.Raw, int64(r))
+		} else {
+			v = t.Data[r]
+		}
+		inst[k] = schema.Member{Name: t.Name, Value: v}
 	}
 	return inst
 }

@@ -1,9 +1,10 @@
 // Package oip is the Open Inference Protocol v2 model shared by both OIP
-// transports (REST on the HTTP server, gRPC): tensors (JSON, typed
+// transports (REST on the HTTP server, gRPC): tensors (JSON, read in one
+// pass by schema.Scanner with encoding/json's messages, rest.go; typed
 // contents, raw contents and the REST binary tensor extension, binary.go),
-// their conversion into the instances the /v1 path validates or, for
-// binary tensors of a numeric schema, straight into rows under the same
-// rules (direct.go), output tensors, model
+// their conversion into the instances the /v1 path validates or, for any
+// schema but a sequence one, straight into rows under the same rules
+// (direct.go), output tensors appended into reused buffers, model
 // metadata and the messages errors are rendered with; and the hop between
 // the gateway and its workers (rows.go: preprocessed rows as raw tensors;
 // status.go: errs.Error across a gRPC status). It knows no transport and
@@ -238,23 +239,38 @@ func checkInputs(ts []Tensor, sch *schema.Schema) (rows int64, seqName string, e
 	if len(ts) > MaxTensors {
 		return 0, "", errs.Field(errs.InvalidArgument, "inputs", "%d input tensors, at most %d", len(ts), MaxTensors)
 	}
-	seen := make(map[string]bool, len(ts))
+	// Which names were sent: a map for many tensors, a scan for a few.
+	var seenMap map[string]bool
+	if len(ts) > 16 {
+		seenMap = make(map[string]bool, len(ts))
+	}
+	seen := func(name string, upTo int) bool {
+		if seenMap != nil {
+			return seenMap[name]
+		}
+		for j := 0; j < upTo; j++ {
+			if ts[j].Name == name {
+				return true
+			}
+		}
+		return false
+	}
 	for i := range ts {
 		t := &ts[i]
 		if t.Name == "" {
 			return 0, "", errs.New(errs.InvalidArgument, "inputs[%d]: name is required", i)
 		}
-		if seen[t.Name] {
+		if seen(t.Name, i) {
 			return 0, "", tensorErr(t.Name, "duplicate input tensor")
 		}
-		seen[t.Name] = true
+		if seenMap != nil {
+			seenMap[t.Name] = true
+		}
 		if err := CheckTensor(t); err != nil {
 			return 0, "", err
 		}
 	}
-	var fields []schema.Field
 	if sch != nil {
-		fields = sch.Fields()
 		if name, _, ok := sch.Sequence(); ok {
 			seqName = name
 		}
@@ -263,8 +279,9 @@ func checkInputs(ts []Tensor, sch *schema.Schema) (rows int64, seqName string, e
 				return 0, "", tensorErr(ts[i].Name, "unknown input tensor (expected: %s)", expected(sch))
 			}
 		}
-		for _, f := range fields {
-			if !seen[f.Name] && !f.Optional && f.Default == nil {
+		for fi := range sch.NumFields() {
+			f := sch.Field(fi)
+			if !seen(f.Name, len(ts)) && !f.Optional && f.Default == nil {
 				return 0, "", tensorErr(f.Name, "required input tensor is missing (datatype %s, shape %s)", Datatype(f), ShapeString(shapeOf(f)))
 			}
 		}
@@ -276,7 +293,7 @@ func checkInputs(ts []Tensor, sch *schema.Schema) (rows int64, seqName string, e
 		seq := len(t.Shape) == 2 && t.Shape[1] != 1
 		if sch != nil {
 			fi, _ := sch.FieldIndex(t.Name)
-			f := fields[fi]
+			f := sch.Field(fi)
 			seq = f.Name == seqName
 			if err := checkKind(t, f); err != nil {
 				return 0, "", err

@@ -1,6 +1,7 @@
 package oip
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -63,5 +64,34 @@ func TestSequencePadding(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCheckInputsManyTensors: with more tensors than the scan for
+// duplicates covers (a map then), a duplicate and a missing required
+// tensor are named as with a few.
+func TestCheckInputsManyTensors(t *testing.T) {
+	for _, n := range []int{3, 40} {
+		var fields []schema.Field
+		var ts []Tensor
+		for i := range n {
+			name := "f" + strconv.Itoa(i)
+			fields = append(fields, schema.Field{Name: name, Type: schema.TypeFloat})
+			ts = append(ts, Tensor{Name: name, Datatype: FP32, Shape: []int64{1}, Raw: []byte{0, 0, 0, 0}})
+		}
+		sch, probs := schema.Compile(fields, nil)
+		if len(probs) > 0 {
+			t.Fatal(probs)
+		}
+		if rows, _, err := checkInputs(ts, sch); err != nil || rows != 1 {
+			t.Fatalf("%d tensors: %d rows, %v", n, rows, err)
+		}
+		dup := append(append([]Tensor(nil), ts...), ts[1])
+		if _, _, err := checkInputs(dup, sch); err == nil || err.Error() != `input "f1": duplicate input tensor` {
+			t.Fatalf("%d tensors: duplicate: %v", n, err)
+		}
+		if _, _, err := checkInputs(ts[:n-1], sch); err == nil || !strings.Contains(err.Error(), `input "f`+strconv.Itoa(n-1)+`": required input tensor is missing`) {
+			t.Fatalf("%d tensors: missing: %v", n, err)
+		}
 	}
 }

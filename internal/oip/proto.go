@@ -23,16 +23,16 @@ func FromProto(req *pb.ModelInferRequest, maxDeadline time.Duration) (out *Reque
 		return nil, false, errs.Field(errs.InvalidArgument, "id", "must be 1 to 128 printable ASCII characters without spaces")
 	}
 	for _, k := range sortedKeys(req.Parameters) {
-		var tok any
+		var v param
 		switch p := req.Parameters[k].GetParameterChoice().(type) {
 		case *pb.InferParameter_StringParam:
-			tok = p.StringParam
+			v = param{Kind: paramString, Text: p.StringParam}
 		case *pb.InferParameter_Int64Param:
-			tok = p.Int64Param
+			v = param{Kind: paramInt, Int: p.Int64Param}
 		case *pb.InferParameter_BoolParam:
-			tok = p.BoolParam
+			v = param{Kind: paramBool, Bool: p.BoolParam}
 		}
-		if err := requestParam(out, k, tok, maxDeadline); err != nil {
+		if err := requestParam(out, k, v, maxDeadline); err != nil {
 			return nil, false, err
 		}
 	}
@@ -68,7 +68,7 @@ func FromProto(req *pb.ModelInferRequest, maxDeadline time.Duration) (out *Reque
 			}
 			err = fromRaw(&t, n, req.RawInputContents[i], "raw_input_contents")
 		} else {
-			t.Data, err = fromContents(name, in.Datatype, in.Contents)
+			err = fromContents(&t, n, in.Contents)
 		}
 		if err != nil {
 			return nil, false, err
@@ -106,47 +106,103 @@ func emptyContents(c *pb.InferTensorContents) bool {
 
 func num(s string) schema.Value { return schema.Value{Kind: schema.Number, Text: s} }
 
-// fromContents reads typed contents: exactly the field of the datatype.
-func fromContents(name, dt string, c *pb.InferTensorContents) ([]schema.Value, error) {
+// fromContents reads typed contents: exactly the field of the datatype,
+// one element per shape element. Numbers and booleans become raw bytes
+// (t.Raw, little-endian as raw_input_contents), which the instance path
+// reads back into exactly the values their typed form gives (rawValue:
+// the same shortest literals) and the fast path reads without a string
+// per element; BYTES become values.
+func fromContents(t *Tensor, n int64, c *pb.InferTensorContents) error {
+	name, dt := t.Name, t.Datatype
 	if c == nil {
 		c = &pb.InferTensorContents{}
 	}
-	want := map[string]string{BOOL: "bool_contents", INT32: "int_contents", INT64: "int64_contents", FP32: "fp32_contents", FP64: "fp64_contents", BYTES: "bytes_contents"}[dt]
-	for field, n := range map[string]int{"bool_contents": len(c.BoolContents), "int_contents": len(c.IntContents), "int64_contents": len(c.Int64Contents),
-		"uint_contents": len(c.UintContents), "uint64_contents": len(c.Uint64Contents), "fp32_contents": len(c.Fp32Contents),
-		"fp64_contents": len(c.Fp64Contents), "bytes_contents": len(c.BytesContents)} {
-		if n > 0 && field != want {
-			return nil, tensorErr(name, "datatype %s is sent in %s, not %s", dt, want, field)
+	want := ""
+	var sent int
+	for _, f := range []struct {
+		field, dt string
+		n         int
+	}{{"bool_contents", BOOL, len(c.BoolContents)}, {"int_contents", INT32, len(c.IntContents)}, {"int64_contents", INT64, len(c.Int64Contents)},
+		{"uint_contents", "", len(c.UintContents)}, {"uint64_contents", "", len(c.Uint64Contents)}, {"fp32_contents", FP32, len(c.Fp32Contents)},
+		{"fp64_contents", FP64, len(c.Fp64Contents)}, {"bytes_contents", BYTES, len(c.BytesContents)}} {
+		if f.dt == dt {
+			want, sent = f.field, f.n
 		}
 	}
-	var out []schema.Value
+	for _, f := range []struct {
+		field string
+		n     int
+	}{{"bool_contents", len(c.BoolContents)}, {"int_contents", len(c.IntContents)}, {"int64_contents", len(c.Int64Contents)},
+		{"uint_contents", len(c.UintContents)}, {"uint64_contents", len(c.Uint64Contents)}, {"fp32_contents", len(c.Fp32Contents)},
+		{"fp64_contents", len(c.Fp64Contents)}, {"bytes_contents", len(c.BytesContents)}} {
+		if f.n > 0 && f.field != want {
+			return tensorErr(name, "datatype %s is sent in %s, not %s", dt, want, f.field)
+		}
+	}
+	if dt == BYTES {
+		out := make([]schema.Value, len(c.BytesContents))
+		var in interner
+		for i, v := range c.BytesContents {
+			out[i] = schema.Value{Kind: schema.String, Text: in.str(v)}
+		}
+		t.Data = out
+		return nil
+	}
+	if int64(sent) != n {
+		// CheckTensor's message for values.
+		return tensorErr(name, "shape %s holds %d elements but %d were sent", ShapeString(t.Shape), n, sent)
+	}
+	b := make([]byte, 0, n*elemSize(dt))
 	switch dt {
 	case BOOL:
 		for _, v := range c.BoolContents {
-			out = append(out, schema.Value{Kind: schema.Bool, Bool: v})
+			if v {
+				b = append(b, 1)
+			} else {
+				b = append(b, 0)
+			}
 		}
 	case INT32:
 		for _, v := range c.IntContents {
-			out = append(out, num(strconv.FormatInt(int64(v), 10)))
+			b = binary.LittleEndian.AppendUint32(b, uint32(v))
 		}
 	case INT64:
 		for _, v := range c.Int64Contents {
-			out = append(out, num(strconv.FormatInt(v, 10)))
+			b = binary.LittleEndian.AppendUint64(b, uint64(v))
 		}
 	case FP32:
 		for _, v := range c.Fp32Contents {
-			out = append(out, num(FormatFloat32(v)))
+			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v))
 		}
 	case FP64:
 		for _, v := range c.Fp64Contents {
-			out = append(out, num(strconv.FormatFloat(v, 'g', -1, 64)))
-		}
-	case BYTES:
-		for _, v := range c.BytesContents {
-			out = append(out, schema.Value{Kind: schema.String, Text: string(v)})
+			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
 		}
 	}
-	return out, nil
+	t.Raw, t.RawField = b, "contents"
+	return nil
+}
+
+// interner gives the strings of a tensor's BYTES elements, sharing one
+// string among equal elements while the tensor has few distinct values (a
+// category's): no allocation per element for those.
+type interner struct {
+	seen [8]string
+	n    int
+}
+
+func (in *interner) str(b []byte) string {
+	for i := 0; i < in.n; i++ {
+		if in.seen[i] == string(b) {
+			return in.seen[i]
+		}
+	}
+	s := string(b)
+	if in.n < len(in.seen) {
+		in.seen[in.n] = s
+		in.n++
+	}
+	return s
 }
 
 // elemSize is the bytes of one element of a fixed-size datatype (0: BYTES
@@ -238,6 +294,7 @@ func fromRaw(t *Tensor, n int64, b []byte, where string) error {
 	}
 	name := t.Name
 	out := make([]schema.Value, 0, min(n, int64(len(b)/4)))
+	var in interner
 	for i := int64(0); i < n; i++ {
 		if len(b) < 4 {
 			return tensorErr(name, "%s ends inside element %d's length prefix", where, i)
@@ -247,7 +304,7 @@ func fromRaw(t *Tensor, n int64, b []byte, where string) error {
 		if uint64(l) > uint64(len(b)) {
 			return tensorErr(name, "%s element %d claims %d bytes, %d remain", where, i, l, len(b))
 		}
-		out = append(out, schema.Value{Kind: schema.String, Text: string(b[:l])})
+		out = append(out, schema.Value{Kind: schema.String, Text: in.str(b[:l])})
 		b = b[l:]
 	}
 	if len(b) != 0 {
@@ -264,20 +321,30 @@ func ToProto(p *gateway.Prediction, id string, cols []int, raw bool) *pb.ModelIn
 	n := p.Out.Rows
 	resp := &pb.ModelInferResponse{ModelName: p.Model, ModelVersion: strconv.Itoa(p.Version), Id: id,
 		Parameters: map[string]*pb.InferParameter{"schema_version": {ParameterChoice: &pb.InferParameter_StringParam{StringParam: p.InputSchema}}}}
-	for _, j := range cols {
-		vals := make([]float32, n)
-		for i := 0; i < n; i++ {
-			vals[i] = p.Out.Data[i*p.Out.Cols+j]
-		}
+	// One allocation for every output's elements, each output a slice of it.
+	var all []byte
+	var vals []float32
+	if raw {
+		all = make([]byte, 4*n*len(cols))
+		resp.RawOutputContents = make([][]byte, 0, len(cols))
+	} else {
+		vals = make([]float32, n*len(cols))
+	}
+	resp.Outputs = make([]*pb.ModelInferResponse_InferOutputTensor, 0, len(cols))
+	for k, j := range cols {
 		o := &pb.ModelInferResponse_InferOutputTensor{Name: p.Outputs[j], Datatype: FP32, Shape: []int64{int64(n)}}
 		if raw {
-			b := make([]byte, 4*n)
-			for i, v := range vals {
-				binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
+			b := all[4*n*k : 4*n*(k+1) : 4*n*(k+1)]
+			for i := 0; i < n; i++ {
+				binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(p.Out.Data[i*p.Out.Cols+j]))
 			}
 			resp.RawOutputContents = append(resp.RawOutputContents, b)
 		} else {
-			o.Contents = &pb.InferTensorContents{Fp32Contents: vals}
+			v := vals[n*k : n*(k+1) : n*(k+1)]
+			for i := range v {
+				v[i] = p.Out.Data[i*p.Out.Cols+j]
+			}
+			o.Contents = &pb.InferTensorContents{Fp32Contents: v}
 		}
 		resp.Outputs = append(resp.Outputs, o)
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"strconv"
 	"time"
@@ -34,85 +33,115 @@ func DecodeJSON(body []byte, maxDeadline time.Duration) (*Request, error) {
 
 // decodeJSON is DecodeJSON; binary (the JSON header of a binary request)
 // lets inputs name their binary_data_size instead of carrying data.
+//
+// It reads the body in one pass with schema.Scanner (the /v1 decoder's
+// scanner: encoding/json's token semantics, messages and offsets without an
+// allocation per token): names, datatypes and number literals are
+// substrings of the scanner's one copy of the body, a tensor's elements go
+// into one slice sized from its shape, and paths for messages are built
+// only when an error needs them. Every rule and message is the one
+// decodeJSONTokens (the encoding/json reference, in the tests) gives, in
+// the same order; FuzzOIPDecodeSame holds the two together.
 func decodeJSON(body []byte, maxDeadline time.Duration, binary bool) (*Request, error) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	if err := schema.ExpectDelim(dec, '{', ""); err != nil {
+	d := restDecoder{sc: schema.NewScanner(body), binary: binary, left: len(body)}
+	tok, err := d.sc.Token("")
+	if err != nil {
 		return nil, err
 	}
+	if tok.Kind != schema.TokDelim || tok.Delim != '{' {
+		return nil, errs.New(errs.InvalidArgument, "the request body must be a JSON object")
+	}
 	out := &Request{}
-	seen := map[string]bool{}
-	for dec.More() {
-		key, err := schema.ObjectKey(dec, "")
+	var seen uint8
+	for d.sc.More() {
+		key, err := d.key("")
 		if err != nil {
 			return nil, err
 		}
-		if seen[key] {
-			return nil, errs.Field(errs.InvalidArgument, key, "duplicate key")
-		}
-		seen[key] = true
+		bit := uint8(0)
 		switch key {
 		case "id":
-			if out.ID, err = readString(dec, key); err != nil {
+			bit = 1
+		case "parameters":
+			bit = 2
+		case "inputs":
+			bit = 4
+		case "outputs":
+			bit = 8
+		}
+		if bit != 0 && seen&bit != 0 {
+			return nil, errs.Field(errs.InvalidArgument, key, "duplicate key")
+		}
+		seen |= bit
+		switch key {
+		case "id":
+			if out.ID, err = d.str("id"); err != nil {
 				return nil, err
 			}
 			if !ValidID(out.ID) {
 				return nil, errs.Field(errs.InvalidArgument, "id", "must be 1 to 128 printable ASCII characters without spaces")
 			}
 		case "parameters":
-			if err := readParams(dec, key, func(name string, tok json.Token) error {
+			if err := d.params(func() string { return key }, func(name string, p param) error {
 				if name == "binary_data_output" {
-					b, ok := tok.(bool)
-					if !ok {
+					if p.Kind != paramBool {
 						return errs.Field(errs.InvalidArgument, "parameters.binary_data_output", "must be true or false")
 					}
-					out.BinaryOutput = b
+					out.BinaryOutput = p.Bool
 					return nil
 				}
-				return requestParam(out, name, tok, maxDeadline)
+				return requestParam(out, name, p, maxDeadline)
 			}); err != nil {
 				return nil, err
 			}
 		case "inputs":
-			if err := readArray(dec, key, func(i int) error {
+			if err := d.open('[', "inputs"); err != nil {
+				return nil, err
+			}
+			for i := 0; d.sc.More(); i++ {
 				if i >= MaxTensors {
-					return errs.Field(errs.InvalidArgument, "inputs", "more than %d input tensors", MaxTensors)
+					return nil, errs.Field(errs.InvalidArgument, "inputs", "more than %d input tensors", MaxTensors)
 				}
-				t, err := readTensor(dec, fmt.Sprintf("inputs[%d]", i), binary)
-				if err != nil {
-					return err
+				if out.Inputs == nil {
+					out.Inputs = make([]Tensor, 0, 4)
 				}
-				out.Inputs = append(out.Inputs, t)
-				return nil
-			}); err != nil {
+				out.Inputs = append(out.Inputs, Tensor{binarySize: -1})
+				if err := d.tensor(&out.Inputs[i], i); err != nil {
+					return nil, err
+				}
+			}
+			if _, err := d.sc.Token("inputs"); err != nil { // ']'
 				return nil, err
 			}
 		case "outputs":
-			if err := readArray(dec, key, func(i int) error {
+			if err := d.open('[', "outputs"); err != nil {
+				return nil, err
+			}
+			for i := 0; d.sc.More(); i++ {
 				if i >= MaxTensors {
-					return errs.Field(errs.InvalidArgument, "outputs", "more than %d output tensors", MaxTensors)
+					return nil, errs.Field(errs.InvalidArgument, "outputs", "more than %d output tensors", MaxTensors)
 				}
-				name, bin, err := readOutput(dec, fmt.Sprintf("outputs[%d]", i))
+				name, bin, err := d.output(i)
 				if err != nil {
-					return err
+					return nil, err
 				}
 				out.Outputs = append(out.Outputs, name)
 				out.OutputBinary = append(out.OutputBinary, bin)
-				return nil
-			}); err != nil {
+			}
+			if _, err := d.sc.Token("outputs"); err != nil { // ']'
 				return nil, err
 			}
 		default:
 			return nil, errs.Field(errs.InvalidArgument, key, "unknown key (expected id, parameters, inputs, outputs)")
 		}
 	}
-	if _, err := schema.JSONToken(dec, ""); err != nil { // '}'
+	if _, err := d.sc.Token(""); err != nil { // '}'
 		return nil, err
 	}
-	if _, err := dec.Token(); err != io.EOF {
+	if d.sc.Rest() {
 		return nil, errs.New(errs.InvalidArgument, "malformed JSON: data after the top-level object")
 	}
-	if !seen["inputs"] {
+	if seen&4 == 0 {
 		return nil, errs.Field(errs.InvalidArgument, "inputs", "is required")
 	}
 	for i := range out.Inputs {
@@ -139,22 +168,40 @@ func ValidID(id string) bool {
 	return true
 }
 
-// requestParam applies one request-level parameter. tok is a string, a
-// json.Number, a bool, or (gRPC) an int64.
-func requestParam(out *Request, name string, tok any, maxDeadline time.Duration) error {
-	field := "parameters." + name
+// paramKind says what a parameter's value is.
+type paramKind uint8
+
+const (
+	paramOther  paramKind = iota // null, or a gRPC choice Sluice does not read
+	paramString                  // Text
+	paramNumber                  // Text: a JSON number literal
+	paramInt                     // Int: a gRPC int64_param
+	paramBool                    // Bool
+)
+
+// param is one parameter's value, from JSON or from gRPC.
+type param struct {
+	Kind paramKind
+	Text string
+	Int  int64
+	Bool bool
+}
+
+// requestParam applies one request-level parameter.
+func requestParam(out *Request, name string, p param, maxDeadline time.Duration) error {
+	field := paramField(name)
 	switch name {
 	case "deadline_ms":
 		var ms float64
-		switch x := tok.(type) {
-		case json.Number:
-			f, err := strconv.ParseFloat(string(x), 64)
+		switch p.Kind {
+		case paramNumber:
+			f, err := strconv.ParseFloat(p.Text, 64)
 			if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-				return errs.Field(errs.InvalidArgument, field, "invalid number %s", errs.Clip(string(x)))
+				return errs.Field(errs.InvalidArgument, field, "invalid number %s", errs.Clip(p.Text))
 			}
 			ms = f
-		case int64:
-			ms = float64(x)
+		case paramInt:
+			ms = float64(p.Int)
 		default:
 			return errs.Field(errs.InvalidArgument, field, "expected a number of milliseconds")
 		}
@@ -169,8 +216,8 @@ func requestParam(out *Request, name string, tok any, maxDeadline time.Duration)
 		}
 		out.DeadlineMs = ms
 	case "routing_key":
-		rk, ok := tok.(string)
-		if !ok || rk == "" || utf8.RuneCountInString(rk) > 256 {
+		rk := p.Text
+		if p.Kind != paramString || rk == "" || utf8.RuneCountInString(rk) > 256 {
 			return errs.Field(errs.InvalidArgument, field, "must be a string of 1 to 256 characters")
 		}
 		out.RoutingKey = rk
@@ -180,261 +227,438 @@ func requestParam(out *Request, name string, tok any, maxDeadline time.Duration)
 	return nil
 }
 
+// paramField is "parameters."+name, without a concatenation for the
+// parameters taken.
+func paramField(name string) string {
+	switch name {
+	case "deadline_ms":
+		return "parameters.deadline_ms"
+	case "routing_key":
+		return "parameters.routing_key"
+	}
+	return "parameters." + name
+}
+
 // Deadline is the request's deadline_ms as a duration (0: absent).
 func (r *Request) Deadline() time.Duration {
 	return time.Duration(r.DeadlineMs * float64(time.Millisecond))
 }
 
-func readString(dec *json.Decoder, path string) (string, error) {
-	tok, err := schema.JSONToken(dec, path)
+// restDecoder is one decodeJSON run.
+type restDecoder struct {
+	sc     *schema.Scanner
+	binary bool
+	left   int     // bytes of the body: bounds the elements presized from a shape
+	shapes []int64 // the tensors' shapes are carved from here
+}
+
+// at sets the field of a syntax error of the scanner (read with an empty
+// path) to path, as JSONToken would have named it.
+func at(err error, path string) error {
+	e := err.(*errs.Error)
+	e.Field = path
+	return e
+}
+
+// key reads an object key (schema.ObjectKey).
+func (d *restDecoder) key(path string) (string, error) {
+	tok, err := d.sc.Token(path)
 	if err != nil {
 		return "", err
 	}
-	s, ok := tok.(string)
-	if !ok {
+	if tok.Kind != schema.TokString {
+		return "", errs.Field(errs.InvalidArgument, path, "malformed JSON: expected an object key")
+	}
+	return tok.Text, nil
+}
+
+// open reads the delimiter want or fails naming path (schema.ExpectDelim
+// below the top level).
+func (d *restDecoder) open(want byte, path string) error {
+	tok, err := d.sc.Token(path)
+	if err != nil {
+		return err
+	}
+	if tok.Kind != schema.TokDelim || tok.Delim != want {
+		what := "an object"
+		if want == '[' {
+			what = "an array"
+		}
+		return errs.Field(errs.InvalidArgument, path, "expected %s", what)
+	}
+	return nil
+}
+
+// str reads a string value.
+func (d *restDecoder) str(path string) (string, error) {
+	tok, err := d.sc.Token(path)
+	if err != nil {
+		return "", err
+	}
+	if tok.Kind != schema.TokString {
 		return "", errs.Field(errs.InvalidArgument, path, "expected a string")
 	}
-	return s, nil
+	return tok.Text, nil
 }
 
-// readArray reads an array, calling elem for each element (which reads it).
-func readArray(dec *json.Decoder, path string, elem func(i int) error) error {
-	if err := schema.ExpectDelim(dec, '[', path); err != nil {
-		return err
+// params reads a parameters object of scalar values; path is built only
+// for an error.
+func (d *restDecoder) params(path func() string, set func(name string, p param) error) error {
+	tok, err := d.sc.Token("")
+	if err != nil {
+		return at(err, path())
 	}
-	for i := 0; dec.More(); i++ {
-		if err := elem(i); err != nil {
+	if tok.Kind != schema.TokDelim || tok.Delim != '{' {
+		return errs.Field(errs.InvalidArgument, path(), "expected an object")
+	}
+	var seenBuf [4]string // the parameters taken: at most three in one object
+	seen := seenBuf[:0]
+	for d.sc.More() {
+		tok, err := d.sc.Token("")
+		if err != nil {
+			return at(err, path())
+		}
+		if tok.Kind != schema.TokString {
+			return errs.Field(errs.InvalidArgument, path(), "malformed JSON: expected an object key")
+		}
+		k := tok.Text
+		for _, s := range seen {
+			if s == k {
+				return errs.Field(errs.InvalidArgument, path()+"."+k, "duplicate key")
+			}
+		}
+		seen = append(seen, k)
+		v, err := d.sc.Token("")
+		if err != nil {
+			return at(err, path()+"."+k)
+		}
+		var p param
+		switch v.Kind {
+		case schema.TokDelim:
+			return errs.Field(errs.InvalidArgument, path()+"."+k, "a parameter is a string, number or boolean")
+		case schema.TokString:
+			p = param{Kind: paramString, Text: v.Text}
+		case schema.TokNumber:
+			p = param{Kind: paramNumber, Text: v.Text}
+		case schema.TokBool:
+			p = param{Kind: paramBool, Bool: v.Bool}
+		}
+		if err := set(k, p); err != nil {
 			return err
 		}
 	}
-	_, err := schema.JSONToken(dec, path) // ']'
-	return err
+	if _, err := d.sc.Token(""); err != nil { // '}'
+		return at(err, path())
+	}
+	return nil
 }
 
-// readParams reads a parameters object of scalar values.
-func readParams(dec *json.Decoder, path string, set func(name string, tok json.Token) error) error {
-	if err := schema.ExpectDelim(dec, '{', path); err != nil {
-		return err
+// tensorPath is "inputs[i]".
+func tensorPath(i int) string { return "inputs[" + strconv.Itoa(i) + "]" }
+
+// tensorWhere names a tensor in messages: by its name once known.
+func tensorWhere(i int, name string) string {
+	if name != "" {
+		return fmt.Sprintf("input %q", errs.Clip(name))
 	}
-	seen := map[string]bool{}
-	for dec.More() {
-		k, err := schema.ObjectKey(dec, path)
-		if err != nil {
-			return err
-		}
-		fp := path + "." + k
-		if seen[k] {
-			return errs.Field(errs.InvalidArgument, fp, "duplicate key")
-		}
-		seen[k] = true
-		tok, err := schema.JSONToken(dec, fp)
-		if err != nil {
-			return err
-		}
-		if _, ok := tok.(json.Delim); ok {
-			return errs.Field(errs.InvalidArgument, fp, "a parameter is a string, number or boolean")
-		}
-		if err := set(k, tok); err != nil {
-			return err
-		}
-	}
-	_, err := schema.JSONToken(dec, path) // '}'
-	return err
+	return tensorPath(i)
 }
 
-func readTensor(dec *json.Decoder, path string, binary bool) (Tensor, error) {
-	t := Tensor{binarySize: -1}
-	if err := schema.ExpectDelim(dec, '{', path); err != nil {
-		return t, err
+// Bits of a tensor's keys seen.
+const (
+	keyName = 1 << iota
+	keyDatatype
+	keyShape
+	keyParameters
+	keyData
+)
+
+// tensor reads input tensor i into t (binarySize set to -1).
+func (d *restDecoder) tensor(t *Tensor, i int) error {
+	tok, err := d.sc.Token("")
+	if err != nil {
+		return at(err, tensorPath(i))
 	}
-	seen := map[string]bool{}
-	for dec.More() {
-		k, err := schema.ObjectKey(dec, path)
+	if tok.Kind != schema.TokDelim || tok.Delim != '{' {
+		return errs.Field(errs.InvalidArgument, tensorPath(i), "expected an object")
+	}
+	var seen uint8
+	for d.sc.More() {
+		tok, err := d.sc.Token("")
 		if err != nil {
-			return t, err
+			return at(err, tensorPath(i))
 		}
-		where := path
-		if t.Name != "" {
-			where = fmt.Sprintf("input %q", errs.Clip(t.Name))
+		if tok.Kind != schema.TokString {
+			return errs.Field(errs.InvalidArgument, tensorPath(i), "malformed JSON: expected an object key")
 		}
-		if seen[k] {
-			return t, errs.New(errs.InvalidArgument, "%s: duplicate key %q", where, errs.Clip(k))
-		}
-		seen[k] = true
+		k := tok.Text
+		var bit uint8
 		switch k {
 		case "name":
-			if t.Name, err = readString(dec, path+".name"); err != nil {
-				return t, err
+			bit = keyName
+		case "datatype":
+			bit = keyDatatype
+		case "shape":
+			bit = keyShape
+		case "parameters":
+			bit = keyParameters
+		case "data":
+			bit = keyData
+		}
+		if bit != 0 && seen&bit != 0 {
+			return errs.New(errs.InvalidArgument, "%s: duplicate key %q", tensorWhere(i, t.Name), errs.Clip(k))
+		}
+		seen |= bit
+		switch k {
+		case "name":
+			v, err := d.sc.Token("")
+			if err != nil {
+				return at(err, tensorPath(i)+".name")
 			}
-			if t.Name == "" {
-				return t, errs.New(errs.InvalidArgument, "%s: name must not be empty", path)
+			if v.Kind != schema.TokString {
+				return errs.Field(errs.InvalidArgument, tensorPath(i)+".name", "expected a string")
+			}
+			if t.Name = v.Text; t.Name == "" {
+				return errs.New(errs.InvalidArgument, "%s: name must not be empty", tensorPath(i))
 			}
 		case "datatype":
-			if t.Datatype, err = readString(dec, where+".datatype"); err != nil {
-				return t, err
+			v, err := d.sc.Token("")
+			if err != nil {
+				return at(err, tensorWhere(i, t.Name)+".datatype")
 			}
+			if v.Kind != schema.TokString {
+				return errs.Field(errs.InvalidArgument, tensorWhere(i, t.Name)+".datatype", "expected a string")
+			}
+			t.Datatype = v.Text
 		case "shape":
-			if err := readArray(dec, where+".shape", func(i int) error {
-				tok, err := schema.JSONToken(dec, where+".shape")
-				if err != nil {
-					return err
-				}
-				num, ok := tok.(json.Number)
-				d, perr := strconv.ParseInt(string(num), 10, 64)
-				if !ok || perr != nil || d < 0 {
-					return errs.New(errs.InvalidArgument, "%s: shape holds non-negative integers", where)
-				}
-				if i >= 8 {
-					return errs.New(errs.InvalidArgument, "%s: shape has more than 8 dimensions", where)
-				}
-				t.Shape = append(t.Shape, d)
-				return nil
-			}); err != nil {
-				return t, err
-			}
-			if t.Shape == nil {
-				t.Shape = []int64{}
+			if err := d.shape(t, i); err != nil {
+				return err
 			}
 		case "parameters":
-			if err := readParams(dec, where+".parameters", func(name string, tok json.Token) error {
-				if name != "binary_data_size" {
-					if binary {
-						return errs.New(errs.InvalidArgument, "%s: unknown parameter %q (input tensors take binary_data_size only)", where, errs.Clip(name))
+			name := t.Name
+			if err := d.params(func() string { return tensorWhere(i, name) + ".parameters" }, func(p string, v param) error {
+				where := func() string { return tensorWhere(i, name) }
+				if p != "binary_data_size" {
+					if d.binary {
+						return errs.New(errs.InvalidArgument, "%s: unknown parameter %q (input tensors take binary_data_size only)", where(), errs.Clip(p))
 					}
-					return errs.New(errs.InvalidArgument, "%s: unknown parameter %q (input tensors take none)", where, errs.Clip(name))
+					return errs.New(errs.InvalidArgument, "%s: unknown parameter %q (input tensors take none)", where(), errs.Clip(p))
 				}
-				if !binary {
-					return errs.New(errs.InvalidArgument, "%s: parameter binary_data_size needs the Inference-Header-Content-Length header (the length of the JSON header the binary data follows)", where)
+				if !d.binary {
+					return errs.New(errs.InvalidArgument, "%s: parameter binary_data_size needs the Inference-Header-Content-Length header (the length of the JSON header the binary data follows)", where())
 				}
-				num, ok := tok.(json.Number)
-				k, err := strconv.ParseInt(string(num), 10, 64)
-				if !ok || err != nil || k < 0 {
-					return errs.New(errs.InvalidArgument, "%s: binary_data_size must be a non-negative integer (bytes)", where)
+				k, err := strconv.ParseInt(v.Text, 10, 64)
+				if v.Kind != paramNumber || err != nil || k < 0 {
+					return errs.New(errs.InvalidArgument, "%s: binary_data_size must be a non-negative integer (bytes)", where())
 				}
 				t.binarySize = k
 				return nil
 			}); err != nil {
-				return t, err
+				return err
 			}
 		case "data":
-			if err := schema.ExpectDelim(dec, '[', where+".data"); err != nil {
-				return t, err
+			v, err := d.sc.Token("")
+			if err != nil {
+				return at(err, tensorWhere(i, t.Name)+".data")
 			}
-			if t.Data, err = readData(dec, where, t.Data[:0:0], 1); err != nil {
-				return t, err
+			if v.Kind != schema.TokDelim || v.Delim != '[' {
+				return errs.Field(errs.InvalidArgument, tensorWhere(i, t.Name)+".data", "expected an array")
 			}
-			if t.Data == nil {
-				t.Data = []schema.Value{}
+			t.Data = make([]schema.Value, 0, d.presize(t))
+			if t.Data, err = d.data(i, t.Name, t.Data, 1); err != nil {
+				return err
 			}
 		default:
-			return t, errs.New(errs.InvalidArgument, "%s: unknown key %q (expected name, shape, datatype, parameters, data)", where, errs.Clip(k))
+			return errs.New(errs.InvalidArgument, "%s: unknown key %q (expected name, shape, datatype, parameters, data)", tensorWhere(i, t.Name), errs.Clip(k))
 		}
 	}
-	if _, err := schema.JSONToken(dec, path); err != nil { // '}'
-		return t, err
+	if _, err := d.sc.Token(""); err != nil { // '}'
+		return at(err, tensorPath(i))
 	}
-	where := fmt.Sprintf("input %q", errs.Clip(t.Name))
 	switch {
 	case t.Name == "":
-		return t, errs.New(errs.InvalidArgument, "%s: name is required", path)
-	case !seen["datatype"]:
-		return t, errs.New(errs.InvalidArgument, "%s: datatype is required", where)
-	case !seen["shape"]:
-		return t, errs.New(errs.InvalidArgument, "%s: shape is required", where)
-	case t.binarySize >= 0 && seen["data"]:
-		return t, errs.New(errs.InvalidArgument, "%s: has both data and binary_data_size: send its elements in one of them", where)
-	case t.binarySize < 0 && !seen["data"] && binary:
-		return t, errs.New(errs.InvalidArgument, "%s: data is required (or parameters.binary_data_size, with its bytes after the JSON header)", where)
-	case t.binarySize < 0 && !seen["data"]:
-		return t, errs.New(errs.InvalidArgument, "%s: data is required", where)
+		return errs.New(errs.InvalidArgument, "%s: name is required", tensorPath(i))
+	case seen&keyDatatype == 0:
+		return errs.New(errs.InvalidArgument, "%s: datatype is required", tensorWhere(i, t.Name))
+	case seen&keyShape == 0:
+		return errs.New(errs.InvalidArgument, "%s: shape is required", tensorWhere(i, t.Name))
+	case t.binarySize >= 0 && seen&keyData != 0:
+		return errs.New(errs.InvalidArgument, "%s: has both data and binary_data_size: send its elements in one of them", tensorWhere(i, t.Name))
+	case t.binarySize < 0 && seen&keyData == 0 && d.binary:
+		return errs.New(errs.InvalidArgument, "%s: data is required (or parameters.binary_data_size, with its bytes after the JSON header)", tensorWhere(i, t.Name))
+	case t.binarySize < 0 && seen&keyData == 0:
+		return errs.New(errs.InvalidArgument, "%s: data is required", tensorWhere(i, t.Name))
 	}
-	return t, nil
+	return nil
 }
 
-// readData reads the rest of an array whose '[' was read, flattening
-// nested arrays.
-func readData(dec *json.Decoder, where string, out []schema.Value, depth int) ([]schema.Value, error) {
+// shape reads a tensor's shape into t.Shape, carved from d.shapes.
+func (d *restDecoder) shape(t *Tensor, i int) error {
+	where := func() string { return tensorWhere(i, t.Name) }
+	tok, err := d.sc.Token("")
+	if err != nil {
+		return at(err, where()+".shape")
+	}
+	if tok.Kind != schema.TokDelim || tok.Delim != '[' {
+		return errs.Field(errs.InvalidArgument, where()+".shape", "expected an array")
+	}
+	if cap(d.shapes)-len(d.shapes) < 8 {
+		d.shapes = make([]int64, 0, 32)
+	}
+	start := len(d.shapes)
+	for k := 0; d.sc.More(); k++ {
+		tok, err := d.sc.Token("")
+		if err != nil {
+			return at(err, where()+".shape")
+		}
+		x, perr := strconv.ParseInt(tok.Text, 10, 64)
+		if tok.Kind != schema.TokNumber || perr != nil || x < 0 {
+			return errs.New(errs.InvalidArgument, "%s: shape holds non-negative integers", where())
+		}
+		if k >= 8 {
+			return errs.New(errs.InvalidArgument, "%s: shape has more than 8 dimensions", where())
+		}
+		d.shapes = append(d.shapes, x)
+	}
+	if _, err := d.sc.Token(""); err != nil { // ']'
+		return at(err, where()+".shape")
+	}
+	t.Shape = d.shapes[start:len(d.shapes):len(d.shapes)]
+	return nil
+}
+
+// presize is the capacity of a tensor's data: its shape's element count
+// when the shape came first, bounded by the elements the body can hold
+// (two bytes each but the last) and by maxPresize, so that a shape that
+// lies costs little; a larger tensor grows as it is read.
+func (d *restDecoder) presize(t *Tensor) int {
+	if t.Shape == nil {
+		return 0
+	}
+	limit := min(d.left/2+1, maxPresize)
+	n := 1
+	for _, x := range t.Shape {
+		if x > int64(limit) {
+			return limit
+		}
+		if n *= int(x); n > limit {
+			return limit
+		}
+	}
+	return n
+}
+
+// maxPresize bounds the elements presize reserves (3 MiB of values).
+const maxPresize = 1 << 16
+
+// data reads the rest of an array whose '[' was read, flattening nested
+// arrays (readData).
+func (d *restDecoder) data(i int, name string, out []schema.Value, depth int) ([]schema.Value, error) {
+	where := func() string { return tensorWhere(i, name) }
 	if depth > maxDepth {
-		return nil, errs.New(errs.InvalidArgument, "%s: data nests deeper than %d", where, maxDepth)
+		return nil, errs.New(errs.InvalidArgument, "%s: data nests deeper than %d", where(), maxDepth)
 	}
 	for {
-		tok, err := schema.JSONToken(dec, where+".data")
+		tok, err := d.sc.Token("")
 		if err != nil {
-			return nil, err
+			return nil, at(err, where()+".data")
 		}
 		if len(out) >= MaxElements {
-			return nil, errs.New(errs.InvalidArgument, "%s: more than %d elements", where, MaxElements)
+			return nil, errs.New(errs.InvalidArgument, "%s: more than %d elements", where(), MaxElements)
 		}
-		switch x := tok.(type) {
-		case json.Delim:
-			switch x {
+		switch tok.Kind {
+		case schema.TokNumber:
+			out = append(out, schema.Value{Kind: schema.Number, Text: tok.Text})
+		case schema.TokString:
+			out = append(out, schema.Value{Kind: schema.String, Text: tok.Text})
+		case schema.TokBool:
+			out = append(out, schema.Value{Kind: schema.Bool, Bool: tok.Bool})
+		case schema.TokNull:
+			return nil, errs.New(errs.InvalidArgument, "%s: element %d: null is not a tensor element", where(), len(out))
+		case schema.TokDelim:
+			switch tok.Delim {
 			case ']':
 				return out, nil
 			case '[':
-				if out, err = readData(dec, where, out, depth+1); err != nil {
+				if out, err = d.data(i, name, out, depth+1); err != nil {
 					return nil, err
 				}
 			default:
-				return nil, errs.New(errs.InvalidArgument, "%s: element %d: objects are not tensor elements", where, len(out))
+				return nil, errs.New(errs.InvalidArgument, "%s: element %d: objects are not tensor elements", where(), len(out))
 			}
-		case json.Number:
-			out = append(out, schema.Value{Kind: schema.Number, Text: string(x)})
-		case string:
-			out = append(out, schema.Value{Kind: schema.String, Text: x})
-		case bool:
-			out = append(out, schema.Value{Kind: schema.Bool, Bool: x})
-		default:
-			return nil, errs.New(errs.InvalidArgument, "%s: element %d: null is not a tensor element", where, len(out))
 		}
 	}
 }
 
-// readOutput reads a requested output: its name and its binary_data
+// outputPath is "outputs[i]".
+func outputPath(i int) string { return "outputs[" + strconv.Itoa(i) + "]" }
+
+// output reads requested output i: its name and its binary_data
 // parameter (nil: not given).
-func readOutput(dec *json.Decoder, path string) (string, *bool, error) {
-	if err := schema.ExpectDelim(dec, '{', path); err != nil {
-		return "", nil, err
+func (d *restDecoder) output(i int) (string, *bool, error) {
+	tok, err := d.sc.Token("")
+	if err != nil {
+		return "", nil, at(err, outputPath(i))
+	}
+	if tok.Kind != schema.TokDelim || tok.Delim != '{' {
+		return "", nil, errs.Field(errs.InvalidArgument, outputPath(i), "expected an object")
 	}
 	name := ""
 	var bin *bool
-	seen := map[string]bool{}
-	for dec.More() {
-		k, err := schema.ObjectKey(dec, path)
+	var seen uint8
+	for d.sc.More() {
+		tok, err := d.sc.Token("")
 		if err != nil {
-			return "", nil, err
+			return "", nil, at(err, outputPath(i))
 		}
-		if seen[k] {
-			return "", nil, errs.New(errs.InvalidArgument, "%s: duplicate key %q", path, errs.Clip(k))
+		if tok.Kind != schema.TokString {
+			return "", nil, errs.Field(errs.InvalidArgument, outputPath(i), "malformed JSON: expected an object key")
 		}
-		seen[k] = true
+		k := tok.Text
+		var bit uint8
 		switch k {
 		case "name":
-			if name, err = readString(dec, path+".name"); err != nil {
-				return "", nil, err
-			}
+			bit = keyName
 		case "parameters":
-			if err := readParams(dec, path+".parameters", func(p string, tok json.Token) error {
+			bit = keyParameters
+		}
+		if bit != 0 && seen&bit != 0 {
+			return "", nil, errs.New(errs.InvalidArgument, "%s: duplicate key %q", outputPath(i), errs.Clip(k))
+		}
+		seen |= bit
+		switch k {
+		case "name":
+			v, err := d.sc.Token("")
+			if err != nil {
+				return "", nil, at(err, outputPath(i)+".name")
+			}
+			if v.Kind != schema.TokString {
+				return "", nil, errs.Field(errs.InvalidArgument, outputPath(i)+".name", "expected a string")
+			}
+			name = v.Text
+		case "parameters":
+			if err := d.params(func() string { return outputPath(i) + ".parameters" }, func(p string, v param) error {
 				if p != "binary_data" {
-					return errs.New(errs.InvalidArgument, "%s: parameter %q is not supported (an output takes binary_data only)", path, errs.Clip(p))
+					return errs.New(errs.InvalidArgument, "%s: parameter %q is not supported (an output takes binary_data only)", outputPath(i), errs.Clip(p))
 				}
-				b, ok := tok.(bool)
-				if !ok {
-					return errs.New(errs.InvalidArgument, "%s: binary_data must be true or false", path)
+				if v.Kind != paramBool {
+					return errs.New(errs.InvalidArgument, "%s: binary_data must be true or false", outputPath(i))
 				}
+				b := v.Bool
 				bin = &b
 				return nil
 			}); err != nil {
 				return "", nil, err
 			}
 		default:
-			return "", nil, errs.New(errs.InvalidArgument, "%s: unknown key %q (expected name, parameters)", path, errs.Clip(k))
+			return "", nil, errs.New(errs.InvalidArgument, "%s: unknown key %q (expected name, parameters)", outputPath(i), errs.Clip(k))
 		}
 	}
-	if _, err := schema.JSONToken(dec, path); err != nil {
-		return "", nil, err
+	if _, err := d.sc.Token(""); err != nil {
+		return "", nil, at(err, outputPath(i))
 	}
 	if name == "" {
-		return "", nil, errs.New(errs.InvalidArgument, "%s: name is required", path)
+		return "", nil, errs.New(errs.InvalidArgument, "%s: name is required", outputPath(i))
 	}
 	return name, bin, nil
 }
@@ -443,8 +667,13 @@ func readOutput(dec *json.Decoder, path string) (string, *bool, error) {
 // hand and deterministically (a replay is byte for byte): the columns cols
 // of the outputs as FP32 tensors of shape [n], NaN and infinities as null.
 func EncodeJSON(p *gateway.Prediction, id string, cols []int) []byte {
+	return AppendJSON(make([]byte, 0, 128+len(cols)*(p.Out.Rows*16+64)), p, id, cols)
+}
+
+// AppendJSON appends EncodeJSON's body to b (a reused buffer: nothing is
+// allocated per row or per output).
+func AppendJSON(b []byte, p *gateway.Prediction, id string, cols []int) []byte {
 	n := p.Out.Rows
-	b := make([]byte, 0, 128+len(cols)*(n*16+64))
 	b = appendHead(b, p, id)
 	for k, j := range cols {
 		if k > 0 {
@@ -495,7 +724,7 @@ func Input(g *gateway.Gateway, req *Request, model string, version int, id, rout
 			return gateway.Input{}, err
 		}
 	}
-	if direct(req.Inputs, sch) {
+	if direct(sch) {
 		n, _, err := checkInputs(req.Inputs, sch)
 		if err != nil {
 			return gateway.Input{}, err

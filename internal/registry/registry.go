@@ -4,8 +4,10 @@
 // audit log (AuditLog). Store composes them for the control plane. It is
 // the only package that touches the metadata store and artifact storage;
 // the embedded implementation is SQLite (modernc.org/sqlite, pure Go, no
-// cgo) over a content-addressed folder (Dir). Every implementation must
-// pass the suites in registrytest.
+// cgo) over a content-addressed folder (Dir); internal/registry/s3 keeps
+// the artifacts in an S3-compatible object store instead
+// (Options.Artifacts). Every implementation must pass the suites in
+// registrytest.
 package registry
 
 import (

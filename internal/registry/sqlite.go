@@ -71,21 +71,30 @@ type Options struct {
 	// *storefile.Damaged that names it and the fix), because opening it
 	// would silently start again with no versions and no deployments.
 	InitStore bool
+	// Artifacts is where artifact bytes go (an object store, internal/
+	// registry/s3); nil: the folder artifacts/ in the data directory.
+	Artifacts Artifacts
 }
 
 // Open opens (creating if needed) the registry in dataDir: the database
-// sluice.db and the artifact folder artifacts/. A sluice.db that exists but
+// sluice.db and the artifact folder artifacts/ (or Options.Artifacts). A sluice.db that exists but
 // is empty or is not a database is refused (see Options.InitStore).
 func Open(dataDir string) (*SQLite, error) { return OpenWith(dataDir, Options{}) }
 
 // OpenWith is Open with options.
 func OpenWith(dataDir string, o Options) (*SQLite, error) {
-	if err := os.MkdirAll(filepath.Join(dataDir, "artifacts", "sha256"), 0o755); err != nil {
+	art := o.Artifacts
+	if art == nil {
+		if err := os.MkdirAll(filepath.Join(dataDir, "artifacts", "sha256"), 0o755); err != nil {
+			return nil, fmt.Errorf("registry: create data directory: %w", err)
+		}
+		d, err := NewDir(filepath.Join(dataDir, "artifacts"))
+		if err != nil {
+			return nil, err
+		}
+		art = d
+	} else if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("registry: create data directory: %w", err)
-	}
-	art, err := NewDir(filepath.Join(dataDir, "artifacts"))
-	if err != nil {
-		return nil, err
 	}
 	return openSQLite(filepath.Join(dataDir, "sluice.db"), art, o)
 }

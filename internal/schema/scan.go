@@ -25,7 +25,9 @@ import (
 // token again. They were not benchmarked side by side: the contract rules
 // them out before speed does. The scanner is a few hundred lines, mirrors
 // Decoder.Token's state machine state for state, and FuzzDecodeSame (in
-// internal/server) holds it to the token decoder on every input.
+// internal/server: /v1 bodies) and FuzzOIPDecodeSame (in internal/oip: OIP
+// REST bodies and binary requests' JSON headers, which read it with Token
+// alone) hold it to the token decoder on every input.
 //
 // Cost model: the body is copied once into a string; keys, number literals
 // and strings without escapes are substrings of that copy (no allocation

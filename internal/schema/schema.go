@@ -443,6 +443,12 @@ func (s *Schema) Fields() []Field {
 	return out
 }
 
+// NumFields is len(Fields()) without the copy.
+func (s *Schema) NumFields() int { return len(s.fields) }
+
+// Field is Fields()[i] without the copy.
+func (s *Schema) Field(i int) Field { return s.fields[i].Field }
+
 // Missing calls fn with the name of every field that is missing (NaN) in a
 // preprocessed row: absent optional fields without a default.
 func (s *Schema) Missing(row []float32, fn func(field string)) {
@@ -509,6 +515,12 @@ type Instance []Member
 // must have Width() elements. path prefixes field names in errors
 // ("instances[3]"). Any problem is an *errs.Error naming the field.
 func (s *Schema) Row(path string, inst Instance, dst []float32) error {
+	return s.RowAt(Path{Prefix: path, Index: -1}, inst, dst)
+}
+
+// RowAt is Row with the path given as a Path, formatted only for an error
+// (a batch of instances costs no path string per row).
+func (s *Schema) RowAt(at Path, inst Instance, dst []float32) error {
 	if s.seq {
 		return errs.New(errs.Internal, "schema: Row on a sequence schema; use Tokens")
 	}
@@ -522,29 +534,35 @@ func (s *Schema) Row(path string, inst Instance, dst []float32) error {
 	} else {
 		seen = make([]bool, len(s.fields))
 	}
-	raw := make([]float64, len(s.fields))
+	var rawBuf [64]float64
+	raw := rawBuf[:0]
+	if len(s.fields) <= len(rawBuf) {
+		raw = rawBuf[:len(s.fields)]
+	} else {
+		raw = make([]float64, len(s.fields))
+	}
 	for _, m := range inst {
 		i, ok := s.index[m.Name]
 		if !ok {
-			e := errs.Field(errs.InvalidArgument, path+"."+errs.Clip(m.Name), "unknown field (expected: %s)", s.known)
+			e := errs.Field(errs.InvalidArgument, at.String()+"."+errs.Clip(m.Name), "unknown field (expected: %s)", s.known)
 			e.Reason = ReasonUnknown
 			return e
 		}
 		if seen[i] {
-			return fieldErr(path+"."+m.Name, viol(ReasonDuplicate, "duplicate field"))
+			return fieldErr(at.String()+"."+m.Name, viol(ReasonDuplicate, "duplicate field"))
 		}
 		seen[i] = true
 		f := &s.fields[i]
 		if m.Value.Kind == Null {
 			if !f.Optional && !f.hasDefault {
-				return fieldErr(path+"."+m.Name, viol(ReasonNull, "null is not allowed for a required field"))
+				return fieldErr(at.String()+"."+m.Name, viol(ReasonNull, "null is not allowed for a required field"))
 			}
 			seen[i] = false
 			continue
 		}
 		v, err := f.parse(m.Value)
 		if err != nil {
-			return fieldErr(path+"."+m.Name, err)
+			return fieldErr(at.String()+"."+m.Name, err)
 		}
 		raw[i] = v
 	}
@@ -557,11 +575,11 @@ func (s *Schema) Row(path string, inst Instance, dst []float32) error {
 			case f.Optional:
 				raw[i] = math.NaN()
 			default:
-				return fieldErr(path+"."+f.Name, viol(ReasonMissing, "required field is missing"))
+				return fieldErr(at.String()+"."+f.Name, viol(ReasonMissing, "required field is missing"))
 			}
 		}
 		if err := f.apply(raw[i], dst[f.offset:f.offset+f.width]); err != nil {
-			return fieldErr(path+"."+f.Name, err)
+			return fieldErr(at.String()+"."+f.Name, err)
 		}
 	}
 	return nil
@@ -762,20 +780,11 @@ func InstanceOf(keys []string, vals map[string]any) (Instance, error) {
 	return inst, nil
 }
 
-// Columns reports whether every field is a float, int or bool field, so
-// that a transport holding columns of numbers (OIP binary tensors) may
-// build rows with FastRow instead of an Instance per row.
-func (s *Schema) Columns() bool {
-	if s.seq {
-		return false
-	}
-	for i := range s.fields {
-		if k := s.fields[i].kind; k != kFloat && k != kInt && k != kBool {
-			return false
-		}
-	}
-	return true
-}
+// Columns reports whether the schema's rows are built from one value per
+// field (float, int, bool and category fields: any schema but a sequence
+// one), so that a transport holding its values as columns (OIP tensors)
+// may build rows with FastRow instead of an Instance per row.
+func (s *Schema) Columns() bool { return !s.seq }
 
 // FieldIndex is the position of a declared field in Fields (false: none).
 func (s *Schema) FieldIndex(name string) (int, bool) {
@@ -784,17 +793,20 @@ func (s *Schema) FieldIndex(name string) (int, bool) {
 }
 
 // Cell is one field's value in a row for FastRow: a number (float and int
-// fields; X is what its literal reads as with strconv.ParseFloat), a
-// boolean (X is 0 or 1), or absent.
+// fields; X is what its literal reads as with strconv.ParseFloat, NaN if
+// it does not read), a boolean (X is 0 or 1), a string (category fields;
+// Text), or absent.
 type Cell struct {
 	X    float64
-	Kind ValueKind // Number, Bool, or Null: absent
+	Kind ValueKind // Number, Bool, String, or Null: absent
+	Text string    // String: the value
 }
 
 // FastRow writes the preprocessed features of one row whose field i has
 // the value cells[i] into dst, running the checks and steps Row runs on
 // the instance those cells stand for (type, NaN and infinities,
-// integrality, the ±2^53 range, min/max, the steps' own limits). It
+// integrality, the ±2^53 range, min/max, a category's values, the steps'
+// own limits). It
 // reports false, leaving dst undefined, whenever Row would refuse that
 // instance: the caller then calls Row on it for the error, so that every
 // message stays Row's. A row FastRow accepts is the row Row writes.
@@ -835,6 +847,15 @@ func (s *Schema) FastRow(cells []Cell, dst []float32) bool {
 				return false
 			}
 			x = c.X
+		case String:
+			if f.kind != kCategory {
+				return false
+			}
+			j, ok := f.cats[c.Text]
+			if !ok {
+				return false
+			}
+			x = float64(j)
 		default:
 			return false
 		}

@@ -332,3 +332,169 @@ func BenchmarkPredictGRPCRaw(b *testing.B) {
 		})
 	}
 }
+
+// The OIP paths of the fraud example (a category field: BYTES tensors)
+// and OIP REST JSON on both models (issue 12, the fast path of JSON
+// tensors and categories), next to the binary benchmarks above.
+
+// fraudRow is fraud row i: amount, accountAgeDays, declines5m, country.
+func fraudRow(i int) (float32, int64, int64, string) {
+	return float32((i*37)%2000) + float32(i%100)/100, int64((i * 13) % 3000), int64(i % 6), []string{"US", "GB", "DE"}[i%3]
+}
+
+// fraudOIPJSONBody is n fraud rows as an OIP REST JSON body.
+func fraudOIPJSONBody(n int) []byte {
+	var a, d, c, k []byte
+	for i := range n {
+		if i > 0 {
+			a, d, c, k = append(a, ','), append(d, ','), append(c, ','), append(k, ',')
+		}
+		am, age, dec, cc := fraudRow(i)
+		a = strconv.AppendFloat(a, float64(am), 'g', -1, 32)
+		d = strconv.AppendInt(d, age, 10)
+		c = strconv.AppendInt(c, dec, 10)
+		k = strconv.AppendQuote(k, cc)
+	}
+	ns := strconv.Itoa(n)
+	b := []byte(`{"parameters":{"deadline_ms":10000},"inputs":[`)
+	b = append(b, `{"name":"amount","shape":[`+ns+`],"datatype":"FP32","data":[`...)
+	b = append(b, a...)
+	b = append(b, `]},{"name":"accountAgeDays","shape":[`+ns+`],"datatype":"INT64","data":[`...)
+	b = append(b, d...)
+	b = append(b, `]},{"name":"declines5m","shape":[`+ns+`],"datatype":"INT64","data":[`...)
+	b = append(b, c...)
+	b = append(b, `]},{"name":"country","shape":[`+ns+`],"datatype":"BYTES","data":[`...)
+	b = append(b, k...)
+	return append(b, `]}]}`...)
+}
+
+// fraudColumns is n fraud rows as raw tensors (FP32, INT64, INT64, BYTES
+// with 4-byte length prefixes).
+func fraudColumns(n int) [][]byte {
+	cols := make([][]byte, 4)
+	for i := range n {
+		am, age, dec, cc := fraudRow(i)
+		cols[0] = binary.LittleEndian.AppendUint32(cols[0], math.Float32bits(am))
+		cols[1] = binary.LittleEndian.AppendUint64(cols[1], uint64(age))
+		cols[2] = binary.LittleEndian.AppendUint64(cols[2], uint64(dec))
+		cols[3] = binary.LittleEndian.AppendUint32(cols[3], uint32(len(cc)))
+		cols[3] = append(cols[3], cc...)
+	}
+	return cols
+}
+
+var fraudTensors = []struct{ name, dt string }{{"amount", "FP32"}, {"accountAgeDays", "INT64"}, {"declines5m", "INT64"}, {"country", "BYTES"}}
+
+// fraudBinaryBody is n fraud rows as an OIP REST binary body (JSON
+// outputs) and its JSON header's length.
+func fraudBinaryBody(n int) ([]byte, int) {
+	cols := fraudColumns(n)
+	b := []byte(`{"parameters":{"deadline_ms":10000},"inputs":[`)
+	for j, t := range fraudTensors {
+		if j > 0 {
+			b = append(b, ',')
+		}
+		b = fmt.Appendf(b, `{"name":%q,"shape":[%d],"datatype":%q,"parameters":{"binary_data_size":%d}}`, t.name, n, t.dt, len(cols[j]))
+	}
+	b = append(b, "]}"...)
+	h := len(b)
+	for _, c := range cols {
+		b = append(b, c...)
+	}
+	return b, h
+}
+
+// irisOIPJSONBody is rows as an OIP REST JSON body.
+func irisOIPJSONBody(rows [][4]float32) []byte {
+	ns := strconv.Itoa(len(rows))
+	b := []byte(`{"parameters":{"deadline_ms":10000},"inputs":[`)
+	for j, f := range irisFields {
+		if j > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"name":"`+f+`","shape":[`+ns+`],"datatype":"FP32","data":[`...)
+		for i, r := range rows {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendFloat(b, float64(r[j]), 'g', -1, 32)
+		}
+		b = append(b, "]}"...)
+	}
+	return append(b, "]}"...)
+}
+
+// BenchmarkPredictOIP drives the real /v2 handler: OIP REST JSON bodies
+// of iris and fraud, and fraud's binary body (a BYTES tensor).
+func BenchmarkPredictOIP(b *testing.B) {
+	h := benchServer(b).Handler()
+	for _, n := range benchRows {
+		fb, fh := fraudBinaryBody(n)
+		for _, c := range []struct {
+			name, model string
+			body        []byte
+			header      int // > 0: binary
+		}{
+			{"iris/json", "iris", irisOIPJSONBody(irisBench(n)), 0},
+			{"fraud/json", "fraud", fraudOIPJSONBody(n), 0},
+			{"fraud/binary", "fraud", fb, fh},
+		} {
+			b.Run(c.name+"/rows="+strconv.Itoa(n), func(b *testing.B) {
+				b.SetBytes(int64(len(c.body)))
+				perRow(b, n, func() {
+					req := httptest.NewRequest(http.MethodPost, "/v2/models/"+c.model+"/infer", bytes.NewReader(c.body))
+					if c.header > 0 {
+						req.Header.Set("Content-Type", "application/octet-stream")
+						req.Header.Set("Inference-Header-Content-Length", strconv.Itoa(c.header))
+					} else {
+						req.Header.Set("Content-Type", "application/json")
+					}
+					w := httptest.NewRecorder()
+					h.ServeHTTP(w, req)
+					if w.Code != http.StatusOK {
+						b.Fatalf("status %d: %s", w.Code, w.Body.Bytes())
+					}
+				})
+			})
+		}
+	}
+}
+
+// BenchmarkPredictGRPCFraud calls ModelInfer in process with fraud's
+// tensors as raw contents and as typed contents.
+func BenchmarkPredictGRPCFraud(b *testing.B) {
+	s := benchServer(b)
+	gs := oipgrpc.New(oipgrpc.Config{}, s.Gateway(), s)
+	for _, n := range benchRows {
+		params := map[string]*pb.InferParameter{"deadline_ms": {ParameterChoice: &pb.InferParameter_Int64Param{Int64Param: 10000}}}
+		raw := &pb.ModelInferRequest{ModelName: "fraud", RawInputContents: fraudColumns(n), Parameters: params}
+		typed := &pb.ModelInferRequest{ModelName: "fraud", Parameters: params}
+		contents := make([]*pb.InferTensorContents, 4)
+		for j := range contents {
+			contents[j] = &pb.InferTensorContents{}
+		}
+		for i := range n {
+			am, age, dec, cc := fraudRow(i)
+			contents[0].Fp32Contents = append(contents[0].Fp32Contents, am)
+			contents[1].Int64Contents = append(contents[1].Int64Contents, age)
+			contents[2].Int64Contents = append(contents[2].Int64Contents, dec)
+			contents[3].BytesContents = append(contents[3].BytesContents, []byte(cc))
+		}
+		for j, t := range fraudTensors {
+			raw.Inputs = append(raw.Inputs, &pb.ModelInferRequest_InferInputTensor{Name: t.name, Datatype: t.dt, Shape: []int64{int64(n)}})
+			typed.Inputs = append(typed.Inputs, &pb.ModelInferRequest_InferInputTensor{Name: t.name, Datatype: t.dt, Shape: []int64{int64(n)}, Contents: contents[j]})
+		}
+		for _, c := range []struct {
+			name string
+			req  *pb.ModelInferRequest
+		}{{"raw", raw}, {"typed", typed}} {
+			b.Run(c.name+"/rows="+strconv.Itoa(n), func(b *testing.B) {
+				perRow(b, n, func() {
+					if _, err := gs.ModelInfer(context.Background(), c.req); err != nil {
+						b.Fatal(err)
+					}
+				})
+			})
+		}
+	}
+}

@@ -194,8 +194,10 @@ func (s *Server) oipInfer(w http.ResponseWriter, r *http.Request, tn *tenant.Ten
 			return in, err
 		},
 	})
+	var cols []int
 	if a.Err == nil {
-		if _, err := oip.SelectOutputs(a.Prediction.Outputs, outputs); err != nil {
+		var err error
+		if cols, err = oip.SelectOutputs(a.Prediction.Outputs, outputs); err != nil {
 			// The version that answered lacks a requested output (its spec
 			// was not known when decoding): refuse rather than guess.
 			a = &gateway.Answer{RequestID: a.RequestID, ModelVersion: a.ModelVersion, Err: errs.As(err)}
@@ -211,21 +213,21 @@ func (s *Server) oipInfer(w http.ResponseWriter, r *http.Request, tn *tenant.Ten
 		s.renderOIPError(w, r, a.RequestID, a.Err)
 		return
 	}
-	cols, _ := oip.SelectOutputs(a.Prediction.Outputs, outputs)
+	bp := answerBufs.Get().(*[]byte)
+	var b []byte
 	if bin := oip.BinaryOutputs(req, a.Prediction.Outputs, cols); slices.Contains(bin, true) {
-		b, h := oip.EncodeBinary(a.Prediction, respID, cols, bin)
+		var h int
+		b, h = oip.AppendBinary((*bp)[:0], a.Prediction, respID, cols, bin)
 		w.Header().Set("Content-Type", "application/octet-stream")
 		w.Header().Set(oip.HeaderLength, strconv.Itoa(h))
-		setWriteDeadline(w, len(b))
-		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write(b)
-		return
+	} else {
+		b = oip.AppendJSON((*bp)[:0], a.Prediction, respID, cols)
+		w.Header().Set("Content-Type", "application/json")
 	}
-	b := oip.EncodeJSON(a.Prediction, respID, cols)
-	w.Header().Set("Content-Type", "application/json")
 	setWriteDeadline(w, len(b))
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(b)
+	putAnswerBuf(bp, b)
 }
 
 // Ready is the server's readiness (/readyz, /v2/health/ready, gRPC

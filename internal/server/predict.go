@@ -1,7 +1,6 @@
 package server
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +8,7 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluiceml/sluice/internal/errs"
 	"github.com/sluiceml/sluice/internal/gateway"
+	"github.com/sluiceml/sluice/internal/records"
 	"github.com/sluiceml/sluice/internal/tenant"
 )
 
@@ -48,7 +49,7 @@ func (s *Server) predict(w http.ResponseWriter, r *http.Request, tn *tenant.Tena
 			return in, nil
 		},
 	})
-	s.writeAnswer(w, r, a, start, func(p *gateway.Prediction) []byte { return encodePrediction(p, a.RequestID) })
+	s.writeAnswer(w, r, a, start)
 	return nil
 }
 
@@ -63,7 +64,7 @@ func (s *Server) readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, e
 
 // readBody reads a predict body, bounded by --max-body-bytes.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	body, err := readAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes), r.ContentLength, s.cfg.MaxBodyBytes)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -74,10 +75,36 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	return body, nil
 }
 
-// writeAnswer renders a gateway answer: the error body, or the body encode
-// makes of the prediction. Both renderings are deterministic, so a replay
-// is byte for byte the first answer. Server-Timing is for fresh answers.
-func (s *Server) writeAnswer(w http.ResponseWriter, r *http.Request, a *gateway.Answer, start time.Time, encode func(*gateway.Prediction) []byte) {
+// readAll is io.ReadAll into one allocation of the declared length n when
+// it is known and within limit (io.ReadAll would grow a buffer from 512
+// bytes, copying a large body a dozen times); bytes past n, which net/http
+// does not let through, would still be read, and a body shorter than n is
+// an error (io.ErrUnexpectedEOF, as net/http's body reports it).
+func readAll(r io.Reader, n, limit int64) ([]byte, error) {
+	if n <= 0 || n > limit {
+		return io.ReadAll(r)
+	}
+	b := make([]byte, n)
+	k, err := io.ReadFull(r, b)
+	if err != nil {
+		if err == io.EOF {
+			err = nil // an empty body, as io.ReadAll reads it
+		}
+		// Shorter than declared: net/http's body says so itself
+		// (io.ErrUnexpectedEOF), and so does this.
+		return b[:k], err
+	}
+	rest, err := io.ReadAll(r)
+	if len(rest) > 0 {
+		b = append(b, rest...)
+	}
+	return b, err
+}
+
+// writeAnswer renders a /v1 gateway answer: the error body, or the
+// prediction's body. Both renderings are deterministic, so a replay is byte
+// for byte the first answer. Server-Timing is for fresh answers.
+func (s *Server) writeAnswer(w http.ResponseWriter, r *http.Request, a *gateway.Answer, start time.Time) {
 	if a.ModelVersion != "" {
 		w.Header().Set("X-Model-Version", a.ModelVersion)
 	}
@@ -93,22 +120,39 @@ func (s *Server) writeAnswer(w http.ResponseWriter, r *http.Request, a *gateway.
 		w.Header().Set("Server-Timing", fmt.Sprintf("preprocess;dur=%.3f, queue;dur=%.3f, batch_wait;dur=%.3f, compute;dur=%.3f, total;dur=%.3f",
 			ms(t.Preprocess), ms(t.Queue), ms(t.BatchWait), ms(t.Compute), ms(time.Since(start))))
 	}
-	b := encode(a.Prediction)
+	bp := answerBufs.Get().(*[]byte)
+	b := appendPrediction((*bp)[:0], a.Prediction, a.RequestID)
 	w.Header().Set("Content-Type", "application/json")
 	setWriteDeadline(w, len(b))
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(b)
+	putAnswerBuf(bp, b)
 }
 
-// encodePrediction writes the response by hand: outputs as float32 in their
-// shortest form, keys in output order.
-func encodePrediction(res *gateway.Prediction, id string) []byte {
-	names := res.Outputs
-	quoted := make([][]byte, len(names))
-	for i, n := range names {
-		quoted[i], _ = json.Marshal(n)
+// answerBufs reuses the buffers answers are encoded into: an answer is
+// written (http.ResponseWriter.Write does not keep it) and its buffer goes
+// back, so a call costs no answer-sized allocation once the pool is warm.
+var answerBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// putAnswerBuf returns a buffer that held b, unless it grew past 1 MiB
+// (a rare huge answer is not kept alive).
+func putAnswerBuf(bp *[]byte, b []byte) {
+	if cap(b) <= 1<<20 {
+		*bp = b[:0]
+		answerBufs.Put(bp)
 	}
-	b := make([]byte, 0, 64+res.Out.Rows*res.Out.Cols*24)
+}
+
+// encodePrediction is appendPrediction into a new buffer.
+func encodePrediction(res *gateway.Prediction, id string) []byte {
+	return appendPrediction(make([]byte, 0, 64+res.Out.Rows*res.Out.Cols*24), res, id)
+}
+
+// appendPrediction appends the response, written by hand: outputs as
+// float32 in their shortest form, keys in output order (escaped as
+// encoding/json escapes them), nothing allocated per row.
+func appendPrediction(b []byte, res *gateway.Prediction, id string) []byte {
+	names := res.Outputs
 	b = append(b, `{"predictions":[`...)
 	for i := 0; i < res.Out.Rows; i++ {
 		if i > 0 {
@@ -119,7 +163,7 @@ func encodePrediction(res *gateway.Prediction, id string) []byte {
 			if j > 0 {
 				b = append(b, ',')
 			}
-			b = append(b, quoted[j]...)
+			b = records.AppendCanonicalString(b, names[j])
 			b = append(b, ':')
 			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
 				b = append(b, "null"...)

@@ -9,6 +9,21 @@
 // control plane and heartbeats its status (versions, replicas, queue work,
 // RSS, each version's memory and the worker's memory budget: memory.go).
 // It knows nothing of tenants, deployments or HTTP.
+//
+// Where artifacts come from: given the object store the registry keeps
+// them in (Config.Artifacts, `sluice worker --artifacts s3://…`), a worker
+// reads them from it directly; otherwise it streams them from the control
+// plane (FetchArtifact), which reads the same store. Direct is what
+// production systems do (KServe's storage initializer and ModelMesh's
+// puller read the model store themselves): the bytes cross the network
+// once instead of twice, a cold start does not queue behind other
+// workers' downloads on the gateway, and loading keeps working while the
+// control plane is busy or restarting. A failed direct fetch is not
+// retried through the control plane: both paths read the same object, so
+// the retry would double the time to the same error (a store that is
+// down, a corrupted object) and hide a worker that cannot reach the store.
+// Either way the cache verifies every byte against the SHA-256 before it
+// keeps or serves it.
 package worker
 
 import (
@@ -63,6 +78,17 @@ type Config struct {
 	WorkersOnHost int
 	Logger        *slog.Logger
 	Build         string
+	// Artifacts, when set, is the object store to read artifacts from
+	// directly (see the package doc), and ArtifactsName how the log and
+	// load answers name it; nil: from the control plane.
+	Artifacts     Source
+	ArtifactsName string
+}
+
+// Source opens an artifact by SHA-256 (registry.Artifacts does); the size
+// is -1 when unknown.
+type Source interface {
+	Open(ctx context.Context, sha string) (io.ReadCloser, int64, error)
 }
 
 // Flow-control windows of the hop's server side: static (the same sizes as
@@ -201,7 +227,7 @@ func (w *Worker) Run(ctx context.Context, grace time.Duration) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- gs.Serve(ln) }()
 	w.log.Info("worker serving", "addr", w.addr, "join", w.cfg.Join, "pid", os.Getpid(), "cache", w.cfg.CacheDir,
-		"memory_budget_mb", w.cfg.MemoryBudget>>20, "memory_budget_source", w.cfg.MemoryBudgetSource)
+		"memory_budget_mb", w.cfg.MemoryBudget>>20, "memory_budget_source", w.cfg.MemoryBudgetSource, "artifacts", w.artifactsFrom())
 
 	w.wg.Add(1)
 	go func() {
@@ -423,6 +449,9 @@ func (w *Worker) load(v *version, req *workerpb.LoadRequest) {
 		log.Error("load failed", "err", v.err)
 		return
 	}
+	if source == "fetched" && w.cfg.Artifacts != nil {
+		source = "fetched from " + w.cfg.ArtifactsName
+	}
 	mark, before := w.meter.begin()
 	srv, tm, err := hosting.Start(ctx, hosting.Config{ID: id, Spec: spec, Runtime: spec.Manifest.Runtime, Artifact: art,
 		Replicas: int(req.Replicas), Logger: log, CPUs: w.cfg.CPUs})
@@ -446,8 +475,20 @@ func (w *Worker) load(v *version, req *workerpb.LoadRequest) {
 		"memory_mb", float64(v.memory)/(1<<20), "memory_measured", v.measured)
 }
 
-// fetch streams an artifact from the control plane.
+// artifactsFrom names where the worker fetches artifacts, for its log.
+func (w *Worker) artifactsFrom() string {
+	if w.cfg.Artifacts != nil {
+		return w.cfg.ArtifactsName
+	}
+	return "the control plane"
+}
+
+// fetch streams an artifact from the object store when the worker has it,
+// else from the control plane.
 func (w *Worker) fetch(ctx context.Context, sha string) (io.ReadCloser, int64, error) {
+	if w.cfg.Artifacts != nil {
+		return w.cfg.Artifacts.Open(ctx, sha)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	stream, err := w.cp.FetchArtifact(ctx, &workerpb.FetchArtifactRequest{Sha256: sha})
 	if err != nil {

@@ -1,0 +1,73 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"math"
+	"testing"
+
+	"github.com/sluiceml/sluice/internal/gateway"
+	"github.com/sluiceml/sluice/internal/runtime"
+)
+
+// TestAppendPrediction: the /v1 answer appended after what a reused
+// buffer holds is encodePrediction's, names escaped as encoding/json
+// escapes them, and a warm buffer costs no allocation however many rows.
+func TestAppendPrediction(t *testing.T) {
+	n := 1000
+	p := &gateway.Prediction{Model: "m", Version: 2, ID: "m@2", InputSchema: "m-input@1", Outputs: []string{"score", `a"<b>`},
+		Out: runtime.Output{Rows: n, Cols: 2, Data: make([]float32, 2*n)}}
+	for i := range p.Out.Data {
+		p.Out.Data[i] = float32(i) / 3
+	}
+	p.Out.Data[3] = float32(math.NaN())
+	prefix := []byte("an earlier answer")
+	b := appendPrediction(append([]byte(nil), prefix...), p, "r-9")
+	if !bytes.HasPrefix(b, prefix) || !bytes.Equal(b[len(prefix):], encodePrediction(p, "r-9")) {
+		t.Fatal("appendPrediction differs from encodePrediction")
+	}
+	var body struct {
+		Predictions []map[string]*float64
+		RequestID   string
+	}
+	if err := json.Unmarshal(b[len(prefix):], &body); err != nil || len(body.Predictions) != n || body.Predictions[0][`a"<b>`] == nil || body.Predictions[1][`a"<b>`] != nil || body.RequestID != "r-9" {
+		t.Fatalf("%v %+v", err, body.Predictions[:2])
+	}
+	if !bytes.Contains(b, []byte(`"a\"\u003cb\u003e":null`)) {
+		t.Fatalf("escaped name or null missing: %.200s", b[len(prefix):])
+	}
+	p.Outputs[1] = "other" // a name to escape goes through encoding/json
+	buf := make([]byte, 0, 64<<10)
+	if a := testing.AllocsPerRun(20, func() { buf = appendPrediction(buf[:0], p, "r-9") }); a != 0 {
+		t.Errorf("appendPrediction into a warm buffer: %v allocations", a)
+	}
+}
+
+// TestReadAll: a body read into its declared length is io.ReadAll's, past
+// and short of the declared length and within the limit.
+func TestReadAll(t *testing.T) {
+	body := bytes.Repeat([]byte("0123456789"), 1000)
+	for _, c := range []struct {
+		name     string
+		n, limit int64
+		want     []byte
+		err      error
+	}{
+		{"declared", int64(len(body)), 1 << 20, body, nil},
+		{"unknown length", -1, 1 << 20, body, nil},
+		{"declared above the limit", int64(len(body)), 100, body, nil},
+		{"more than declared", 100, 1 << 20, body, nil},
+		{"less than declared", int64(len(body)) + 5, 1 << 20, body, io.ErrUnexpectedEOF},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := readAll(bytes.NewReader(body), c.n, c.limit)
+			if err != c.err || !bytes.Equal(got, c.want) {
+				t.Fatalf("%d bytes, %v; want %d, %v", len(got), err, len(c.want), c.err)
+			}
+		})
+	}
+	if b, err := readAll(bytes.NewReader(nil), 0, 10); err != nil || len(b) != 0 {
+		t.Fatalf("empty body: %q %v", b, err)
+	}
+}
