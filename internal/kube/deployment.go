@@ -56,6 +56,9 @@ func WorkerDeployment(ns string, p Pool, n int) *appsv1.Deployment {
 		"--cache-bytes", strconv.FormatInt(cache.Value(), 10),
 		"--log-format", p.LogFormat,
 	}
+	if p.Artifacts != "" {
+		args = append(args, "--artifacts", p.Artifacts)
+	}
 	env := []corev1.EnvVar{
 		{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
 		{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
@@ -112,6 +115,9 @@ func WorkerDeployment(ns string, p Pool, n int) *appsv1.Deployment {
 				},
 			},
 		},
+	}
+	if p.EnvFromSecret != "" {
+		d.Spec.Template.Spec.Containers[0].EnvFrom = []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: p.EnvFromSecret}}}}
 	}
 	if preStop > 0 {
 		d.Spec.Template.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: preStop}}}

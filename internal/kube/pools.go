@@ -3,6 +3,7 @@ package kube
 import (
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -64,6 +65,14 @@ type Pool struct {
 	// Env is extra environment of the worker container (e.g.
 	// SLUICE_ONNXRUNTIME_LIB); values only, no secrets here.
 	Env map[string]string `yaml:"env"`
+	// Artifacts, when set, is the object store the workers read artifacts
+	// from directly (sluice worker --artifacts s3://BUCKET/PREFIX, the
+	// gateway's --artifacts); without it they fetch them from the gateway.
+	Artifacts string `yaml:"artifacts"`
+	// EnvFromSecret names a Secret whose keys become the workers'
+	// environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION,
+	// AWS_ENDPOINT_URL for Artifacts): credentials stay out of this file.
+	EnvFromSecret string `yaml:"envFromSecret"`
 	// LogFormat is the worker's --log-format (default json).
 	LogFormat string `yaml:"logFormat"`
 }
@@ -222,6 +231,12 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 		if n, err := resource.ParseQuantity(p.CacheBytes); err != nil || n.Sign() <= 0 {
 			bad(at("cacheBytes"), "%q: a Kubernetes quantity more than 0 like \"2Gi\"", p.CacheBytes)
 		}
+		if p.Artifacts != "" && !strings.HasPrefix(p.Artifacts, "s3://") {
+			bad(at("artifacts"), "%q: an object store URL s3://BUCKET/PREFIX", p.Artifacts)
+		}
+		if p.EnvFromSecret != "" && (!subdomainRE.MatchString(p.EnvFromSecret) || len(p.EnvFromSecret) > 253) {
+			bad(at("envFromSecret"), "%q: not a Secret name", p.EnvFromSecret)
+		}
 		switch p.LogFormat {
 		case "":
 			p.LogFormat = "json"
@@ -240,6 +255,8 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 	}
 	return &c, nil
 }
+
+var subdomainRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`)
 
 var envRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 

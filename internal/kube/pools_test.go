@@ -40,6 +40,7 @@ func TestParseConfig(t *testing.T) {
 		{"bad name", strings.Replace(goodPool, "name: default", "name: Default_1", 1), `pools[0].name: "Default_1"`},
 		{"bad duration", strings.Replace(goodPool, "grace: 10s", "grace: 10", 1), "pools[0].grace"},
 		{"no pools", "pools: []\n", "pools: at least one pool is required"},
+		{"bad artifacts", strings.Replace(goodPool, "grace: 10s", "grace: 10s\n    artifacts: /data", 1), `pools[0].artifacts: "/data"`},
 	}
 	for _, b := range bad {
 		t.Run(b.name, func(t *testing.T) {
@@ -88,6 +89,15 @@ func TestWorkerDeployment(t *testing.T) {
 	}
 	if d.Spec.Selector.MatchLabels[LabelPool] != "default" || d.Spec.Template.Labels[LabelName] != WorkerName {
 		t.Errorf("labels %v %v", d.Spec.Selector.MatchLabels, d.Spec.Template.Labels)
+	}
+	p3 := c.Pools[0]
+	p3.Artifacts, p3.EnvFromSecret = "s3://b/p", "creds"
+	d3 := WorkerDeployment("ns", p3, 1)
+	if a := strings.Join(d3.Spec.Template.Spec.Containers[0].Args, " "); !strings.Contains(a, "--artifacts s3://b/p") {
+		t.Errorf("args %q lack --artifacts", a)
+	}
+	if ef := d3.Spec.Template.Spec.Containers[0].EnvFrom; len(ef) != 1 || ef[0].SecretRef.Name != "creds" {
+		t.Errorf("envFrom %+v", ef)
 	}
 	// A new image changes the spec's hash (a roll); a new count does not.
 	p2 := c.Pools[0]
