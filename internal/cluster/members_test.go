@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluiceml/sluice/internal/autoscale"
+	"github.com/sluiceml/sluice/internal/modelpkg"
 	"github.com/sluiceml/sluice/internal/workerpb"
 )
 
@@ -79,4 +81,46 @@ func TestFenceUnfenceForget(t *testing.T) {
 		t.Errorf("after Forget a is %q", s)
 	}
 	p.Unfence("a") // a no-op for an unknown worker
+}
+
+// Demand: a version's copies and replicas, the autoscaler's figure when it
+// has one (up to maxReplicas, never below its decided count).
+func TestDemand(t *testing.T) {
+	p := New(Config{HeartbeatInterval: time.Hour})
+	t.Cleanup(p.Close)
+	startFake(t, "a").register(t, p, 1)
+	startFake(t, "b").register(t, p, 2)
+	y := "name: m\nruntime: linear\nartifact: a.json\ninput:\n  schema: i@1\n  fields: [{name: x, type: float}, {name: z, type: float}]\noutput:\n  schema: o@1\n  fields: [{name: y}]\nplacement: {maxReplicas: 6}\n"
+	spec, err := modelpkg.Parse("model.yaml", []byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _, err := p.Start(t.Context(), VersionSpec{Model: "m", N: 1, Manifest: []byte(y), ArtifactSHA: "00", Spec: spec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.mu.Lock()
+	per := p.replicaMemoryLocked(v)
+	p.mu.Unlock()
+	cases := []struct {
+		name    string
+		desired map[string]autoscale.Status
+		want    Demand
+	}{
+		{"fixed replicas: one per copy", nil, Demand{Version: "m@1", Replicas: 2, Copies: 2, ReplicaMemory: per}},
+		{"autoscaled", map[string]autoscale.Status{"m@1": {Decision: autoscale.Decision{Replicas: 5, Raw: 3}}},
+			Demand{Version: "m@1", Replicas: 5, Copies: 2, ReplicaMemory: per}},
+		{"capped by the budget: the unclamped figure, up to maxReplicas", map[string]autoscale.Status{"m@1": {Decision: autoscale.Decision{Replicas: 3, Raw: 9}}},
+			Demand{Version: "m@1", Replicas: 6, Copies: 2, ReplicaMemory: per}},
+		{"raw below the decision", map[string]autoscale.Status{"m@1": {Decision: autoscale.Decision{Replicas: 4, Raw: 2}}},
+			Demand{Version: "m@1", Replicas: 4, Copies: 2, ReplicaMemory: per}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := p.Demand(c.desired)
+			if len(got) != 1 || got[0] != c.want {
+				t.Errorf("Demand = %+v, want [%+v]", got, c.want)
+			}
+		})
+	}
 }

@@ -232,6 +232,18 @@ func TestKubernetes(t *testing.T) {
 		}
 	}
 
+	// Delete both models: the demand falls back to iris's two copies and
+	// the pool shrinks to its floor, one drained pod per cooldown.
+	t0 = time.Now()
+	for _, m := range []string{"big-a", "big-b"} {
+		if b, err := exec.CommandContext(ctx, sluice, "delete", m, "--server", gw, "--reason", "e2e").CombinedOutput(); err != nil {
+			t.Fatalf("sluice delete %s: %v\n%s", m, err, b)
+		}
+	}
+	waitPool(ctx, t, cp, gw, 2, "ghcr.io/sluiceml/sluice:e2e-2")
+	waitHolders(ctx, t, gw, "iris@1", 2)
+	report["scale down 4→2 from the gateway's demand (delete the models to 2 pods, the others drained and gone)"] = time.Since(t0).Round(time.Millisecond).String()
+
 	sent, failed, fails := ld.stop()
 	keys := make([]string, 0, len(report))
 	for k := range report {
