@@ -780,6 +780,8 @@ type candidate struct {
 	session int64
 	cp      *copyOn // nil for a copy the pool did not place
 	load    int64
+	queued  int64        // the version's instances queued there at the last heartbeat
+	state   servingState // its server there at the last heartbeat
 }
 
 // candidates lists the live workers holding v ready, except skip.
@@ -789,7 +791,8 @@ func (p *Pool) candidates(v *Version, skip *worker) []candidate {
 	var out []candidate
 	for _, w := range p.workers {
 		if w.live && w.ready[v.key] && w != skip {
-			out = append(out, candidate{w: w, session: w.session, cp: v.on[w.id], load: w.queued[v.key] + w.outstanding.Load()})
+			out = append(out, candidate{w: w, session: w.session, cp: v.on[w.id], load: w.queued[v.key] + w.outstanding.Load(),
+				queued: w.queued[v.key], state: w.serving[v.key]})
 		}
 	}
 	return out

@@ -31,6 +31,7 @@ import (
 	"github.com/sluiceml/sluice/internal/oip"
 	"github.com/sluiceml/sluice/internal/oip/inferencepb"
 	"github.com/sluiceml/sluice/internal/placement"
+	"github.com/sluiceml/sluice/internal/serving"
 	"github.com/sluiceml/sluice/internal/workerpb"
 )
 
@@ -152,6 +153,10 @@ type worker struct {
 	queued   map[string]int64  // version key → queued instances at the last heartbeat
 	counts   map[string]counts // version key → cumulative counters at the last heartbeat
 	busy     map[string]bool   // version key → queued or running work at the last heartbeat
+	// serving is, per version key, what the last heartbeat said of its
+	// server there: the cost model, batch bound and ready replicas that
+	// the gateway's own admission check uses (preAdmit).
+	serving map[string]servingState
 	// unloading holds the versions the pool is taking off this worker:
 	// their memory left its accounting when the unload was decided, so a
 	// report that still lists them (built before the unload ended) is not
@@ -340,6 +345,7 @@ func (p *Pool) Register(_ context.Context, req *workerpb.RegisterRequest) (*work
 		w.session++
 		w.ready, w.failed, w.queued, w.counts, w.busy = map[string]bool{}, map[string]string{}, map[string]int64{}, map[string]counts{}, map[string]bool{}
 		w.unloading = map[string]bool{}
+		w.serving = map[string]servingState{}
 		if w.loads == nil {
 			w.loads, w.evictions = map[string]int64{}, map[string]int64{}
 		}
@@ -382,6 +388,8 @@ func (p *Pool) applyStatusLocked(w *worker, st *workerpb.WorkerStatus) {
 	for _, vs := range st.Versions {
 		k := key(vs.Model, vs.Version)
 		w.queued[k] = vs.QueuedInstances
+		w.serving[k] = servingState{cost: serving.CostModel{A: time.Duration(vs.CostANs), B: time.Duration(vs.CostBNs)},
+			maxBatch: int(vs.MaxBatch), replicas: int(vs.ReadyReplicas)}
 		w.busy[k] = vs.QueuedInstances > 0 || vs.InflightBatches > 0
 		// Counters grow within a process (a session): forward the growth.
 		prev, now := w.counts[k], counts{crashes: vs.Crashes, expired: vs.ExpiredInQueue}

@@ -114,6 +114,11 @@ func (v *Version) Submit(ctx context.Context, w serving.Work) (res serving.Resul
 			}
 			return serving.Result{}, v.pool.notReady(v)
 		}
+		if attempt == 1 {
+			if c, err = v.admit(ctx, c, n); err != nil {
+				return serving.Result{}, err
+			}
+		}
 		res, err, fromPeer := v.call(ctx, c, w)
 		if err == nil {
 			res.Attempts = attempt
@@ -132,6 +137,28 @@ func (v *Version) Submit(ctx context.Context, w serving.Work) (res serving.Resul
 		skip = c.w
 	}
 	return serving.Result{Attempts: 2}, last
+}
+
+// admit runs the gateway's deadline check (preAdmit) on the chosen
+// worker, and on one other holder when that one cannot make the
+// deadline; it returns the worker to send to, or the refusal.
+func (v *Version) admit(ctx context.Context, c candidate, n int64) (candidate, error) {
+	dl, has := ctx.Deadline()
+	if !has {
+		return c, nil
+	}
+	var delay time.Duration
+	if v.spec.Spec != nil {
+		delay = v.spec.Spec.Manifest.Serving.MaxBatchDelay.Duration
+	}
+	err := preAdmit(c, int(n), delay, time.Until(dl))
+	if err == nil {
+		return c, nil
+	}
+	if alt, ok := v.pool.pick(v, c.w); ok && preAdmit(alt, int(n), delay, time.Until(dl)) == nil {
+		return alt, nil
+	}
+	return c, err
 }
 
 func (v *Version) call(ctx context.Context, c candidate, w serving.Work) (serving.Result, error, bool) {
