@@ -48,15 +48,18 @@ CREATE TABLE IF NOT EXISTS replays (
 ) WITHOUT ROWID;
 `
 
-// writeReplay stores r for the record at row, replacing an older one of
-// the same id (a retry computed again after a non-replayable answer).
-func writeReplay(ctx context.Context, stmt *sql.Stmt, row int64, rec Record) error {
+// writeReplayLocked stores rec's Saved for the record at row, replacing
+// an older one of the same id (a retry computed again after a
+// non-replayable answer).
+func (s *SQLite) writeReplayLocked(ctx context.Context, dc any, row int64, rec Record) error {
 	r := rec.Saved
-	var answer any
+	a := s.argsLocked(7)
+	a[0].Value, a[1].Value, a[2].Value, a[3].Value, a[4].Value = rec.Tenant, rec.RequestID, row, r.Key, int64(r.Status)
 	if r.Answer != nil {
-		answer = r.Answer
+		a[5].Value = r.Answer
 	}
-	if _, err := stmt.ExecContext(ctx, rec.Tenant, rec.RequestID, row, r.Key, r.Status, answer, r.Until.UnixMicro()); err != nil {
+	a[6].Value = r.Until.UnixMicro()
+	if err := s.execLocked(ctx, dc, insertReplaySQL, a); err != nil {
 		return fmt.Errorf("records: keep the answer of %s: %w", rec.RequestID, err)
 	}
 	return nil

@@ -14,6 +14,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"modernc.org/sqlite" // database/sql driver "sqlite"
@@ -162,6 +163,12 @@ type SQLite struct {
 	db    *sql.DB // every write, and List: one connection
 	rdb   *sql.DB // Lookup: read-only connections of their own (WAL readers do not wait for the writer)
 	aside string  // where Options.InitStore moved a damaged records.db ("" if not)
+
+	wmu       sync.Mutex             // guards what follows: Write's state
+	stmts     map[string]driver.Stmt // Write's statements, prepared on stmtConn
+	stmtConn  any                    // the driver connection of stmts
+	insertSQL map[int]string         // insertSQL(n) by n
+	args      []driver.NamedValue    // Write's arguments, reused
 }
 
 var _ Store = (*SQLite)(nil)
@@ -253,7 +260,7 @@ func openDB(path string, durable bool) (*SQLite, error) {
 	if durable {
 		sync = "FULL"
 	}
-	dsn := "file:" + path + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(" + sync + ")&_pragma=cache_size(-65536)"
+	dsn := "file:" + path + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(" + sync + ")&_pragma=cache_size(-65536)&_pragma=temp_store(MEMORY)"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("records: open database: %w", err)
@@ -274,6 +281,7 @@ func openDB(path string, durable bool) (*SQLite, error) {
 
 // Close closes the database.
 func (s *SQLite) Close() error {
+	s.closeStmts()
 	rerr := s.rdb.Close()
 	if err := s.db.Close(); err != nil {
 		return err
@@ -295,8 +303,11 @@ func (s *SQLite) BumpAttempts(ctx context.Context, tenant, requestID string) err
 	return s.Write(ctx, []Op{{Bump: true, Record: Record{Tenant: tenant, RequestID: requestID}}})
 }
 
-// chunk is the number of rows of a multi-row insert.
-const chunk = 64
+// maxChunk is the most rows of one multi-row insert. A run of inserts
+// goes in statements of maxChunk rows and then of the powers of two below
+// it (a run of 500: 3×128, 64, 32, 16, 4), so a handful of statements,
+// prepared once per connection, serve every batch size.
+const maxChunk = 128
 
 // insertSQL is an INSERT of n rows.
 func insertSQL(n int) string {
@@ -311,43 +322,137 @@ func insertSQL(n int) string {
 	return b.String()
 }
 
+const (
+	bumpSQL    = `UPDATE records SET attempts = attempts + 1 WHERE tenant = ? AND request_id = ?`
+	bumpRowSQL = `UPDATE records SET attempts = attempts + 1 WHERE id = ?`
+)
+
+// cols is the number of columns of an inserted row.
+const cols = 11
+
 // Write runs ops in order in one transaction.
+//
+// It talks to the driver directly (database/sql's Conn.Raw): the
+// statements are prepared once per connection and kept (preparing a
+// 128-row insert costs more than writing its rows), and the arguments go
+// in one reused slice, without database/sql's per-argument conversion.
+// This is the writer goroutine's whole cost per record; see
+// docs/benchmarks.md, "Prediction records on the hot path".
 func (s *SQLite) Write(ctx context.Context, ops []Op) error {
 	if len(ops) == 0 {
 		return nil
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
+	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("records: begin: %w", err)
 	}
-	defer tx.Rollback()
-	ins, err := tx.PrepareContext(ctx, insertSQL(1))
-	if err != nil {
-		return fmt.Errorf("records: prepare insert: %w", err)
+	defer conn.Close()
+	return conn.Raw(func(dc any) error {
+		s.wmu.Lock()
+		defer s.wmu.Unlock()
+		return s.writeLocked(ctx, dc, ops)
+	})
+}
+
+// stmtLocked returns the statement of query prepared on dc, preparing it
+// on first use. Statements of a connection that database/sql replaced are
+// closed and prepared again.
+func (s *SQLite) stmtLocked(ctx context.Context, dc any, query string) (driver.StmtExecContext, error) {
+	if dc != s.stmtConn {
+		for _, st := range s.stmts {
+			st.Close()
+		}
+		s.stmts, s.stmtConn = map[string]driver.Stmt{}, dc
 	}
-	defer ins.Close()
-	bump, err := tx.PrepareContext(ctx, `UPDATE records SET attempts = attempts + 1 WHERE tenant = ? AND request_id = ?`)
-	if err != nil {
-		return fmt.Errorf("records: prepare bump: %w", err)
+	if st, ok := s.stmts[query]; ok {
+		return st.(driver.StmtExecContext), nil
 	}
-	defer bump.Close()
-	bumpRow, err := tx.PrepareContext(ctx, `UPDATE records SET attempts = attempts + 1 WHERE id = ?`)
-	if err != nil {
-		return fmt.Errorf("records: prepare bump: %w", err)
+	p, ok := dc.(driver.ConnPrepareContext)
+	if !ok {
+		return nil, fmt.Errorf("the sqlite driver cannot prepare with a context")
 	}
-	defer bumpRow.Close()
-	var replay *sql.Stmt // prepared on the first record with a Saved answer
-	// Runs of inserts go in multi-row statements of up to chunk rows: one
-	// statement per row costs more than the rows themselves.
-	var chunkStmt *sql.Stmt
+	st, err := p.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	se, ok := st.(driver.StmtExecContext)
+	if !ok {
+		st.Close()
+		return nil, fmt.Errorf("the sqlite driver cannot execute with a context")
+	}
+	s.stmts[query] = st
+	return se, nil
+}
+
+// closeStmts closes the kept statements (before the database closes).
+func (s *SQLite) closeStmts() {
+	conn, err := s.db.Conn(context.Background())
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	_ = conn.Raw(func(dc any) error {
+		s.wmu.Lock()
+		defer s.wmu.Unlock()
+		for _, st := range s.stmts {
+			st.Close()
+		}
+		s.stmts, s.stmtConn = nil, nil
+		return nil
+	})
+}
+
+func (s *SQLite) execLocked(ctx context.Context, dc any, query string, args []driver.NamedValue) error {
+	st, err := s.stmtLocked(ctx, dc, query)
+	if err != nil {
+		return err
+	}
+	_, err = st.ExecContext(ctx, args)
+	return err
+}
+
+// argsLocked returns the reused argument slice, n long, ordinals set.
+func (s *SQLite) argsLocked(n int) []driver.NamedValue {
+	if cap(s.args) < n {
+		s.args = make([]driver.NamedValue, n)
+	}
+	a := s.args[:n]
+	for i := range a {
+		a[i] = driver.NamedValue{Ordinal: i + 1}
+	}
+	return a
+}
+
+func (s *SQLite) writeLocked(ctx context.Context, dc any, ops []Op) error {
+	bt, ok := dc.(driver.ConnBeginTx)
+	if !ok {
+		return fmt.Errorf("records: begin: the sqlite driver cannot begin with a context")
+	}
+	tx, err := bt.BeginTx(ctx, driver.TxOptions{})
+	if err != nil {
+		return fmt.Errorf("records: begin: %w", err)
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			tx.Rollback()
+		}
+	}()
+	if s.insertSQL == nil {
+		s.insertSQL = map[int]string{}
+	}
 	for i := 0; i < len(ops); {
 		o := ops[i]
 		if o.Bump {
 			var err error
 			if o.Row > 0 {
-				_, err = bumpRow.ExecContext(ctx, o.Row)
+				a := s.argsLocked(1)
+				a[0].Value = o.Row
+				err = s.execLocked(ctx, dc, bumpRowSQL, a)
 			} else {
-				_, err = bump.ExecContext(ctx, o.Record.Tenant, o.Record.RequestID)
+				a := s.argsLocked(2)
+				a[0].Value, a[1].Value = o.Record.Tenant, o.Record.RequestID
+				err = s.execLocked(ctx, dc, bumpSQL, a)
 			}
 			if err != nil {
 				return fmt.Errorf("records: bump attempts of %s: %w", o.Record.RequestID, err)
@@ -356,25 +461,30 @@ func (s *SQLite) Write(ctx context.Context, ops []Op) error {
 			continue
 		}
 		j := i
-		for j < len(ops) && !ops[j].Bump && j-i < chunk {
+		for j < len(ops) && !ops[j].Bump && j-i < maxChunk {
 			j++
 		}
-		run := ops[i:j]
-		stmt := ins
-		if len(run) == chunk {
-			if chunkStmt == nil {
-				if chunkStmt, err = tx.PrepareContext(ctx, insertSQL(chunk)); err != nil {
-					return fmt.Errorf("records: prepare insert: %w", err)
-				}
-				defer chunkStmt.Close()
-			}
-			stmt = chunkStmt
-		} else {
-			run = run[:1]
+		n := maxChunk
+		for n > j-i {
+			n /= 2
 		}
-		args := make([]any, 0, len(run)*11)
-		for _, o := range run {
-			r := o.Record
+		run := ops[i : i+n]
+		q, ok := s.insertSQL[n]
+		if !ok {
+			q = insertSQL(n)
+			s.insertSQL[n] = q
+		}
+		a := s.argsLocked(n * cols)
+		var last [3]string // tenant, model, outcome of the previous row
+		var lastV [3]any   // … boxed: repeated values are not boxed again
+		box := func(k int, v string) any {
+			if lastV[k] == nil || last[k] != v {
+				last[k], lastV[k] = v, v
+			}
+			return lastV[k]
+		}
+		for k, o := range run {
+			r := &o.Record
 			attempts := r.Attempts
 			if attempts < 1 {
 				attempts = 1
@@ -383,13 +493,24 @@ func (s *SQLite) Write(ctx context.Context, ops []Op) error {
 			if created.IsZero() {
 				created = time.Now()
 			}
-			var id any // nil: the database picks the row id
+			v := a[k*cols : (k+1)*cols]
 			if o.Row > 0 {
-				id = o.Row
+				v[0].Value = o.Row
+			} // else nil: the database picks the row id
+			v[1].Value = r.RequestID
+			v[2].Value = box(0, r.Tenant)
+			v[3].Value = box(1, r.Model)
+			v[4].Value = int64(r.Version)
+			v[5].Value = r.LatencyMs
+			v[6].Value = box(2, r.Outcome)
+			v[7].Value = r.InputHash
+			v[8].Value = created.UnixMicro()
+			v[9].Value = int64(attempts)
+			if r.Input != nil {
+				v[10].Value = r.Input
 			}
-			args = append(args, id, r.RequestID, r.Tenant, r.Model, r.Version, r.LatencyMs, r.Outcome, r.InputHash, created.UnixMicro(), attempts, r.Input)
 		}
-		if _, err := stmt.ExecContext(ctx, args...); err != nil {
+		if err := s.execLocked(ctx, dc, q, a); err != nil {
 			return fmt.Errorf("records: insert %s: %w", run[0].Record.RequestID, err)
 		}
 		for _, o := range run {
@@ -399,18 +520,13 @@ func (s *SQLite) Write(ctx context.Context, ops []Op) error {
 			if o.Row <= 0 {
 				return fmt.Errorf("records: insert %s: a record with a saved answer needs its row", o.Record.RequestID)
 			}
-			if replay == nil {
-				if replay, err = tx.PrepareContext(ctx, insertReplaySQL); err != nil {
-					return fmt.Errorf("records: prepare replay: %w", err)
-				}
-				defer replay.Close()
-			}
-			if err := writeReplay(ctx, replay, o.Row, o.Record); err != nil {
+			if err := s.writeReplayLocked(ctx, dc, o.Row, o.Record); err != nil {
 				return err
 			}
 		}
-		i += len(run)
+		i += n
 	}
+	committed = true
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("records: commit: %w", err)
 	}

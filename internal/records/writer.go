@@ -328,8 +328,14 @@ func (w *Writer) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return w.drain(context.WithoutCancel(ctx))
 		case <-w.wake:
+			if ctx.Err() != nil {
+				return w.drain(context.WithoutCancel(ctx))
+			}
 			w.writeBatches(ctx, !w.cfg.Durable) // durable: group commit, everything now
 		case <-flush.C:
+			if ctx.Err() != nil {
+				return w.drain(context.WithoutCancel(ctx))
+			}
 			w.writeBatches(ctx, false)
 		case <-clean.C:
 			w.clean(ctx)
@@ -352,7 +358,10 @@ func (w *Writer) writeBatches(ctx context.Context, fullOnly bool) error {
 		w.buf = append(w.buf[:0], w.buf[n:]...)
 		w.writing.Store(int64(n))
 		w.mu.Unlock()
-		err := w.store.Write(ctx, batch)
+		// Not cancelled with ctx: a batch taken from the buffer is written
+		// whole even when shutdown begins meanwhile (cancelling it would
+		// drop records that drain promises to write).
+		err := w.store.Write(context.WithoutCancel(ctx), batch)
 		if err == nil {
 			w.written.Add(int64(n))
 		}
