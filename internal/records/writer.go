@@ -60,8 +60,9 @@ type Writer struct {
 	next   int
 	wake   chan struct{} // 1-slot: a batch is full
 
-	mu     sync.Mutex // guards buf and closed
+	mu     sync.Mutex // guards buf, spare and closed
 	buf    []Op
+	spare  []Op // the array of the last batch written, empty: the next buf
 	closed bool // Run has returned: Add refuses
 
 	overflows atomic.Int64
@@ -353,9 +354,16 @@ func (w *Writer) writeBatches(ctx context.Context, fullOnly bool) error {
 			w.mu.Unlock()
 			return last
 		}
-		batch := make([]Op, n)
-		copy(batch, w.buf)
-		w.buf = append(w.buf[:0], w.buf[n:]...)
+		var batch []Op
+		if n == len(w.buf) {
+			// The usual case (the writer keeps up): the whole buffer is
+			// the batch, and the last batch's array becomes the buffer.
+			batch, w.buf, w.spare = w.buf, w.spare[:0], nil
+		} else {
+			batch = make([]Op, n)
+			copy(batch, w.buf)
+			w.buf = append(w.buf[:0], w.buf[n:]...)
+		}
 		w.writing.Store(int64(n))
 		w.mu.Unlock()
 		// Not cancelled with ctx: a batch taken from the buffer is written
@@ -375,6 +383,12 @@ func (w *Writer) writeBatches(ctx context.Context, fullOnly bool) error {
 				}
 			}
 		}
+		clear(batch) // drop the records' strings and acks
+		w.mu.Lock()
+		if w.spare == nil || cap(batch) > cap(w.spare) {
+			w.spare = batch[:0]
+		}
+		w.mu.Unlock()
 		if err != nil {
 			w.failed.Add(int64(n))
 			w.dropped(failReason(err))

@@ -3,8 +3,12 @@ package records
 import (
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"math"
+	"os"
+	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -132,4 +136,48 @@ func BenchmarkWriterAdd(b *testing.B) {
 			w.mu.Unlock()
 		}
 	}
+}
+
+// BenchmarkAppendFloor is not a store: it is the floor of the design
+// docs/benchmarks.md weighs against SQLite, an append-only segment file.
+// Each record is encoded (varint-length strings, fixed-width numbers) into
+// the batch's buffer and the batch goes to the file in one write, without
+// an index or fsync: what a record would cost the writer's core at least.
+func BenchmarkAppendFloor(b *testing.B) {
+	f, err := os.OpenFile(filepath.Join(b.TempDir(), "segment"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	const size = 500
+	recs := benchRecords(size)
+	buf := make([]byte, 0, 256*size)
+	str := func(buf []byte, s string) []byte { return append(binary.AppendUvarint(buf, uint64(len(s))), s...) }
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu := cpuTime(b)
+	row := int64(0)
+	for done := 0; done < b.N; done += size {
+		buf = buf[:0]
+		for i := range min(size, b.N-done) {
+			row++
+			r := &recs[i]
+			buf = binary.AppendUvarint(buf, uint64(row))
+			buf = str(buf, r.RequestID)
+			buf = str(buf, r.Tenant)
+			buf = str(buf, r.Model)
+			buf = binary.AppendUvarint(buf, uint64(r.Version))
+			buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(r.LatencyMs))
+			buf = str(buf, r.Outcome)
+			buf = str(buf, r.InputHash)
+			buf = binary.AppendVarint(buf, r.CreatedAt.UnixMicro())
+			buf = binary.AppendUvarint(buf, uint64(r.Attempts))
+			buf = append(binary.AppendUvarint(buf, uint64(len(r.Input))), r.Input...)
+		}
+		if _, err := f.Write(buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	reportCPU(b, cpu)
 }
