@@ -181,3 +181,58 @@ func BenchmarkAppendFloor(b *testing.B) {
 	b.StopTimer()
 	reportCPU(b, cpu)
 }
+
+// BenchmarkBatchRowFloor is the floor of the other design
+// docs/benchmarks.md weighs: SQLite kept, but one row per batch (the
+// records encoded as in BenchmarkAppendFloor into one blob, beside the
+// batch's time and row ranges), so SQLite's per-row cost is paid once per
+// batch. Not a store either.
+func BenchmarkBatchRowFloor(b *testing.B) {
+	s, err := Open(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.db.Exec(`CREATE TABLE batches (id INTEGER PRIMARY KEY, last_row INTEGER NOT NULL, min_created INTEGER NOT NULL, max_created INTEGER NOT NULL, n INTEGER NOT NULL, data BLOB NOT NULL);
+CREATE INDEX batches_created ON batches (max_created)`); err != nil {
+		b.Fatal(err)
+	}
+	ins, err := s.db.Prepare(`INSERT INTO batches VALUES (?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ins.Close()
+	const size = 500
+	recs := benchRecords(size)
+	buf := make([]byte, 0, 256*size)
+	str := func(buf []byte, s string) []byte { return append(binary.AppendUvarint(buf, uint64(len(s))), s...) }
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu := cpuTime(b)
+	row := int64(0)
+	for done := 0; done < b.N; done += size {
+		buf = buf[:0]
+		n := min(size, b.N-done)
+		first := row + 1
+		for i := range n {
+			row++
+			r := &recs[i]
+			buf = binary.AppendUvarint(buf, uint64(row))
+			buf = str(buf, r.RequestID)
+			buf = str(buf, r.Tenant)
+			buf = str(buf, r.Model)
+			buf = binary.AppendUvarint(buf, uint64(r.Version))
+			buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(r.LatencyMs))
+			buf = str(buf, r.Outcome)
+			buf = str(buf, r.InputHash)
+			buf = binary.AppendVarint(buf, r.CreatedAt.UnixMicro())
+			buf = binary.AppendUvarint(buf, uint64(r.Attempts))
+			buf = append(binary.AppendUvarint(buf, uint64(len(r.Input))), r.Input...)
+		}
+		if _, err := ins.Exec(first, row, recs[0].CreatedAt.UnixMicro(), recs[n-1].CreatedAt.UnixMicro(), n, buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	reportCPU(b, cpu)
+}
