@@ -53,13 +53,11 @@ CREATE TABLE IF NOT EXISTS replays (
 // non-replayable answer).
 func (s *SQLite) writeReplayLocked(ctx context.Context, dc any, row int64, rec Record) error {
 	r := rec.Saved
-	a := s.argsLocked(7)
-	a[0].Value, a[1].Value, a[2].Value, a[3].Value, a[4].Value = rec.Tenant, rec.RequestID, row, r.Key, int64(r.Status)
+	var answer any
 	if r.Answer != nil {
-		a[5].Value = r.Answer
+		answer = r.Answer
 	}
-	a[6].Value = r.Until.UnixMicro()
-	if err := s.execLocked(ctx, dc, insertReplaySQL, a); err != nil {
+	if _, err := s.execLocked(ctx, dc, insertReplaySQL, rec.Tenant, rec.RequestID, row, r.Key, r.Status, answer, r.Until.UnixMicro()); err != nil {
 		return fmt.Errorf("records: keep the answer of %s: %w", rec.RequestID, err)
 	}
 	return nil
