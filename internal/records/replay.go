@@ -34,7 +34,7 @@ type Found struct {
 
 // replaysSQL is the table of replays: only records with a Saved answer have a
 // row, so the random-key primary key costs only requests with a client-
-// chosen id, never the others (the records table has no such index).
+// chosen id, never the others (the records keep no such index).
 const replaysSQL = `
 CREATE TABLE IF NOT EXISTS replays (
   tenant     TEXT    NOT NULL,

@@ -182,11 +182,11 @@ var _ Store = (*SQLite)(nil)
 
 // schemaSQL is the records' tables: a row per batch of records (see
 // batch.go), the attempts bumps apart (a bump does not rewrite its
-// batch), and the highest row id ever assigned (so that ids are never
-// used twice, even after retention deleted the newest records).
+// batch), and what keeps row ids from being used twice even after
+// retention deleted the newest records.
 const schemaSQL = `
 CREATE TABLE IF NOT EXISTS record_batches (
-  id          INTEGER PRIMARY KEY,
+  id          INTEGER PRIMARY KEY, -- the batch's largest row when written: no row of it is larger
   min_row     INTEGER NOT NULL,
   max_row     INTEGER NOT NULL,
   min_created INTEGER NOT NULL, -- unix microseconds
@@ -196,16 +196,17 @@ CREATE TABLE IF NOT EXISTS record_batches (
 );
 -- Listings walk batches newest first and stop early; retention finds the
 -- batches that straddle its cut by min_created; a bump finds its batch by
--- its row. One index entry per batch, not per record.
+-- its row through id. One index entry per batch, not per record.
 CREATE INDEX IF NOT EXISTS record_batches_created ON record_batches (max_created, max_row);
 CREATE INDEX IF NOT EXISTS record_batches_min ON record_batches (min_created);
-CREATE INDEX IF NOT EXISTS record_batches_row ON record_batches (max_row, min_row);
 CREATE TABLE IF NOT EXISTS record_bumps (
   row   INTEGER PRIMARY KEY, -- the record's row id
   batch INTEGER NOT NULL,    -- record_batches.id of its batch
   n     INTEGER NOT NULL     -- attempts to add
 );
 CREATE INDEX IF NOT EXISTS record_bumps_batch ON record_bumps (batch);
+-- The highest row when retention last ran (it may delete the newest
+-- batch): with MAX(record_batches.id), the highest row ever assigned.
 CREATE TABLE IF NOT EXISTS record_rows (
   max_row INTEGER NOT NULL
 );
@@ -296,7 +297,7 @@ func openDB(path string, durable bool) (*SQLite, error) {
 		s.Close()
 		return nil, fmt.Errorf("records: convert the records of %s to batches: %w", path, err)
 	}
-	if err := db.QueryRow(`SELECT max_row FROM record_rows`).Scan(&s.high); err != nil {
+	if err := db.QueryRow(`SELECT max(max_row, (SELECT COALESCE(MAX(id), 0) FROM record_batches)) FROM record_rows`).Scan(&s.high); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("records: read the highest row of %s: %w", path, err)
 	}
@@ -345,12 +346,9 @@ func (s *SQLite) convertRowTable() error {
 		if e.n == 0 {
 			break
 		}
-		if _, err := tx.Exec(insertBatchSQL, e.minRow, e.maxRow, e.minCreated, e.maxCreated, e.n, e.blob(nil)); err != nil {
+		if _, err := tx.Exec(insertBatchSQL, e.maxRow, e.minRow, e.maxRow, e.minCreated, e.maxCreated, e.n, e.blob(nil)); err != nil {
 			return err
 		}
-	}
-	if _, err := tx.Exec(`UPDATE record_rows SET max_row = max(max_row, ?)`, max(last, 0)); err != nil {
-		return err
 	}
 	if _, err := tx.Exec(`DROP TABLE records`); err != nil {
 		return err
@@ -384,8 +382,7 @@ func (s *SQLite) BumpAttempts(ctx context.Context, tenant, requestID string) err
 
 // Statements of Write, prepared once per connection.
 const (
-	insertBatchSQL = `INSERT INTO record_batches (min_row, max_row, min_created, max_created, n, data) VALUES (?, ?, ?, ?, ?, ?)`
-	setHighSQL     = `UPDATE record_rows SET max_row = ?`
+	insertBatchSQL = `INSERT INTO record_batches (id, min_row, max_row, min_created, max_created, n, data) VALUES (?, ?, ?, ?, ?, ?, ?)`
 	bumpSQL        = `INSERT INTO record_bumps (row, batch, n) VALUES (?, ?, 1) ON CONFLICT (row) DO UPDATE SET n = n + 1`
 )
 
@@ -535,8 +532,20 @@ func (s *SQLite) writeLocked(ctx context.Context, dc any, ops []Op) error {
 		if e.n == 0 {
 			return nil
 		}
+		if e.maxRow <= s.high {
+			// Not from the Writer (its rows only grow): the batch's id,
+			// its largest row, may name a batch whose largest record
+			// retention deleted.
+			taken := false
+			if err := s.queryLocked(ctx, dc, `SELECT 1 FROM record_batches WHERE id = ?`, func([]driver.Value) error { taken = true; return nil }, e.maxRow); err != nil {
+				return fmt.Errorf("records: insert a batch of %d records: %w", e.n, err)
+			}
+			if taken {
+				return fmt.Errorf("records: insert a batch of %d records: %w: %d (a deleted record's)", e.n, errRowInUse, e.maxRow)
+			}
+		}
 		s.blob = e.blob(s.blob)
-		if _, err := s.execLocked(ctx, dc, insertBatchSQL, e.minRow, e.maxRow, e.minCreated, e.maxCreated, e.n, s.blob); err != nil {
+		if _, err := s.execLocked(ctx, dc, insertBatchSQL, e.maxRow, e.minRow, e.maxRow, e.minCreated, e.maxCreated, e.n, s.blob); err != nil {
 			return fmt.Errorf("records: insert a batch of %d records: %w", e.n, err)
 		}
 		e.reset()
@@ -603,11 +612,6 @@ func (s *SQLite) writeLocked(ctx context.Context, dc any, ops []Op) error {
 	if err := flush(); err != nil {
 		return err
 	}
-	if high != s.high {
-		if _, err := s.execLocked(ctx, dc, setHighSQL, high); err != nil {
-			return fmt.Errorf("records: keep the highest row: %w", err)
-		}
-	}
 	committed = true
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("records: commit: %w", err)
@@ -619,12 +623,13 @@ func (s *SQLite) writeLocked(ctx context.Context, dc any, ops []Op) error {
 // errNoRow is findRowLocked's answer for a row no batch holds.
 var errNoRow = errors.New("no such row")
 
-// findRowLocked returns the id of the batch that holds row. Batches are
-// found by their row range (record_batches_row), then decoded.
+// findRowLocked returns the id of the batch that holds row: the batches
+// whose rows may include it (by id, their largest row when written, and
+// min_row), smallest first, decoded.
 func (s *SQLite) findRowLocked(ctx context.Context, dc any, row int64) (int64, error) {
 	batch := int64(-1)
 	var v recordView
-	err := s.queryLocked(ctx, dc, `SELECT id, data FROM record_batches WHERE max_row >= ? AND min_row <= ? ORDER BY max_row`, func(vals []driver.Value) error {
+	err := s.queryLocked(ctx, dc, `SELECT id, data FROM record_batches WHERE id >= ? AND min_row <= ? ORDER BY id`, func(vals []driver.Value) error {
 		id, _ := vals[0].(int64)
 		data, _ := vals[1].([]byte)
 		br := newBatchReader(data)
@@ -844,6 +849,10 @@ func (s *SQLite) DeleteBefore(ctx context.Context, t time.Time) (int64, error) {
 		return fail(err)
 	}
 	defer tx.Rollback()
+	// The newest batch may go: its rows must not be assigned again.
+	if _, err := tx.ExecContext(ctx, `UPDATE record_rows SET max_row = max(max_row, (SELECT COALESCE(MAX(id), 0) FROM record_batches))`); err != nil {
+		return fail(err)
+	}
 	var n int64
 	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(SUM(n), 0) FROM record_batches WHERE max_created < ?`, cut).Scan(&n); err != nil {
 		return fail(err)
