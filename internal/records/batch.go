@@ -44,25 +44,35 @@ func appendStr(b []byte, s string) []byte {
 	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
 }
 
-// isHash reports whether s is 64 lowercase hex digits.
-func isHash(s string) bool {
-	if len(s) != 64 {
-		return false
+// hexVal is the value of each lowercase hex digit, 0xff for other bytes.
+var hexVal = func() (t [256]byte) {
+	for i := range t {
+		t[i] = 0xff
 	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = byte(c - '0')
 	}
-	return true
-}
+	for c := 'a'; c <= 'f'; c++ {
+		t[c] = byte(c-'a') + 10
+	}
+	return t
+}()
 
-// unhex is the value of a lowercase hex digit (isHash checked it).
-func unhex(c byte) byte {
-	if c <= '9' {
-		return c - '0'
+// appendHash appends the 32 bytes of s if it is 64 lowercase hex digits
+// (InputHash's form) and says whether it was.
+func appendHash(b []byte, s string) ([]byte, bool) {
+	if len(s) != 64 {
+		return b, false
 	}
-	return c - 'a' + 10
+	n := len(b)
+	for i := 0; i < 64; i += 2 {
+		hi, lo := hexVal[s[i]], hexVal[s[i+1]]
+		if hi|lo > 0x0f {
+			return b[:n], false
+		}
+		b = append(b, hi<<4|lo)
+	}
+	return b, true
 }
 
 // add appends r at row; created is r's time (unix µs), attempts ≥ 1.
@@ -74,13 +84,10 @@ func (e *batchEncoder) add(row int64, r *Record, created int64, attempts int) {
 	b = binary.AppendVarint(b, int64(r.Version))
 	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(r.LatencyMs))
 	b = appendStr(b, r.Outcome)
-	if isHash(r.InputHash) {
-		b = append(b, 1)
-		for i := 0; i < 64; i += 2 {
-			b = append(b, unhex(r.InputHash[i])<<4|unhex(r.InputHash[i+1]))
-		}
-	} else {
-		b = append(b, 0)
+	b = append(b, 1)
+	var raw bool
+	if b, raw = appendHash(b, r.InputHash); !raw {
+		b[len(b)-1] = 0
 		b = appendStr(b, r.InputHash)
 	}
 	b = binary.AppendVarint(b, created)
