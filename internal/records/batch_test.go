@@ -27,12 +27,13 @@ func TestListMatchesReference(t *testing.T) {
 		var ops []Op
 		for range 1 + rng.IntN(12) {
 			row++
-			r := Record{Row: row, RequestID: fmt.Sprint("r", rng.IntN(40)), Tenant: []string{"acme", "beta"}[rng.IntN(2)],
+			r := Record{Row: row, RequestID: []string{"r%d", "%06x"}[rng.IntN(2)], // a string, or hex (packed) Tenant: []string{"acme", "beta"}[rng.IntN(2)],
 				Model: []string{"fraud", "churn", "team/x"}[rng.IntN(3)], Version: 1 + rng.IntN(2), Outcome: []string{"ok", "invalid_argument"}[rng.IntN(2)],
 				InputHash: fmt.Sprintf("%064x", rng.Uint64()), LatencyMs: float64(rng.IntN(1000)) / 10, Attempts: 1,
 				// Mostly increasing, sometimes far back, often equal: the
 				// row breaks ties.
 				CreatedAt: t0.Add(time.Duration(w*10+rng.IntN(15)-rng.IntN(3)*rng.IntN(40)) * time.Second)}
+			r.RequestID = fmt.Sprintf(r.RequestID, rng.IntN(40))
 			if rng.IntN(5) == 0 {
 				r.Input = []byte(fmt.Sprint(`{"x":`, rng.IntN(9), `}`))
 			}
@@ -84,7 +85,7 @@ func TestListMatchesReference(t *testing.T) {
 		}
 		return out
 	}
-	filters := []Filter{{}, {Tenant: "acme"}, {Model: "churn"}, {RequestID: "r7"}, {Version: 2, Outcome: "ok"},
+	filters := []Filter{{}, {Tenant: "acme"}, {Model: "churn"}, {RequestID: "r7"}, {RequestID: "000007"}, {RequestID: "00000"}, {RequestID: "00000x"}, {Version: 2, Outcome: "ok"},
 		{Since: t0.Add(300 * time.Second)}, {Models: []string{"team/*"}}, {Models: []string{}}, {Tenant: "beta", Models: []string{"fraud", "churn"}}}
 	for _, f := range filters {
 		want := ref(f)

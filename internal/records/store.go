@@ -676,7 +676,7 @@ func (s *SQLite) bumpLocked(ctx context.Context, dc any, o Op) error {
 		data, _ := vals[1].([]byte)
 		br := newBatchReader(data)
 		for br.next(&v) {
-			if string(v.tenant) == o.Record.Tenant && string(v.requestID) == o.Record.RequestID {
+			if string(v.tenant) == o.Record.Tenant && v.idIs(o.Record.RequestID) {
 				hits = append(hits, hit{v.row, id})
 			}
 		}
@@ -765,7 +765,7 @@ func (s *SQLite) List(ctx context.Context, f Filter) ([]Record, error) {
 		br := newBatchReader(data)
 		for br.next(&v) {
 			if f.Tenant != "" && string(v.tenant) != f.Tenant ||
-				f.RequestID != "" && string(v.requestID) != f.RequestID ||
+				f.RequestID != "" && !v.idIs(f.RequestID) ||
 				f.Model != "" && string(v.model) != f.Model ||
 				f.Version != 0 && v.version != int64(f.Version) ||
 				f.Outcome != "" && string(v.outcome) != f.Outcome ||

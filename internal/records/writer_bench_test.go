@@ -52,7 +52,7 @@ func benchRecords(n int) []Record {
 // of the writer's sizes (ns/op and allocs/op are per record): the work
 // the writer's goroutine does on the server's core.
 func BenchmarkStoreWrite(b *testing.B) {
-	for _, size := range []int{16, 64, 500} {
+	for _, size := range []int{16, 64, 500, 2000} {
 		b.Run(fmt.Sprint("batch=", size), func(b *testing.B) {
 			s, err := Open(b.TempDir())
 			if err != nil {
