@@ -81,7 +81,7 @@ func TestListMatchesReference(t *testing.T) {
 				!f.Since.IsZero() && r.CreatedAt.Before(f.Since) || !f.Matches(r.Model) {
 				continue
 			}
-			out = append(out, fmt.Sprint(r.Row, r.Attempts, r.InputHash[:6], string(r.Input)))
+			out = append(out, fingerprint(r))
 		}
 		return out
 	}
@@ -99,7 +99,7 @@ func TestListMatchesReference(t *testing.T) {
 					t.Fatal(err)
 				}
 				for _, r := range rs {
-					got = append(got, fmt.Sprint(r.Row, r.Attempts, r.InputHash[:6], string(r.Input)))
+					got = append(got, fingerprint(r))
 				}
 				if len(rs) < limit {
 					break
@@ -112,6 +112,11 @@ func TestListMatchesReference(t *testing.T) {
 			}
 		}
 	}
+}
+
+// fingerprint is every stored field of r.
+func fingerprint(r Record) string {
+	return fmt.Sprint(r.Row, r.RequestID, r.Tenant, r.Model, r.Version, r.Outcome, r.LatencyMs, r.CreatedAt.UnixMicro(), r.Attempts, r.InputHash, string(r.Input))
 }
 
 // TestConvertRowTable opens a records.db of the layout before batches (a
