@@ -1,0 +1,35 @@
+#!/bin/sh
+# Issue 12's goal row 5: the mlp example (ONNX, 30 -> 256 -> 256 -> 1) with
+# batching off (maxBatchSize 1) and on (maxBatchSize 64, maxBatchDelay 2ms),
+# one row per OIP gRPC request (raw FP32), closed loop from CONCS concurrent
+# clients (bench/grpcjson, core 1) against sluice serve (core 0): rows/s
+# and p99 per concurrency; the figure is the most rows/s with p99 <= 20 ms.
+set -e
+SLUICE=${SLUICE:-/tmp/b12/sluice}
+PORT=${PORT:-18780}
+GPORT=${GPORT:-18781}
+. bench/lib.sh
+OUT=${OUT:-/tmp/b12/onnx}
+CONCS=${CONCS:-1 2 4 8 16 32 64}
+DURATION=${DURATION:-3s}
+GRPCJSON=${GRPCJSON:-/tmp/b12/grpcjson}
+build_sluice
+[ -x "$GRPCJSON" ] || go build -o "$GRPCJSON" ./bench/grpcjson
+for mode in off on; do
+	rm -rf "$OUT/$mode" && mkdir -p "$OUT/$mode"
+	cp -r examples/mlp "$OUT/$mode/mlp"
+	if [ "$mode" = off ]; then
+		sed -i 's/^  maxBatchSize: 64$/  maxBatchSize: 1/; /^  maxBatchDelay: 2ms$/d' "$OUT/$mode/mlp/model.yaml"
+	fi
+	grep -E 'maxBatch' "$OUT/$mode/mlp/model.yaml"
+	SERVER_LOG=$OUT/server-$mode.log SERVE_FLAGS="--grpc-addr 127.0.0.1:$GPORT --onnxruntime-lib ${SLUICE_ONNXRUNTIME_LIB:?set SLUICE_ONNXRUNTIME_LIB} $SERVE_FLAGS" start_server "$OUT/$mode"
+	for _ in $(seq 1 300); do
+		curl -sf "$SERVER/readyz" >/dev/null 2>&1 && break
+		sleep 0.1
+	done
+	for c in $CONCS; do
+		$NICE taskset -c 1 "$GRPCJSON" --http "$SERVER" --grpc "127.0.0.1:$GPORT" --model mlp --rows 1 \
+			--concurrency "$c" --duration "$DURATION" --runs 1 | grep 'gRPC raw' | sed "s/^/batching $mode, concurrency $c /"
+	done
+	stop_server
+done
