@@ -115,6 +115,7 @@ fuzz-smoke:
 	$(GO) test -run x -fuzz FuzzLoad -fuzztime 30s ./internal/runtime/xgboost/
 	$(GO) test -run x -fuzz FuzzDecode -fuzztime 30s ./internal/runtime/oip/
 	$(GO) test -run x -fuzz FuzzOutput -fuzztime 30s ./internal/runtime/oip/
+	$(GO) test -run x -fuzz FuzzBatchReader -fuzztime 10s ./internal/records/
 
 clean:
 	rm -rf bin .sluice-data

@@ -34,7 +34,7 @@ type Found struct {
 
 // replaysSQL is the table of replays: only records with a Saved answer have a
 // row, so the random-key primary key costs only requests with a client-
-// chosen id, never the others (the records table has no such index).
+// chosen id, never the others (the records keep no such index).
 const replaysSQL = `
 CREATE TABLE IF NOT EXISTS replays (
   tenant     TEXT    NOT NULL,
@@ -48,15 +48,16 @@ CREATE TABLE IF NOT EXISTS replays (
 ) WITHOUT ROWID;
 `
 
-// writeReplay stores r for the record at row, replacing an older one of
-// the same id (a retry computed again after a non-replayable answer).
-func writeReplay(ctx context.Context, stmt *sql.Stmt, row int64, rec Record) error {
+// writeReplayLocked stores rec's Saved for the record at row, replacing
+// an older one of the same id (a retry computed again after a
+// non-replayable answer).
+func (s *SQLite) writeReplayLocked(ctx context.Context, dc any, row int64, rec Record) error {
 	r := rec.Saved
 	var answer any
 	if r.Answer != nil {
 		answer = r.Answer
 	}
-	if _, err := stmt.ExecContext(ctx, rec.Tenant, rec.RequestID, row, r.Key, r.Status, answer, r.Until.UnixMicro()); err != nil {
+	if _, err := s.execLocked(ctx, dc, insertReplaySQL, rec.Tenant, rec.RequestID, row, r.Key, r.Status, answer, r.Until.UnixMicro()); err != nil {
 		return fmt.Errorf("records: keep the answer of %s: %w", rec.RequestID, err)
 	}
 	return nil

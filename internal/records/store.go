@@ -7,13 +7,19 @@
 package records
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"errors"
 	"fmt"
+	"io"
+	"math"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"modernc.org/sqlite" // database/sql driver "sqlite"
@@ -162,32 +168,49 @@ type SQLite struct {
 	db    *sql.DB // every write, and List: one connection
 	rdb   *sql.DB // Lookup: read-only connections of their own (WAL readers do not wait for the writer)
 	aside string  // where Options.InitStore moved a damaged records.db ("" if not)
+
+	wmu      sync.Mutex             // guards what follows: Write's state
+	stmts    map[string]driver.Stmt // Write's statements, prepared on stmtConn
+	stmtConn any                    // the driver connection of stmts
+	args     []driver.NamedValue    // Write's arguments, reused
+	enc      batchEncoder           // Write's batch, reused
+	blob     []byte                 // its encoding, reused
+	high     int64                  // the highest row id ever assigned (record_rows)
 }
 
 var _ Store = (*SQLite)(nil)
 
+// schemaSQL is the records' tables: a row per batch of records (see
+// batch.go), the attempts bumps apart (a bump does not rewrite its
+// batch), and what keeps row ids from being used twice even after
+// retention deleted the newest records.
 const schemaSQL = `
-CREATE TABLE IF NOT EXISTS records (
-  id         INTEGER PRIMARY KEY,
-  request_id TEXT    NOT NULL,
-  tenant     TEXT    NOT NULL,
-  model      TEXT    NOT NULL,
-  version    INTEGER NOT NULL,
-  latency_ms REAL    NOT NULL,
-  outcome    TEXT    NOT NULL,
-  input_hash TEXT    NOT NULL,
-  created_at INTEGER NOT NULL, -- unix microseconds
-  attempts   INTEGER NOT NULL,
-  input      BLOB
+CREATE TABLE IF NOT EXISTS record_batches (
+  id          INTEGER PRIMARY KEY, -- the batch's largest row when written: no row of it is larger
+  min_row     INTEGER NOT NULL,
+  max_row     INTEGER NOT NULL,
+  min_created INTEGER NOT NULL, -- unix microseconds
+  max_created INTEGER NOT NULL,
+  n           INTEGER NOT NULL, -- records in data
+  data        BLOB    NOT NULL
 );
--- No (tenant, request_id) index: request ids are random, and a random-key
--- index costs every insert more than the row itself. Bumps find their row
--- by the id the writer assigned; lookups by request id scan (rare).
-DROP INDEX IF EXISTS records_request;
-CREATE INDEX IF NOT EXISTS records_created ON records (created_at);
--- No (model, …) index: every index costs each insert, and a model filter
--- walks records_created newest first, which a bounded listing stops early.
-DROP INDEX IF EXISTS records_model;
+-- Listings walk batches newest first and stop early; retention finds the
+-- batches that straddle its cut by min_created; a bump finds its batch by
+-- its row through id. One index entry per batch, not per record.
+CREATE INDEX IF NOT EXISTS record_batches_created ON record_batches (max_created, max_row);
+CREATE INDEX IF NOT EXISTS record_batches_min ON record_batches (min_created);
+CREATE TABLE IF NOT EXISTS record_bumps (
+  row   INTEGER PRIMARY KEY, -- the record's row id
+  batch INTEGER NOT NULL,    -- record_batches.id of its batch
+  n     INTEGER NOT NULL     -- attempts to add
+);
+CREATE INDEX IF NOT EXISTS record_bumps_batch ON record_bumps (batch);
+-- The highest row when retention last ran (it may delete the newest
+-- batch): with MAX(record_batches.id), the highest row ever assigned.
+CREATE TABLE IF NOT EXISTS record_rows (
+  max_row INTEGER NOT NULL
+);
+INSERT INTO record_rows (max_row) SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM record_rows);
 `
 
 // Options of OpenWith.
@@ -253,7 +276,7 @@ func openDB(path string, durable bool) (*SQLite, error) {
 	if durable {
 		sync = "FULL"
 	}
-	dsn := "file:" + path + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(" + sync + ")&_pragma=cache_size(-65536)"
+	dsn := "file:" + path + "?_pragma=busy_timeout(5000)&_pragma=page_size(16384)&_pragma=journal_mode(WAL)&_pragma=synchronous(" + sync + ")&_pragma=cache_size(-65536)&_pragma=temp_store(MEMORY)"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("records: open database: %w", err)
@@ -269,11 +292,73 @@ func openDB(path string, durable bool) (*SQLite, error) {
 		return nil, fmt.Errorf("records: open database: %w", err)
 	}
 	rdb.SetMaxOpenConns(2)
-	return &SQLite{db: db, rdb: rdb}, nil
+	s := &SQLite{db: db, rdb: rdb}
+	if err := s.convertRowTable(); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("records: convert the records of %s to batches: %w", path, err)
+	}
+	if err := db.QueryRow(`SELECT max(max_row, (SELECT COALESCE(MAX(id), 0) FROM record_batches)) FROM record_rows`).Scan(&s.high); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("records: read the highest row of %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// convertRowTable moves the records of a records.db written before
+// batches (a table row per record) into batches of 500, in row order, in
+// one transaction, and drops the old table.
+func (s *SQLite) convertRowTable() error {
+	var name string
+	err := s.db.QueryRow(`SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'records'`).Scan(&name)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	tx, err := s.db.Begin()
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var e batchEncoder
+	last := int64(math.MinInt64)
+	for {
+		rows, err := tx.Query(`SELECT id, request_id, tenant, model, version, latency_ms, outcome, input_hash, created_at, attempts, input FROM records WHERE id > ? ORDER BY id LIMIT 500`, last)
+		if err != nil {
+			return err
+		}
+		e.reset()
+		for rows.Next() {
+			var r Record
+			var created int64
+			if err := rows.Scan(&r.Row, &r.RequestID, &r.Tenant, &r.Model, &r.Version, &r.LatencyMs, &r.Outcome, &r.InputHash, &created, &r.Attempts, &r.Input); err != nil {
+				rows.Close()
+				return err
+			}
+			e.add(r.Row, &r, created, r.Attempts)
+			last = r.Row
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if e.n == 0 {
+			break
+		}
+		if _, err := tx.Exec(insertBatchSQL, e.maxRow, e.minRow, e.maxRow, e.minCreated, e.maxCreated, e.n, e.blob(nil)); err != nil {
+			return err
+		}
+	}
+	if _, err := tx.Exec(`DROP TABLE records`); err != nil {
+		return err
+	}
+	return tx.Commit()
 }
 
 // Close closes the database.
 func (s *SQLite) Close() error {
+	s.closeStmts()
 	rerr := s.rdb.Close()
 	if err := s.db.Close(); err != nil {
 		return err
@@ -295,164 +380,334 @@ func (s *SQLite) BumpAttempts(ctx context.Context, tenant, requestID string) err
 	return s.Write(ctx, []Op{{Bump: true, Record: Record{Tenant: tenant, RequestID: requestID}}})
 }
 
-// chunk is the number of rows of a multi-row insert.
-const chunk = 64
+// Statements of Write, prepared once per connection.
+const (
+	insertBatchSQL = `INSERT INTO record_batches (id, min_row, max_row, min_created, max_created, n, data) VALUES (?, ?, ?, ?, ?, ?, ?)`
+	bumpSQL        = `INSERT INTO record_bumps (row, batch, n) VALUES (?, ?, 1) ON CONFLICT (row) DO UPDATE SET n = n + 1`
+)
 
-// insertSQL is an INSERT of n rows.
-func insertSQL(n int) string {
-	var b strings.Builder
-	b.WriteString(`INSERT INTO records (id, request_id, tenant, model, version, latency_ms, outcome, input_hash, created_at, attempts, input) VALUES `)
-	for i := 0; i < n; i++ {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-	}
-	return b.String()
-}
-
-// Write runs ops in order in one transaction.
+// Write runs ops in order in one transaction: the inserts go in batches
+// (one per run of inserts between bumps), each one row of record_batches.
+//
+// It talks to the driver directly (database/sql's Conn.Raw), with its
+// statements prepared once per connection and kept: the writer
+// goroutine's cost per record is then little more than encoding it
+// (docs/benchmarks.md, "Prediction records on the hot path").
 func (s *SQLite) Write(ctx context.Context, ops []Op) error {
 	if len(ops) == 0 {
 		return nil
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
+	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("records: begin: %w", err)
 	}
-	defer tx.Rollback()
-	ins, err := tx.PrepareContext(ctx, insertSQL(1))
-	if err != nil {
-		return fmt.Errorf("records: prepare insert: %w", err)
+	defer conn.Close()
+	return conn.Raw(func(dc any) error {
+		s.wmu.Lock()
+		defer s.wmu.Unlock()
+		return s.writeLocked(ctx, dc, ops)
+	})
+}
+
+// stmtLocked returns the statement of query prepared on dc, preparing it
+// on first use. Statements of a connection that database/sql replaced are
+// closed and prepared again.
+func (s *SQLite) stmtLocked(ctx context.Context, dc any, query string) (driver.Stmt, error) {
+	if dc != s.stmtConn {
+		for _, st := range s.stmts {
+			st.Close()
+		}
+		s.stmts, s.stmtConn = map[string]driver.Stmt{}, dc
 	}
-	defer ins.Close()
-	bump, err := tx.PrepareContext(ctx, `UPDATE records SET attempts = attempts + 1 WHERE tenant = ? AND request_id = ?`)
-	if err != nil {
-		return fmt.Errorf("records: prepare bump: %w", err)
+	if st, ok := s.stmts[query]; ok {
+		return st, nil
 	}
-	defer bump.Close()
-	bumpRow, err := tx.PrepareContext(ctx, `UPDATE records SET attempts = attempts + 1 WHERE id = ?`)
-	if err != nil {
-		return fmt.Errorf("records: prepare bump: %w", err)
+	p, ok := dc.(driver.ConnPrepareContext)
+	if !ok {
+		return nil, fmt.Errorf("the sqlite driver cannot prepare with a context")
 	}
-	defer bumpRow.Close()
-	var replay *sql.Stmt // prepared on the first record with a Saved answer
-	// Runs of inserts go in multi-row statements of up to chunk rows: one
-	// statement per row costs more than the rows themselves.
-	var chunkStmt *sql.Stmt
-	for i := 0; i < len(ops); {
-		o := ops[i]
-		if o.Bump {
-			var err error
-			if o.Row > 0 {
-				_, err = bumpRow.ExecContext(ctx, o.Row)
-			} else {
-				_, err = bump.ExecContext(ctx, o.Record.Tenant, o.Record.RequestID)
+	st, err := p.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	_, ok1 := st.(driver.StmtExecContext)
+	_, ok2 := st.(driver.StmtQueryContext)
+	if !ok1 || !ok2 {
+		st.Close()
+		return nil, fmt.Errorf("the sqlite driver cannot execute with a context")
+	}
+	s.stmts[query] = st
+	return st, nil
+}
+
+// closeStmts closes the kept statements (before the database closes).
+func (s *SQLite) closeStmts() {
+	conn, err := s.db.Conn(context.Background())
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	_ = conn.Raw(func(dc any) error {
+		s.wmu.Lock()
+		defer s.wmu.Unlock()
+		for _, st := range s.stmts {
+			st.Close()
+		}
+		s.stmts, s.stmtConn = nil, nil
+		return nil
+	})
+}
+
+func (s *SQLite) execLocked(ctx context.Context, dc any, query string, args ...any) (driver.Result, error) {
+	st, err := s.stmtLocked(ctx, dc, query)
+	if err != nil {
+		return nil, err
+	}
+	return st.(driver.StmtExecContext).ExecContext(ctx, s.argsLocked(args))
+}
+
+// queryLocked runs query on dc and calls row for each row (its values
+// are valid only during the call).
+func (s *SQLite) queryLocked(ctx context.Context, dc any, query string, row func([]driver.Value) error, args ...any) error {
+	st, err := s.stmtLocked(ctx, dc, query)
+	if err != nil {
+		return err
+	}
+	rows, err := st.(driver.StmtQueryContext).QueryContext(ctx, s.argsLocked(args))
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	vals := make([]driver.Value, len(rows.Columns()))
+	for {
+		if err := rows.Next(vals); err == io.EOF {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		if err := row(vals); err != nil {
+			return err
+		}
+	}
+}
+
+// argsLocked puts args in the reused argument slice.
+func (s *SQLite) argsLocked(args []any) []driver.NamedValue {
+	if cap(s.args) < len(args) {
+		s.args = make([]driver.NamedValue, len(args))
+	}
+	a := s.args[:len(args)]
+	for i, v := range args {
+		if n, ok := v.(int); ok {
+			v = int64(n)
+		}
+		a[i] = driver.NamedValue{Ordinal: i + 1, Value: v}
+	}
+	return a
+}
+
+// errRowInUse is Write's error for an insert at a row id that is taken.
+var errRowInUse = errors.New("row id in use")
+
+func (s *SQLite) writeLocked(ctx context.Context, dc any, ops []Op) error {
+	bt, ok := dc.(driver.ConnBeginTx)
+	if !ok {
+		return fmt.Errorf("records: begin: the sqlite driver cannot begin with a context")
+	}
+	tx, err := bt.BeginTx(ctx, driver.TxOptions{})
+	if err != nil {
+		return fmt.Errorf("records: begin: %w", err)
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			tx.Rollback()
+		}
+	}()
+	high := s.high           // the highest row assigned, this Write's included
+	var taken map[int64]bool // this Write's rows, once they are not increasing
+	e := &s.enc
+	e.reset()
+	flush := func() error {
+		if e.n == 0 {
+			return nil
+		}
+		if e.maxRow <= s.high {
+			// Not from the Writer (its rows only grow): the batch's id,
+			// its largest row, may name a batch whose largest record
+			// retention deleted.
+			taken := false
+			if err := s.queryLocked(ctx, dc, `SELECT 1 FROM record_batches WHERE id = ?`, func([]driver.Value) error { taken = true; return nil }, e.maxRow); err != nil {
+				return fmt.Errorf("records: insert a batch of %d records: %w", e.n, err)
 			}
-			if err != nil {
+			if taken {
+				return fmt.Errorf("records: insert a batch of %d records: %w: %d (a deleted record's)", e.n, errRowInUse, e.maxRow)
+			}
+		}
+		s.blob = e.blob(s.blob)
+		if _, err := s.execLocked(ctx, dc, insertBatchSQL, e.maxRow, e.minRow, e.maxRow, e.minCreated, e.maxCreated, e.n, s.blob); err != nil {
+			return fmt.Errorf("records: insert a batch of %d records: %w", e.n, err)
+		}
+		e.reset()
+		return nil
+	}
+	for _, o := range ops {
+		if o.Bump {
+			// Bumps see the inserts before them: those go first.
+			if err := flush(); err != nil {
+				return err
+			}
+			if err := s.bumpLocked(ctx, dc, o); err != nil {
 				return fmt.Errorf("records: bump attempts of %s: %w", o.Record.RequestID, err)
 			}
-			i++
 			continue
 		}
-		j := i
-		for j < len(ops) && !ops[j].Bump && j-i < chunk {
-			j++
+		r := &o.Record
+		if r.Saved != nil && o.Row <= 0 {
+			return fmt.Errorf("records: insert %s: a record with a saved answer needs its row", r.RequestID)
 		}
-		run := ops[i:j]
-		stmt := ins
-		if len(run) == chunk {
-			if chunkStmt == nil {
-				if chunkStmt, err = tx.PrepareContext(ctx, insertSQL(chunk)); err != nil {
-					return fmt.Errorf("records: prepare insert: %w", err)
+		row := o.Row
+		if row <= 0 {
+			row = high + 1 // the store picks a free row
+		}
+		if row <= high {
+			// Below rows already assigned (never so from the Writer, whose
+			// rows only grow): it must be free, here and in the store.
+			if taken == nil {
+				taken = map[int64]bool{}
+				if e.n > 0 {
+					if err := e.rows(taken); err != nil {
+						return err
+					}
 				}
-				defer chunkStmt.Close()
 			}
-			stmt = chunkStmt
-		} else {
-			run = run[:1]
+			if taken[row] {
+				return fmt.Errorf("records: insert %s: %w: %d", r.RequestID, errRowInUse, row)
+			}
+			if _, err := s.findRowLocked(ctx, dc, row); err == nil {
+				return fmt.Errorf("records: insert %s: %w: %d", r.RequestID, errRowInUse, row)
+			} else if !errors.Is(err, errNoRow) {
+				return fmt.Errorf("records: insert %s: %w", r.RequestID, err)
+			}
 		}
-		args := make([]any, 0, len(run)*11)
-		for _, o := range run {
-			r := o.Record
-			attempts := r.Attempts
-			if attempts < 1 {
-				attempts = 1
-			}
-			created := r.CreatedAt
-			if created.IsZero() {
-				created = time.Now()
-			}
-			var id any // nil: the database picks the row id
-			if o.Row > 0 {
-				id = o.Row
-			}
-			args = append(args, id, r.RequestID, r.Tenant, r.Model, r.Version, r.LatencyMs, r.Outcome, r.InputHash, created.UnixMicro(), attempts, r.Input)
+		if taken != nil {
+			taken[row] = true
 		}
-		if _, err := stmt.ExecContext(ctx, args...); err != nil {
-			return fmt.Errorf("records: insert %s: %w", run[0].Record.RequestID, err)
+		high = max(high, row)
+		attempts := r.Attempts
+		if attempts < 1 {
+			attempts = 1
 		}
-		for _, o := range run {
-			if o.Record.Saved == nil {
-				continue
-			}
-			if o.Row <= 0 {
-				return fmt.Errorf("records: insert %s: a record with a saved answer needs its row", o.Record.RequestID)
-			}
-			if replay == nil {
-				if replay, err = tx.PrepareContext(ctx, insertReplaySQL); err != nil {
-					return fmt.Errorf("records: prepare replay: %w", err)
-				}
-				defer replay.Close()
-			}
-			if err := writeReplay(ctx, replay, o.Row, o.Record); err != nil {
+		created := r.CreatedAt
+		if created.IsZero() {
+			created = time.Now()
+		}
+		e.add(row, r, created.UnixMicro(), attempts)
+		if r.Saved != nil {
+			if err := s.writeReplayLocked(ctx, dc, row, o.Record); err != nil {
 				return err
 			}
 		}
-		i += len(run)
 	}
+	if err := flush(); err != nil {
+		return err
+	}
+	committed = true
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("records: commit: %w", err)
+	}
+	s.high = high
+	return nil
+}
+
+// errNoRow is findRowLocked's answer for a row no batch holds.
+var errNoRow = errors.New("no such row")
+
+// findRowLocked returns the id of the batch that holds row: the batches
+// whose rows may include it (by id, their largest row when written, and
+// min_row), smallest first, decoded.
+func (s *SQLite) findRowLocked(ctx context.Context, dc any, row int64) (int64, error) {
+	batch := int64(-1)
+	var v recordView
+	err := s.queryLocked(ctx, dc, `SELECT id, data FROM record_batches WHERE id >= ? AND min_row <= ? ORDER BY id`, func(vals []driver.Value) error {
+		id, _ := vals[0].(int64)
+		data, _ := vals[1].([]byte)
+		br := newBatchReader(data)
+		for br.next(&v) {
+			if v.row == row {
+				batch = id
+				return errFound
+			}
+		}
+		return br.err
+	}, row, row)
+	switch {
+	case errors.Is(err, errFound):
+		return batch, nil
+	case err != nil:
+		return 0, err
+	}
+	return 0, errNoRow
+}
+
+// errFound ends a query early.
+var errFound = errors.New("found")
+
+// bumpLocked adds one to the attempts of o's record: the one at o.Row, or
+// every record of o's tenant and request id (found by decoding every
+// batch: rare, the writer knows the rows of recent records).
+func (s *SQLite) bumpLocked(ctx context.Context, dc any, o Op) error {
+	if o.Row > 0 {
+		batch, err := s.findRowLocked(ctx, dc, o.Row)
+		if errors.Is(err, errNoRow) {
+			return nil // deleted, or never written: nothing to count
+		}
+		if err != nil {
+			return err
+		}
+		_, err = s.execLocked(ctx, dc, bumpSQL, o.Row, batch)
+		return err
+	}
+	type hit struct{ row, batch int64 }
+	var hits []hit
+	var v recordView
+	err := s.queryLocked(ctx, dc, `SELECT id, data FROM record_batches`, func(vals []driver.Value) error {
+		id, _ := vals[0].(int64)
+		data, _ := vals[1].([]byte)
+		br := newBatchReader(data)
+		for br.next(&v) {
+			if string(v.tenant) == o.Record.Tenant && v.idIs(o.Record.RequestID) {
+				hits = append(hits, hit{v.row, id})
+			}
+		}
+		return br.err
+	})
+	if err != nil {
+		return err
+	}
+	for _, h := range hits {
+		if _, err := s.execLocked(ctx, dc, bumpSQL, h.row, h.batch); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-// List returns the records f selects, newest first.
+// rows adds the rows of the records encoded so far to m.
+func (e *batchEncoder) rows(m map[int64]bool) error {
+	var v recordView
+	br := newBatchReader(e.blob(nil))
+	for br.next(&v) {
+		m[v.row] = true
+	}
+	return br.err
+}
+
+// List returns the records f selects, newest first: it walks the batches
+// by their newest record, newest first, filters each batch's records and
+// stops once no batch left can hold a record newer than the last one it
+// keeps.
 func (s *SQLite) List(ctx context.Context, f Filter) ([]Record, error) {
-	var where []string
-	var args []any
-	add := func(cond string, v any) { where = append(where, cond); args = append(args, v) }
-	if f.Tenant != "" {
-		add("tenant = ?", f.Tenant)
-	}
-	if f.RequestID != "" {
-		add("request_id = ?", f.RequestID)
-	}
-	if f.Model != "" {
-		add("model = ?", f.Model)
-	}
-	if f.Version != 0 {
-		add("version = ?", f.Version)
-	}
-	if f.Outcome != "" {
-		add("outcome = ?", f.Outcome)
-	}
-	if !f.Since.IsZero() {
-		add("created_at >= ?", f.Since.UnixMicro())
-	}
-	if f.Models != nil {
-		ors := []string{"0"}
-		for _, g := range f.Models {
-			ors = append(ors, globFunc+"(?, model)")
-			args = append(args, g)
-		}
-		where = append(where, "("+strings.Join(ors, " OR ")+")")
-	}
-	if b := f.Before; b != nil {
-		at := b.CreatedAt.UnixMicro()
-		where = append(where, "(created_at < ? OR (created_at = ? AND id < ?))")
-		args = append(args, at, at, b.Row)
-	}
 	limit := f.Limit
 	if limit <= 0 {
 		limit = DefaultLimit
@@ -460,45 +715,217 @@ func (s *SQLite) List(ctx context.Context, f Filter) ([]Record, error) {
 	if limit > MaxLimit {
 		limit = MaxLimit
 	}
-	q := `SELECT id, request_id, tenant, model, version, latency_ms, outcome, input_hash, created_at, attempts, input FROM records`
+	q := `SELECT max_created, max_row, data FROM record_batches`
+	var where []string
+	var args []any
+	if !f.Since.IsZero() {
+		where = append(where, "max_created >= ?")
+		args = append(args, f.Since.UnixMicro())
+	}
+	if b := f.Before; b != nil {
+		where = append(where, "min_created <= ?")
+		args = append(args, b.CreatedAt.UnixMicro())
+	}
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
-	q += " ORDER BY created_at DESC, id DESC LIMIT ?"
-	args = append(args, limit)
+	q += " ORDER BY max_created DESC, max_row DESC"
 	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("records: list: %w", err)
 	}
 	defer rows.Close()
+	var since, beforeAt int64
+	if !f.Since.IsZero() {
+		since = f.Since.UnixMicro()
+	}
+	if f.Before != nil {
+		beforeAt = f.Before.CreatedAt.UnixMicro()
+	}
+	newer := func(c1, r1, c2, r2 int64) bool { return c1 > c2 || c1 == c2 && r1 > r2 }
 	var out []Record
+	var v recordView
+	var data []byte
+	sorted := true
 	for rows.Next() {
-		var r Record
-		var created int64
-		if err := rows.Scan(&r.Row, &r.RequestID, &r.Tenant, &r.Model, &r.Version, &r.LatencyMs, &r.Outcome, &r.InputHash, &created, &r.Attempts, &r.Input); err != nil {
+		var maxCreated, maxRow int64
+		if err := rows.Scan(&maxCreated, &maxRow, &data); err != nil {
 			return nil, fmt.Errorf("records: list: %w", err)
 		}
-		r.CreatedAt = time.UnixMicro(created).UTC()
-		out = append(out, r)
+		if len(out) >= limit {
+			if !sorted {
+				sortNewest(out)
+				out, sorted = out[:limit], true
+			}
+			last := out[limit-1]
+			if newer(last.CreatedAt.UnixMicro(), last.Row, maxCreated, maxRow) {
+				break // every record left is older than the ones kept
+			}
+		}
+		br := newBatchReader(data)
+		for br.next(&v) {
+			if f.Tenant != "" && string(v.tenant) != f.Tenant ||
+				f.RequestID != "" && !v.idIs(f.RequestID) ||
+				f.Model != "" && string(v.model) != f.Model ||
+				f.Version != 0 && v.version != int64(f.Version) ||
+				f.Outcome != "" && string(v.outcome) != f.Outcome ||
+				!f.Since.IsZero() && v.created < since ||
+				f.Before != nil && !newer(beforeAt, f.Before.Row, v.created, v.row) ||
+				f.Models != nil && !f.Matches(string(v.model)) {
+				continue
+			}
+			out = append(out, v.record())
+			sorted = false
+		}
+		if br.err != nil {
+			return nil, fmt.Errorf("records: list: %w", br.err)
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("records: list: %w", err)
 	}
+	rows.Close()
+	sortNewest(out)
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	if len(out) > 0 {
+		if err := s.addBumps(ctx, out); err != nil {
+			return nil, err
+		}
+	}
 	return out, nil
 }
 
-// DeleteBefore deletes records created before t and says how many.
-func (s *SQLite) DeleteBefore(ctx context.Context, t time.Time) (int64, error) {
-	res, err := s.db.ExecContext(ctx, `DELETE FROM records WHERE created_at < ?`, t.UnixMicro())
-	if err != nil {
-		return 0, fmt.Errorf("records: delete before %s: %w", t.Format(time.RFC3339), err)
-	}
-	return res.RowsAffected()
+// sortNewest sorts rs newest first: by CreatedAt, then by row.
+func sortNewest(rs []Record) {
+	slices.SortFunc(rs, func(a, b Record) int {
+		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.Row, a.Row)
+	})
 }
 
-// MaxRow returns the largest row id in use.
+// addBumps adds the attempts bumped since the records were written.
+func (s *SQLite) addBumps(ctx context.Context, rs []Record) error {
+	lo, hi := rs[0].Row, rs[0].Row
+	at := make(map[int64]int, len(rs))
+	for i, r := range rs {
+		lo, hi = min(lo, r.Row), max(hi, r.Row)
+		at[r.Row] = i
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT row, n FROM record_bumps WHERE row BETWEEN ? AND ?`, lo, hi)
+	if err != nil {
+		return fmt.Errorf("records: list: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var row int64
+		var n int
+		if err := rows.Scan(&row, &n); err != nil {
+			return fmt.Errorf("records: list: %w", err)
+		}
+		if i, ok := at[row]; ok {
+			rs[i].Attempts += n
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("records: list: %w", err)
+	}
+	return nil
+}
+
+// DeleteBefore deletes records created before t and says how many:
+// whole batches whose newest record is older, and the older records of
+// the batches that straddle t (rewritten without them).
+func (s *SQLite) DeleteBefore(ctx context.Context, t time.Time) (int64, error) {
+	cut := t.UnixMicro()
+	fail := func(err error) (int64, error) {
+		return 0, fmt.Errorf("records: delete before %s: %w", t.Format(time.RFC3339), err)
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fail(err)
+	}
+	defer tx.Rollback()
+	// The newest batch may go: its rows must not be assigned again.
+	if _, err := tx.ExecContext(ctx, `UPDATE record_rows SET max_row = max(max_row, (SELECT COALESCE(MAX(id), 0) FROM record_batches))`); err != nil {
+		return fail(err)
+	}
+	var n int64
+	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(SUM(n), 0) FROM record_batches WHERE max_created < ?`, cut).Scan(&n); err != nil {
+		return fail(err)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM record_bumps WHERE batch IN (SELECT id FROM record_batches WHERE max_created < ?)`, cut); err != nil {
+		return fail(err)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM record_batches WHERE max_created < ?`, cut); err != nil {
+		return fail(err)
+	}
+	type straddler struct {
+		id   int64
+		data []byte
+	}
+	var ss []straddler
+	rows, err := tx.QueryContext(ctx, `SELECT id, data FROM record_batches WHERE min_created < ?`, cut)
+	if err != nil {
+		return fail(err)
+	}
+	for rows.Next() {
+		var st straddler
+		if err := rows.Scan(&st.id, &st.data); err != nil {
+			rows.Close()
+			return fail(err)
+		}
+		ss = append(ss, st)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fail(err)
+	}
+	var e batchEncoder
+	var v recordView
+	for _, st := range ss {
+		e.reset()
+		var gone []int64
+		br := newBatchReader(st.data)
+		for br.next(&v) {
+			if v.created < cut {
+				gone = append(gone, v.row)
+				continue
+			}
+			r := v.record()
+			e.addRecord(&r)
+		}
+		if br.err != nil {
+			return fail(br.err)
+		}
+		for _, row := range gone {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM record_bumps WHERE row = ?`, row); err != nil {
+				return fail(err)
+			}
+		}
+		n += int64(len(gone))
+		if e.n == 0 {
+			_, err = tx.ExecContext(ctx, `DELETE FROM record_batches WHERE id = ?`, st.id)
+		} else {
+			_, err = tx.ExecContext(ctx, `UPDATE record_batches SET min_row = ?, max_row = ?, min_created = ?, max_created = ?, n = ?, data = ? WHERE id = ?`,
+				e.minRow, e.maxRow, e.minCreated, e.maxCreated, e.n, e.blob(nil), st.id)
+		}
+		if err != nil {
+			return fail(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fail(err)
+	}
+	return n, nil
+}
+
+// MaxRow returns the largest row id ever assigned.
 func (s *SQLite) MaxRow(ctx context.Context) (int64, error) {
-	var id int64
-	err := s.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(id), 0) FROM records`).Scan(&id)
-	return id, err
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	return s.high, nil
 }

@@ -60,8 +60,9 @@ type Writer struct {
 	next   int
 	wake   chan struct{} // 1-slot: a batch is full
 
-	mu     sync.Mutex // guards buf and closed
+	mu     sync.Mutex // guards buf, spare and closed
 	buf    []Op
+	spare  []Op // the array of the last batch written, empty: the next buf
 	closed bool // Run has returned: Add refuses
 
 	overflows atomic.Int64
@@ -328,8 +329,14 @@ func (w *Writer) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return w.drain(context.WithoutCancel(ctx))
 		case <-w.wake:
+			if ctx.Err() != nil {
+				return w.drain(context.WithoutCancel(ctx))
+			}
 			w.writeBatches(ctx, !w.cfg.Durable) // durable: group commit, everything now
 		case <-flush.C:
+			if ctx.Err() != nil {
+				return w.drain(context.WithoutCancel(ctx))
+			}
 			w.writeBatches(ctx, false)
 		case <-clean.C:
 			w.clean(ctx)
@@ -337,45 +344,70 @@ func (w *Writer) Run(ctx context.Context) error {
 	}
 }
 
-// writeBatches writes full batches (fullOnly) or everything buffered now.
+// writeBatches writes what is buffered, in batches of at most BatchSize:
+// the full batches (fullOnly), or everything. It takes them from the
+// buffer at once (the array of the last ones becomes the buffer, with the
+// partial batch left), so a backlog costs no copying.
 func (w *Writer) writeBatches(ctx context.Context, fullOnly bool) error {
 	var last error
 	for {
 		w.mu.Lock()
-		n := min(len(w.buf), w.cfg.BatchSize)
+		n := len(w.buf)
 		if n == 0 || fullOnly && n < w.cfg.BatchSize {
 			w.mu.Unlock()
 			return last
 		}
-		batch := make([]Op, n)
-		copy(batch, w.buf)
-		w.buf = append(w.buf[:0], w.buf[n:]...)
+		if fullOnly {
+			n -= n % w.cfg.BatchSize // a partial batch waits for FlushEvery
+		}
+		taken := w.buf[:n]
+		w.buf, w.spare = append(w.spare[:0], w.buf[n:]...), nil
 		w.writing.Store(int64(n))
 		w.mu.Unlock()
-		err := w.store.Write(ctx, batch)
-		if err == nil {
-			w.written.Add(int64(n))
-		}
-		w.writing.Store(0)
-		for _, o := range batch {
-			if o.ack != nil {
-				if err != nil {
-					o.ack <- fmt.Errorf("records: %s", failReason(err))
-				} else {
-					o.ack <- nil
-				}
+		for i := 0; i < len(taken); i += w.cfg.BatchSize {
+			batch := taken[i:min(i+w.cfg.BatchSize, len(taken))]
+			if err := w.write(ctx, batch); err != nil {
+				last = err
 			}
+			w.writing.Add(-int64(len(batch)))
 		}
-		if err != nil {
-			w.failed.Add(int64(n))
-			w.dropped(failReason(err))
-			w.cfg.Logger.Error("records: write batch failed; its records are dropped", "records", n, "err", err)
-			last = err
-			if ctx.Err() != nil {
-				return last
+		clear(taken) // drop the records' strings and acks
+		w.mu.Lock()
+		if cap(taken) > cap(w.spare) {
+			w.spare = taken[:0]
+		}
+		w.mu.Unlock()
+		if last != nil && ctx.Err() != nil {
+			return last
+		}
+	}
+}
+
+// write writes one batch and answers its acks.
+func (w *Writer) write(ctx context.Context, batch []Op) error {
+	// Not cancelled with ctx: a batch taken from the buffer is written
+	// whole even when shutdown begins meanwhile (cancelling it would drop
+	// records that drain promises to write).
+	err := w.store.Write(context.WithoutCancel(ctx), batch)
+	n := int64(len(batch))
+	if err == nil {
+		w.written.Add(n)
+	}
+	for _, o := range batch {
+		if o.ack != nil {
+			if err != nil {
+				o.ack <- fmt.Errorf("records: %s", failReason(err))
+			} else {
+				o.ack <- nil
 			}
 		}
 	}
+	if err != nil {
+		w.failed.Add(n)
+		w.dropped(failReason(err))
+		w.cfg.Logger.Error("records: write batch failed; its records are dropped", "records", n, "err", err)
+	}
+	return err
 }
 
 // drain closes the writer to Adds and writes everything left.
