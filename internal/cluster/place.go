@@ -58,6 +58,7 @@ type copyOn struct {
 
 	lastUsed atomic.Int64 // unix ns of the last call sent
 	inflight atomic.Int64 // calls in flight now
+	rows     atomic.Int64 // their instances
 }
 
 // Start places v on the workers placement chooses (and again on workers
@@ -791,8 +792,14 @@ func (p *Pool) candidates(v *Version, skip *worker) []candidate {
 	var out []candidate
 	for _, w := range p.workers {
 		if w.live && w.ready[v.key] && w != skip {
-			out = append(out, candidate{w: w, session: w.session, cp: v.on[w.id], load: w.queued[v.key] + w.outstanding.Load(),
-				queued: w.queued[v.key], state: w.serving[v.key]})
+			c := candidate{w: w, session: w.session, cp: v.on[w.id], load: w.queued[v.key] + w.outstanding.Load(),
+				queued: w.queued[v.key], state: w.serving[v.key]}
+			if c.cp != nil {
+				// What this gateway has in flight there is live, where the
+				// report is up to a heartbeat old: the larger of the two.
+				c.queued = max(c.queued, c.cp.rows.Load())
+			}
+			out = append(out, c)
 		}
 	}
 	return out

@@ -16,8 +16,9 @@ type servingState struct {
 }
 
 // preAdmit is the deadline check of admission, made at the gateway from
-// a worker's last report (its queued instances, cost model, batch bound
-// and ready replicas) before the hop: a request that cannot be answered
+// a worker's last report (its queued instances, or this gateway's own
+// instances in flight there when more, its cost model, batch bound and
+// ready replicas) before the hop: a request that cannot be answered
 // in time there is refused here, at once, instead of after a round trip
 // to a worker whose process may be busy computing (or run at a lower
 // priority, --worker-nice). It decides only deadline_infeasible; the

@@ -171,12 +171,14 @@ func (v *Version) call(ctx context.Context, c candidate, w serving.Work) (servin
 	c.w.outstanding.Add(n)
 	if c.cp != nil {
 		c.cp.inflight.Add(1)
+		c.cp.rows.Add(n)
 		c.cp.lastUsed.Store(time.Now().UnixNano())
 	}
 	resp, err := c.w.infer.ModelInfer(ctx, req)
 	c.w.outstanding.Add(-n)
 	if c.cp != nil {
 		c.cp.inflight.Add(-1)
+		c.cp.rows.Add(-n)
 	}
 	if err != nil {
 		e, fromPeer := oip.FromStatus(err)
