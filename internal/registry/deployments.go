@@ -138,38 +138,12 @@ func (s *SQLite) Policies(ctx context.Context, model string) ([]Policy, error) {
 		q = `SELECT ` + policyCols + ` FROM policies ORDER BY model, version`
 		args = nil
 	}
-	rows, err := s.db.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, storeErr(err)
-	}
-	defer rows.Close()
-	var out []Policy
-	for rows.Next() {
-		p, err := scanPolicy(rows)
-		if err != nil {
-			return nil, storeErr(err)
-		}
-		out = append(out, p)
-	}
-	return out, storeErr(rows.Err())
+	return s.policies(ctx, q, args...)
 }
 
 // Current returns the policy in force of every model, by model.
 func (s *SQLite) Current(ctx context.Context) ([]Policy, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+policyCols+` FROM policies p WHERE version = (SELECT MAX(version) FROM policies q WHERE q.model = p.model) ORDER BY model`)
-	if err != nil {
-		return nil, storeErr(err)
-	}
-	defer rows.Close()
-	var out []Policy
-	for rows.Next() {
-		p, err := scanPolicy(rows)
-		if err != nil {
-			return nil, storeErr(err)
-		}
-		out = append(out, p)
-	}
-	return out, storeErr(rows.Err())
+	return s.policies(ctx, `SELECT `+policyCols+` FROM policies p WHERE version = (SELECT MAX(version) FROM policies q WHERE q.model = p.model) ORDER BY model`)
 }
 
 // PolicyAt returns the policy of model in force at t.
@@ -187,7 +161,12 @@ func (s *SQLite) PolicyAt(ctx context.Context, model string, t time.Time) (Polic
 // PolicyPage returns at most limit policies of model with a version above
 // after, oldest first.
 func (s *SQLite) PolicyPage(ctx context.Context, model string, after, limit int) ([]Policy, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+policyCols+` FROM policies WHERE model=? AND version>? ORDER BY version LIMIT ?`, model, after, limit)
+	return s.policies(ctx, `SELECT `+policyCols+` FROM policies WHERE model=? AND version>? ORDER BY version LIMIT ?`, model, after, limit)
+}
+
+// policies runs a query of policyCols and scans every row.
+func (s *SQLite) policies(ctx context.Context, q string, args ...any) ([]Policy, error) {
+	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, storeErr(err)
 	}

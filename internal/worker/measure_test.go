@@ -62,7 +62,7 @@ func TestMemoryOf(t *testing.T) {
 		name                     string
 		grew                     int64
 		alone                    bool
-		reported                 int64
+		reported                 int64 // -1: the runtime does not say
 		replicas                 int
 		declared, artifact, want int64
 		measured                 bool
@@ -75,7 +75,7 @@ func TestMemoryOf(t *testing.T) {
 		{"the runtime's own figure, even when loads overlapped", 104 * mib, false, 30 * mib, 1, 32 * mib, 1 * mib, 30 * mib, true},
 		{"overlapped: the declared estimate", 50 * mib, false, -1, 2, 8 * mib, 1 * mib, 16 * mib, false},
 	} {
-		got, measured := memoryOf(c.grew, c.alone, c.reported, c.replicas, c.declared, c.artifact, "synthetic")
+		got, measured := memoryOf(c.grew, c.alone, max(c.reported, 0), c.reported >= 0, c.replicas, c.declared, c.artifact, "synthetic")
 		if got != c.want || measured != c.measured {
 			t.Errorf("%s: %d MiB measured=%v, want %d MiB measured=%v", c.name, got/mib, measured, c.want/mib, c.measured)
 		}

@@ -68,7 +68,7 @@ func (m *meter) end(mk *loadMark, before int64) (int64, bool) {
 }
 
 // memoryOf is the memory a loaded version is accounted for: what its
-// runtime reports its replicas hold (reported >= 0: the runtime knows,
+// runtime reports its replicas hold (known: every replica's model is a
 // runtime.MemoryReporter), else the RSS growth of its load when that was
 // its alone (measured), else the
 // estimate (serving.memory, else placement.Estimate), times its replicas.
@@ -78,8 +78,8 @@ func (m *meter) end(mk *loadMark, before int64) (int64, bool) {
 // the process already had (seen as 0.0 MiB for an 8 MiB model while
 // other versions were unloaded), and a version counted as nothing lets
 // placement put more on the worker than its budget.
-func memoryOf(grew int64, alone bool, reported int64, replicas int, declared, artifactBytes int64, runtime string) (int64, bool) {
-	if reported >= 0 {
+func memoryOf(grew int64, alone bool, reported int64, known bool, replicas int, declared, artifactBytes int64, runtime string) (int64, bool) {
+	if known {
 		return reported, true
 	}
 	n := int64(max(replicas, 1))

@@ -467,10 +467,7 @@ func (w *Worker) load(v *version, req *workerpb.LoadRequest) {
 		declared = m.Bytes
 	}
 	reported, known := srv.ReportedMemory()
-	if !known {
-		reported = -1
-	}
-	v.memory, v.measured = memoryOf(grew, alone, reported, v.replicas, declared, int64(len(art)), spec.Manifest.Runtime)
+	v.memory, v.measured = memoryOf(grew, alone, reported, known, v.replicas, declared, int64(len(art)), spec.Manifest.Runtime)
 	log.Info("version ready", "replicas", v.replicas, "artifact", source, "load", tm.Load.String(), "golden", tm.Golden.String(), "warmup", tm.Warmup.String(),
 		"memory_mb", float64(v.memory)/(1<<20), "memory_measured", v.measured)
 }
