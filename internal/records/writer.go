@@ -369,7 +369,6 @@ func (w *Writer) writeBatches(ctx context.Context, fullOnly bool) error {
 			if err := w.write(ctx, batch); err != nil {
 				last = err
 			}
-			w.writing.Add(-int64(len(batch)))
 		}
 		clear(taken) // drop the records' strings and acks
 		w.mu.Lock()
@@ -393,6 +392,9 @@ func (w *Writer) write(ctx context.Context, batch []Op) error {
 	if err == nil {
 		w.written.Add(n)
 	}
+	// No longer pending before any ack goes out: a durable Commit that
+	// returns sees its record counted as written, not as pending.
+	w.writing.Add(-n)
 	for _, o := range batch {
 		if o.ack != nil {
 			if err != nil {
