@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sluiceml/sluice/internal/cpuprio"
 	"io/fs"
 	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
 	goruntime "runtime"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -60,6 +62,7 @@ func newServeCmd() *cobra.Command {
 		initStore           bool
 		storeURL            string
 		workerNice          int
+		workerSched         string
 		kubeWorkers         string
 		kubeNamespace       string
 		artifacts           storeFlags
@@ -177,13 +180,20 @@ func newServeCmd() *cobra.Command {
 				defer cp.stop()
 				log.Info("control plane listening for workers", "control_addr", cp.ln.Addr().String(), "local_workers", workers)
 				if workers > 0 {
-					if sup, err = localWorkers(ids, cp.ln.Addr().String(), data, logFormat, logLevel, onnxLib, workerMemory, artifacts.args(), log, pool); err != nil {
+					if err := cpuprio.CheckNice("--worker-nice", workerNice); err != nil {
 						return err
 					}
-					if workerNice < 0 || workerNice > 19 {
-						return fmt.Errorf("--worker-nice %d: use 0 (off) to 19", workerNice)
+					sched, err := cpuprio.ParseSched("--worker-sched", workerSched)
+					if err != nil {
+						return err
 					}
-					sup.Nice = workerNice
+					// Each worker lowers its own threads (cpuprio.Lower):
+					// setting it from here, after the fork, races the
+					// child's runtime creating threads.
+					extra := append(artifacts.args(), "--nice", strconv.Itoa(workerNice), "--sched", string(sched))
+					if sup, err = localWorkers(ids, cp.ln.Addr().String(), data, logFormat, logLevel, onnxLib, workerMemory, extra, log, pool); err != nil {
+						return err
+					}
 					sctx, stopWorkers := context.WithCancel(context.Background())
 					supDone := make(chan struct{})
 					go func() { defer close(supDone); sup.Run(sctx, grace) }()
@@ -341,6 +351,7 @@ func newServeCmd() *cobra.Command {
 	f.StringVar(&pprofAddr, "pprof-addr", "", "serve Go profiles (/debug/pprof/) on this admin address, e.g. 127.0.0.1:6060 (default: off)")
 	f.IntVar(&modelCPUs, "model-cpus", 0, "at most this many batches compute at once in this process's replicas (in-process mode), so admission, refusals and health keep a core: e.g. 1 on 2 cores (0: no bound; workers: --worker-nice, or sluice worker --model-cpus)")
 	f.IntVar(&workerNice, "worker-nice", 0, "lower the local workers' CPU priority by this much (0-19): the server's admission, refusals and health checks run first when the CPUs are busy")
+	f.StringVar(&workerSched, "worker-sched", "normal", "the local workers' CPU scheduling policy: normal, or idle (SCHED_IDLE: workers compute only when the server's front end does not want the CPU, so refusals and health answer at once however busy the models are)")
 	f.StringVar(&workerMemory, "worker-memory", "", "memory each local worker's versions may hold, e.g. 2GiB, passed to the workers (default: the cgroup's or host's memory divided by --workers)")
 	f.DurationVar(&minResidency, "min-residency", placement.DefaultMinResidency, "a version loaded on a worker less than this long ago is never evicted (anti-thrash)")
 	f.IntVar(&shardSize, "shard-size", 2, "how many workers hold each model (its shard, chosen by rendezvous hashing of the model name)")

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/sluiceml/sluice/internal/cpuprio"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -27,6 +28,8 @@ func newWorkerCmd() *cobra.Command {
 		grace               time.Duration
 		pprofAddr           string
 		modelCPUs           int
+		nice                int
+		schedFlag           string
 		workerMemory        string
 		artifacts           storeFlags
 	)
@@ -66,6 +69,16 @@ func newWorkerCmd() *cobra.Command {
 				return fmt.Errorf("--model-cpus %d: use 0 (no bound) or the number of batches that may compute at once", modelCPUs)
 			}
 			cfg.CPUs = serving.NewCPUs(modelCPUs)
+			if err := cpuprio.CheckNice("--nice", nice); err != nil {
+				return err
+			}
+			sched, err := cpuprio.ParseSched("--sched", schedFlag)
+			if err != nil {
+				return err
+			}
+			if err := cpuprio.Lower(nice, sched); err != nil {
+				return fmt.Errorf("--nice %d --sched %s: %w", nice, sched, err)
+			}
 			cfg.Logger, cfg.Build = log, version
 			if art, err := artifacts.open(cmd.Context(), log, true); err != nil {
 				return err
@@ -101,6 +114,8 @@ func newWorkerCmd() *cobra.Command {
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.DurationVar(&grace, "grace", 30*time.Second, "how long shutdown waits for queued work")
 	f.IntVar(&modelCPUs, "model-cpus", 0, "at most this many batches compute at once in this worker (0: no bound)")
+	f.IntVar(&nice, "nice", 0, "lower this worker's CPU priority by this much (0-19), every thread of it: a gateway sharing the cores admits, refuses and answers health checks first")
+	f.StringVar(&schedFlag, "sched", "normal", "CPU scheduling policy: normal, or idle (SCHED_IDLE: the worker computes only when nothing else on the CPU wants to run; a gateway on the same cores is never kept waiting)")
 	f.StringVar(&pprofAddr, "pprof-addr", "", "serve Go profiles (/debug/pprof/) on this admin address (default: off)")
 	artifacts.register(f, true)
 	return cmd

@@ -393,24 +393,63 @@ func TestAttachedWorker(t *testing.T) {
 	srv.stop(t)
 }
 
-// --worker-nice lowers the local workers' CPU priority (Linux).
-func TestWorkerNice(t *testing.T) {
-	srv := startServer(t, "--data", t.TempDir(), "--workers", "1", "--shard-size", "1", "--worker-nice", "7")
-	wl := workers(t, srv.url)
-	if len(wl.Workers) != 1 {
-		t.Fatalf("workers: %+v", wl)
+// --worker-nice and --worker-sched lower the local workers' CPU priority
+// (Linux), on every thread of the worker, not only its main thread.
+func TestWorkerPriority(t *testing.T) {
+	for _, tc := range []struct {
+		flags        []string
+		nice, policy string // as /proc/PID/task/TID/stat shows them; SCHED_IDLE is 5
+	}{
+		{[]string{"--worker-nice", "7"}, "7", "0"},
+		{[]string{"--worker-sched", "idle", "--worker-nice", "3"}, "3", "5"},
+	} {
+		t.Run(strings.Join(tc.flags, " "), func(t *testing.T) {
+			srv := startServer(t, append([]string{"--data", t.TempDir(), "--workers", "1", "--shard-size", "1"}, tc.flags...)...)
+			wl := workers(t, srv.url)
+			if len(wl.Workers) != 1 {
+				t.Fatalf("workers: %+v", wl)
+			}
+			// A prediction first, so that the worker's threads that serve
+			// and compute exist.
+			if status, out, err := postJSON(srv.url+"/v1/models/fraud:predict", `{"instances":[{"amount":800,"accountAgeDays":91,"declines5m":3,"country":"US"}]}`); err != nil || status != 200 {
+				t.Fatalf("predict: %d %v %s", status, err, out)
+			}
+			dir := fmt.Sprintf("/proc/%d/task", wl.Workers[0].PID)
+			tasks, err := os.ReadDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(tasks) < 2 {
+				t.Fatalf("%s: %d threads", dir, len(tasks))
+			}
+			for _, task := range tasks {
+				stat, err := os.ReadFile(filepath.Join(dir, task.Name(), "stat"))
+				if err != nil {
+					continue // the thread exited
+				}
+				// Fields after the command's closing parenthesis: state is
+				// field 3, nice field 19, policy field 41.
+				f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+2:]))
+				if len(f) < 39 || f[16] != tc.nice || f[38] != tc.policy {
+					t.Errorf("thread %s: nice %v policy %v, want %s and %s", task.Name(), f[16:17], f[38:39], tc.nice, tc.policy)
+				}
+			}
+			srv.stop(t)
+		})
 	}
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", wl.Workers[0].PID))
-	if err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct{ args, want string }{
+		{"serve --workers 1 --worker-sched low", `--worker-sched "low": use normal or idle`},
+		{"serve --workers 1 --worker-nice 20", "--worker-nice 20: use 0 (off) to 19"},
+		{"worker --join 127.0.0.1:1 --sched fifo", `--sched "fifo": use normal or idle`},
+	} {
+		out, err := exec.Command(binary, append(strings.Fields(tc.args), "--data", t.TempDir())...).CombinedOutput()
+		if tc.args[:6] == "worker" {
+			out, err = exec.Command(binary, strings.Fields(tc.args)...).CombinedOutput()
+		}
+		if err == nil || !strings.Contains(string(out), tc.want) {
+			t.Errorf("sluice %s: %v %s, want %q", tc.args, err, out, tc.want)
+		}
 	}
-	// Fields after the command's closing parenthesis: state is field 3,
-	// nice is field 19.
-	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+2:]))
-	if len(f) < 17 || f[16] != "7" {
-		t.Errorf("worker nice = %v, want 7 (stat %q)", f[16:17], stat)
-	}
-	srv.stop(t)
 }
 
 // Replicas follow the traffic: a version whose placement allows up to 6

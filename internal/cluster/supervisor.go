@@ -25,11 +25,6 @@ type Supervisor struct {
 	Logger *slog.Logger
 	// OnExit is told when a worker process exits (before it is restarted).
 	OnExit func(id, why string)
-	// Nice, when > 0, lowers the workers' CPU priority by that much
-	// (setpriority, Linux): on a shared machine the server's front end,
-	// which admits, refuses and answers health checks, then runs before
-	// CPU-bound replicas.
-	Nice int
 }
 
 // Run supervises the processes until ctx ends, then stops them within grace.
@@ -61,12 +56,7 @@ func (s *Supervisor) keep(ctx context.Context, id string, grace time.Duration) {
 		if err := cmd.Start(); err != nil {
 			s.Logger.Error("worker did not start", "worker", id, "err", err, "retry_in", backoff.String())
 		} else {
-			if s.Nice > 0 {
-				if err := setNice(cmd.Process.Pid, s.Nice); err != nil {
-					s.Logger.Warn("could not lower the worker's priority", "worker", id, "nice", s.Nice, "err", err)
-				}
-			}
-			s.Logger.Info("worker started", "worker", id, "pid", cmd.Process.Pid, "nice", s.Nice)
+			s.Logger.Info("worker started", "worker", id, "pid", cmd.Process.Pid)
 			done := make(chan error, 1)
 			go func() { done <- cmd.Wait() }()
 			var err error

@@ -7,8 +7,3 @@ import "syscall"
 func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }
-
-// setNice sets a process's nice value.
-func setNice(pid, nice int) error {
-	return syscall.Setpriority(syscall.PRIO_PROCESS, pid, nice)
-}

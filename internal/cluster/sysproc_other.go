@@ -5,5 +5,3 @@ package cluster
 import "syscall"
 
 func sysProcAttr() *syscall.SysProcAttr { return nil }
-
-func setNice(int, int) error { return nil }
