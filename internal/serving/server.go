@@ -584,15 +584,16 @@ func (s *Server) borrowLocked(it *item, now time.Time) *replica {
 
 // giveBackLocked ends a borrow of r, if r is borrowed, when its batch is
 // done. Its loop is woken only when it has something to do: queued work,
-// a removal, a shutdown, or a crash to replace (a loop woken for nothing
-// would cost the wake-up inline execution saves).
+// a removal, a shutdown (a loop woken for nothing would cost the wake-up
+// inline execution saves), or a crash to replace, which run's crash path
+// broadcasts.
 func (s *Server) giveBackLocked(r *replica, crashed bool) {
 	if !r.borrowed {
 		return
 	}
 	r.borrowed = false
 	r.crashed = crashed
-	if crashed || r.retiring || s.closing || s.queued > 0 {
+	if r.retiring || s.closing || s.queued > 0 {
 		s.broadcastLocked()
 	}
 }
