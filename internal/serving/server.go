@@ -529,7 +529,9 @@ func (s *Server) Submit(ctx context.Context, w Work) (Result, error) {
 		}
 		s.queued += n
 		s.highQ = max(s.highQ, s.queued)
-		s.broadcastLocked()
+		if !s.allBorrowedLocked() {
+			s.broadcastLocked()
+		}
 		s.mu.Unlock()
 	}
 
@@ -580,6 +582,18 @@ func (s *Server) borrowLocked(it *item, now time.Time) *replica {
 	it.next = it.rows.Rows
 	it.pending = 1
 	return idle
+}
+
+// allBorrowedLocked says whether every live replica is borrowed: then no
+// replica loop can take queued work until a borrow ends, which wakes them
+// (giveBackLocked), so waking them now would only cost a wake-up.
+func (s *Server) allBorrowedLocked() bool {
+	for _, r := range s.live {
+		if !r.borrowed {
+			return false
+		}
+	}
+	return len(s.live) > 0
 }
 
 // giveBackLocked ends a borrow of r, if r is borrowed, when its batch is
