@@ -190,29 +190,3 @@ func PickRemoval(working []bool) int {
 	}
 	return len(working) - 1
 }
-
-// InlineInput is what Submit looks at, once a request is admitted, to
-// decide whether the submitting goroutine runs the request's batch itself
-// on an idle replica instead of queueing it for the replica's goroutine.
-type InlineInput struct {
-	Disabled    bool // Config.noInline (benchmarks and tests)
-	Queued      int  // instances queued and not yet taken, retried pieces included
-	Retried     int  // pieces of a crashed batch waiting to run again
-	IdleReplica bool // a live replica holds no rows and is not borrowed
-	// Batch is the batch the request would form alone: Rows its
-	// instances, FirstArrival now, EarliestDue its deadline.
-	Batch BatchInput
-}
-
-// RunInline decides whether a request runs on the caller's goroutine: only
-// when nothing is queued ahead of it (order is kept), a replica is idle, the
-// request fits in one batch and the batcher would close that batch at once
-// (maxBatchDelay 0, a full batch, or a deadline that leaves no time to
-// wait). Otherwise the request is queued and the batcher decides as ever.
-func RunInline(in InlineInput) bool {
-	if in.Disabled || in.Queued > 0 || in.Retried > 0 || !in.IdleReplica || in.Batch.Rows > in.Batch.MaxBatch {
-		return false
-	}
-	now, _ := CloseBatch(in.Batch)
-	return now
-}

@@ -2,20 +2,6 @@
 // dynamic batcher and replica pool. Rows arrive already validated and
 // preprocessed; one Server never holds another version's rows. It knows
 // nothing of HTTP, tenants or the registry.
-//
-// Inline execution: a request that would form a batch alone and closed at
-// once (maxBatchDelay 0, a full batch, or a deadline that leaves no time to
-// wait; see RunInline), arriving when nothing is queued and a replica is
-// idle, is computed by the submitting goroutine itself on that replica
-// (the same run: model CPUs, cost model, observer, stats) instead of being
-// queued for the replica's goroutine. Handing a 1-row request to the
-// replica and back costs two goroutine wake-ups and a trip through the
-// scheduler, more than a small model's compute. The replica is borrowed
-// meanwhile: its own loop takes nothing, counts it as working, and is woken
-// when it is given back to run what was queued, to be removed, or — if the
-// model panicked — to be replaced, exactly as after a crash in its loop.
-// A caller whose context is cancelled during an inline compute returns when
-// that compute ends (its deadline bounds the compute, as for any batch).
 package serving
 
 import (
@@ -84,9 +70,6 @@ type Config struct {
 	// holds rows of one bucket, so it is never padded beyond that boundary.
 	// Empty: one bucket. Float rows are always in one bucket.
 	LengthBuckets []int
-	// noInline turns inline execution off (every request goes through the
-	// queue), for benchmarks and tests that compare the two.
-	noInline bool
 	// CPUs, when set, bounds the batches that compute at once across
 	// every Server sharing it (the process's model CPUs): a batch waits
 	// for a slot within its deadline. Nil: no bound.
@@ -269,20 +252,13 @@ type replica struct {
 	model runtime.Model
 	// lastEnd is when this replica finished its previous batch; busy says
 	// whether work was already waiting then (so the next batch's cycle,
-	// end to end, is what one batch really costs the replica). Both are
-	// read and written under Server.mu, by whichever goroutine runs r.
+	// end to end, is what one batch really costs the replica).
 	lastEnd time.Time
 	busy    bool
 
 	// Guarded by Server.mu:
-	working  bool // holds taken rows: forming or computing a batch (borrowed too)
+	working  bool // holds taken rows: forming or computing a batch
 	retiring bool // removed: finish the batch it holds, take no new one, close the model
-	// borrowed: a submitting goroutine computes its own batch on this
-	// replica (see Submit); the replica's loop takes nothing until then.
-	borrowed bool
-	// crashed: the model panicked in a borrowed run; the replica's loop
-	// replaces it (it already left live).
-	crashed bool
 	// gone is closed when a retiring replica has left and its model is closed.
 	gone chan struct{}
 }
@@ -516,24 +492,15 @@ func (s *Server) Submit(ctx context.Context, w Work) (Result, error) {
 		return Result{}, err
 	}
 	it.est = EstimateWait(in.QueuedInstances, n, in)
-	if r := s.borrowLocked(it, now); r != nil {
-		s.mu.Unlock()
-		// run gives r back (giveBackLocked). After a crash the piece was
-		// queued for a retry: the wait below is for it.
-		s.run(r, []piece{{it: it, lo: 0, hi: n, taken: now}})
+	if w.Priority == Online {
+		s.online = append(s.online, it)
 	} else {
-		if w.Priority == Online {
-			s.online = append(s.online, it)
-		} else {
-			s.low = append(s.low, it)
-		}
-		s.queued += n
-		s.highQ = max(s.highQ, s.queued)
-		if !s.allBorrowedLocked() {
-			s.broadcastLocked()
-		}
-		s.mu.Unlock()
+		s.low = append(s.low, it)
 	}
+	s.queued += n
+	s.highQ = max(s.highQ, s.queued)
+	s.broadcastLocked()
+	s.mu.Unlock()
 
 	select {
 	case <-it.done:
@@ -559,57 +526,6 @@ func (s *Server) Submit(ctx context.Context, w Work) (Result, error) {
 		return Result{}, it.err
 	}
 	return Result{Out: runtime.Output{Rows: n, Cols: it.cols, Data: it.out}, Timing: it.timing}, nil
-}
-
-// borrowLocked lends an idle live replica to the admitted request it when
-// RunInline says the request runs on the caller's goroutine, and takes all
-// of its rows; otherwise it returns nil and the request is queued. A
-// retiring replica is not live; a closing server admitted nothing.
-func (s *Server) borrowLocked(it *item, now time.Time) *replica {
-	var idle *replica
-	for _, r := range s.live {
-		if !r.working && !r.borrowed && !r.crashed {
-			idle = r
-			break
-		}
-	}
-	if !RunInline(InlineInput{Disabled: s.cfg.noInline, Queued: s.queued, Retried: len(s.retry), IdleReplica: idle != nil,
-		Batch: BatchInput{Now: now, Rows: it.rows.Rows, FirstArrival: now, EarliestDue: it.due,
-			MaxBatch: s.cfg.MaxBatchSize, MaxBatchDelay: s.cfg.MaxBatchDelay, Cost: s.cost}}) {
-		return nil
-	}
-	idle.borrowed, idle.working = true, true
-	it.next = it.rows.Rows
-	it.pending = 1
-	return idle
-}
-
-// allBorrowedLocked says whether every live replica is borrowed: then no
-// replica loop can take queued work until a borrow ends, which wakes them
-// (giveBackLocked), so waking them now would only cost a wake-up.
-func (s *Server) allBorrowedLocked() bool {
-	for _, r := range s.live {
-		if !r.borrowed {
-			return false
-		}
-	}
-	return len(s.live) > 0
-}
-
-// giveBackLocked ends a borrow of r, if r is borrowed, when its batch is
-// done. Its loop is woken only when it has something to do: queued work,
-// a removal, a shutdown (a loop woken for nothing would cost the wake-up
-// inline execution saves), or a crash to replace, which run's crash path
-// broadcasts.
-func (s *Server) giveBackLocked(r *replica, crashed bool) {
-	if !r.borrowed {
-		return
-	}
-	r.borrowed = false
-	r.crashed = crashed
-	if r.retiring || s.closing || s.queued > 0 {
-		s.broadcastLocked()
-	}
 }
 
 func (s *Server) lowQueuedLocked() int {
@@ -725,9 +641,7 @@ func removeAt[T any](xs []T, i int) []T {
 
 // nextBatch blocks until a batch is ready to run on r, or returns false
 // when the server is closing and the queue is empty, or r is retiring and
-// holds no rows, or r crashed in a borrowed run. A retiring replica runs
-// the rows it already took at once. While r is borrowed it waits: a
-// replica is only borrowed when it holds no rows.
+// holds no rows. A retiring replica runs the rows it already took at once.
 func (s *Server) nextBatch(r *replica) ([]piece, bool) {
 	var batch []piece
 	rows := 0
@@ -741,16 +655,6 @@ func (s *Server) nextBatch(r *replica) ([]piece, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for {
-		if r.borrowed {
-			ch := s.changed
-			s.mu.Unlock()
-			<-ch
-			s.mu.Lock()
-			continue
-		}
-		if r.crashed {
-			return nil, false
-		}
 		if r.retiring {
 			return batch, rows > 0
 		}
@@ -814,17 +718,13 @@ func (s *Server) replicaLoop(r *replica) {
 		goruntime.Gosched()
 	}
 	s.mu.Lock()
-	retiring, crashed := r.retiring, r.crashed
-	if !retiring && !crashed {
+	retiring := r.retiring
+	if !retiring {
 		// The server is closing and the queue is drained: the replica
 		// leaves live (RemoveReplica can no longer pick it).
 		s.dropLiveLocked(r)
 	}
 	s.mu.Unlock()
-	if crashed { // in a borrowed run: replaced as after a crash here
-		s.replace(r)
-		return
-	}
 	if retiring {
 		s.retire(r)
 		return
@@ -860,8 +760,7 @@ func (s *Server) ReportedMemory() (int64, bool) {
 	return sum, len(s.live) > 0
 }
 
-// run computes one batch, on r's loop or on a goroutine that borrowed r
-// (Submit), which it gives back. It reports whether the replica crashed.
+// run computes one batch. It reports whether the replica crashed.
 func (s *Server) run(r *replica, batch []piece) (crashed bool) {
 	start := time.Now()
 	// Drop pieces whose request is gone.
@@ -875,7 +774,6 @@ func (s *Server) run(r *replica, batch []piece) (crashed bool) {
 	}
 	if len(live) == 0 {
 		r.working = false
-		s.giveBackLocked(r, false)
 	}
 	s.mu.Unlock()
 	if len(live) == 0 {
@@ -947,7 +845,6 @@ func (s *Server) run(r *replica, batch []piece) (crashed bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r.working = false
-	s.giveBackLocked(r, panicked)
 	if panicked {
 		s.stats.crashes.Add(1)
 		if !r.retiring { // a retiring replica already left live and is not replaced

@@ -27,7 +27,6 @@ type fakeModel struct {
 	mu      sync.Mutex
 	calls   int
 	batches [][]float32 // first column of each row, per batch
-	inline  []bool      // per batch: computed on the goroutine that called Submit
 	closed  int         // Close calls
 }
 
@@ -53,7 +52,6 @@ func (m *fakeModel) Predict(ctx context.Context, in runtime.Batch) (runtime.Outp
 		col[i] = in.Row(i)[0]
 	}
 	m.batches = append(m.batches, col)
-	m.inline = append(m.inline, underSubmit())
 	m.mu.Unlock()
 	if m.gate != nil {
 		<-m.gate
