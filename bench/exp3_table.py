@@ -25,6 +25,8 @@ for f, r in zip(sys.argv[2:], runs):
         "rejected": sum(codes.values()),
         "rej p50": o["rejectedLatencyMs"].get("p50"),
         "rej p99": o["rejectedLatencyMs"].get("p99"),
+        "refused p50": o.get("refusedLatencyMs", {}).get("p50"),
+        "refused p99": o.get("refusedLatencyMs", {}).get("p99"),
         "codes": codes,
         "expired/2xx %": 100.0 * exp / max(o["ok"], 1),
         "lag p99": o["dispatchLagMs"].get("p99"),

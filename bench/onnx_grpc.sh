@@ -13,6 +13,8 @@ OUT=${OUT:-/tmp/b12/onnx}
 CONCS=${CONCS:-1 2 4 8 16 32 64}
 DURATION=${DURATION:-3s}
 GRPCJSON=${GRPCJSON:-/tmp/b12/grpcjson}
+# cpu_ticks PID: user + system CPU ticks of a process so far.
+cpu_ticks() { awk '{ sub(/.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }
 build_sluice
 [ -x "$GRPCJSON" ] || go build -o "$GRPCJSON" ./bench/grpcjson
 for mode in off on; do
@@ -28,8 +30,14 @@ for mode in off on; do
 		sleep 0.1
 	done
 	for c in $CONCS; do
+		# The server's CPU over the run (utime+stime ticks of its process):
+		# under 100 % of its core at the best rate means the load generator,
+		# not the server, set the pace.
+		t0=$(cpu_ticks "$SERVER_PID") s0=$(date +%s%N)
 		$NICE taskset -c 1 "$GRPCJSON" --http "$SERVER" --grpc "127.0.0.1:$GPORT" --model mlp --rows 1 \
-			--concurrency "$c" --duration "$DURATION" --runs 1 | grep 'gRPC raw' | sed "s/^/batching $mode, concurrency $c /"
+			--concurrency "$c" --duration "$DURATION" --runs 1 | grep 'gRPC raw' | sed "s/^/batching $mode, concurrency $c /" | tr -d '\n'
+		t1=$(cpu_ticks "$SERVER_PID") s1=$(date +%s%N)
+		echo " server CPU $(( (t1 - t0) * 1000000000 / $(getconf CLK_TCK) * 100 / (s1 - s0) ))%"
 	done
 	stop_server
 done

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"strconv"
 	"time"
 
@@ -16,9 +17,11 @@ import (
 
 	"github.com/sluiceml/sluice/internal/cluster"
 	"github.com/sluiceml/sluice/internal/control"
+	"github.com/sluiceml/sluice/internal/cpuprio"
 	"github.com/sluiceml/sluice/internal/hosting"
 	"github.com/sluiceml/sluice/internal/registry"
 	"github.com/sluiceml/sluice/internal/runtime/synthetic"
+	"github.com/sluiceml/sluice/internal/serving"
 	"github.com/sluiceml/sluice/internal/telemetry"
 	"github.com/sluiceml/sluice/internal/workerpb"
 )
@@ -149,4 +152,33 @@ func localWorkers(ids []string, join, data, logFormat, logLevel, onnxLib, memory
 		},
 		OnExit: func(id, why string) { pool.MarkDead(id, why) },
 	}, nil
+}
+
+// modelCPUs is the process's bound on batches computing at once
+// (--model-cpus) with --model-sched applied. With idle, every replica loop
+// runs on its own SCHED_IDLE thread, and the front end needs a P the
+// models cannot hold: GOMAXPROCS is raised to 2 if it is 1 (a process
+// pinned to one core), and a bound of 0 becomes GOMAXPROCS−1.
+func modelCPUs(n int, sched cpuprio.Sched, log *slog.Logger) (*serving.CPUs, error) {
+	if n < 0 {
+		return nil, fmt.Errorf("--model-cpus %d: use 0 (no bound) or the number of batches that may compute at once", n)
+	}
+	if sched != cpuprio.Idle {
+		if n > 0 {
+			log.Info("replicas bounded", "model_cpus", n, "gomaxprocs", goruntime.GOMAXPROCS(0))
+		}
+		return serving.NewCPUs(n), nil
+	}
+	if goruntime.GOMAXPROCS(0) < 2 {
+		goruntime.GOMAXPROCS(2)
+	}
+	procs := goruntime.GOMAXPROCS(0)
+	if n == 0 {
+		n = procs - 1
+	}
+	if n >= procs {
+		return nil, fmt.Errorf("--model-cpus %d with --model-sched idle: use at most %d (GOMAXPROCS %d less one, so the front end always has a P the models cannot take)", n, procs-1, procs)
+	}
+	log.Info("replicas compute on SCHED_IDLE threads", "model_cpus", n, "gomaxprocs", procs)
+	return serving.NewCPUs(n).WithThread(cpuprio.IdleThread), nil
 }

@@ -31,7 +31,6 @@ import (
 	"github.com/sluiceml/sluice/internal/registry"
 	"github.com/sluiceml/sluice/internal/runtime/onnx"
 	"github.com/sluiceml/sluice/internal/server"
-	"github.com/sluiceml/sluice/internal/serving"
 	"github.com/sluiceml/sluice/internal/telemetry"
 	"github.com/sluiceml/sluice/internal/tenant"
 )
@@ -66,7 +65,8 @@ func newServeCmd() *cobra.Command {
 		kubeWorkers         string
 		kubeNamespace       string
 		artifacts           storeFlags
-		modelCPUs           int
+		modelCPUsFlag       int
+		modelSchedFlag      string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -78,6 +78,10 @@ func newServeCmd() *cobra.Command {
 				return err
 			}
 			cfg.Logger, cfg.Version = log, version
+			modelSched, err := cpuprio.ParseSched("--model-sched", modelSchedFlag)
+			if err != nil {
+				return err
+			}
 			// Listen first: a port in use is reported before the data
 			// directory is created or opened. Requests wait in the accept
 			// queue until Serve starts.
@@ -190,7 +194,7 @@ func newServeCmd() *cobra.Command {
 					// Each worker lowers its own threads (cpuprio.Lower):
 					// setting it from here, after the fork, races the
 					// child's runtime creating threads.
-					extra := append(artifacts.args(), "--nice", strconv.Itoa(workerNice), "--sched", string(sched))
+					extra := append(artifacts.args(), "--nice", strconv.Itoa(workerNice), "--sched", string(sched), "--model-sched", string(modelSched))
 					if sup, err = localWorkers(ids, cp.ln.Addr().String(), data, logFormat, logLevel, onnxLib, workerMemory, extra, log, pool); err != nil {
 						return err
 					}
@@ -223,13 +227,15 @@ func newServeCmd() *cobra.Command {
 			} else if kubeWorkers != "" {
 				return errors.New("--kube-workers: needs --control-addr (the workers in those pods register there)")
 			}
-			if modelCPUs < 0 {
-				return fmt.Errorf("--model-cpus %d: use 0 (no bound) or the number of batches that may compute at once", modelCPUs)
-			}
-			if host == nil && modelCPUs > 0 {
-				host = &control.LocalHost{CPUs: serving.NewCPUs(modelCPUs),
-					Artifact: func(ctx context.Context, sha string) ([]byte, error) { return registry.ReadArtifact(ctx, store, sha) }}
-				log.Info("in-process replicas bounded", "model_cpus", modelCPUs, "gomaxprocs", goruntime.GOMAXPROCS(0))
+			if host == nil {
+				cpus, err := modelCPUs(modelCPUsFlag, modelSched, log)
+				if err != nil {
+					return err
+				}
+				if cpus != nil {
+					host = &control.LocalHost{CPUs: cpus,
+						Artifact: func(ctx context.Context, sha string) ([]byte, error) { return registry.ReadArtifact(ctx, store, sha) }}
+				}
 			}
 			ctl := control.New(store, host, log)
 			ctlRef.Store(ctl)
@@ -349,7 +355,8 @@ func newServeCmd() *cobra.Command {
 	f.DurationVar(&grace, "grace", 30*time.Second, "how long shutdown waits for in-flight and queued requests")
 	f.IntVar(&workers, "workers", 0, "start and supervise N local worker processes that host the replicas (0: replicas in this process, no hop)")
 	f.StringVar(&pprofAddr, "pprof-addr", "", "serve Go profiles (/debug/pprof/) on this admin address, e.g. 127.0.0.1:6060 (default: off)")
-	f.IntVar(&modelCPUs, "model-cpus", 0, "at most this many batches compute at once in this process's replicas (in-process mode), so admission, refusals and health keep a core: e.g. 1 on 2 cores (0: no bound; workers: --worker-nice, or sluice worker --model-cpus)")
+	f.StringVar(&modelSchedFlag, "model-sched", "normal", "CPU scheduling policy of the replicas' threads: normal, or idle (each replica computes on its own SCHED_IDLE thread, so the server's handlers, admission, refusals and health preempt a computing model at once; raises GOMAXPROCS to 2 on one core and bounds --model-cpus to GOMAXPROCS-1; passed to --workers too). For models that compute for a while: it costs a thread hand-off per batch")
+	f.IntVar(&modelCPUsFlag, "model-cpus", 0, "at most this many batches compute at once in this process's replicas (in-process mode), so admission, refusals and health keep a core: e.g. 1 on 2 cores (0: no bound; workers: --worker-nice, or sluice worker --model-cpus)")
 	f.IntVar(&workerNice, "worker-nice", 0, "lower the local workers' CPU priority by this much (0-19): the server's admission, refusals and health checks run first when the CPUs are busy")
 	f.StringVar(&workerSched, "worker-sched", "normal", "the local workers' CPU scheduling policy: normal, or idle (SCHED_IDLE: workers compute only when the server's front end does not want the CPU, so refusals and health answer at once however busy the models are)")
 	f.StringVar(&workerMemory, "worker-memory", "", "memory each local worker's versions may hold, e.g. 2GiB, passed to the workers (default: the cgroup's or host's memory divided by --workers)")

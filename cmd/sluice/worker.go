@@ -16,7 +16,6 @@ import (
 	"github.com/sluiceml/sluice/internal/bytesize"
 	"github.com/sluiceml/sluice/internal/runtime/onnx"
 	"github.com/sluiceml/sluice/internal/runtime/synthetic"
-	"github.com/sluiceml/sluice/internal/serving"
 	"github.com/sluiceml/sluice/internal/worker"
 )
 
@@ -27,7 +26,8 @@ func newWorkerCmd() *cobra.Command {
 		onnxLib             string
 		grace               time.Duration
 		pprofAddr           string
-		modelCPUs           int
+		modelCPUsFlag       int
+		modelSchedFlag      string
 		nice                int
 		schedFlag           string
 		workerMemory        string
@@ -65,10 +65,13 @@ func newWorkerCmd() *cobra.Command {
 			if cfg.WorkersOnHost < 0 {
 				return fmt.Errorf("--workers-on-host %d: must be >= 0", cfg.WorkersOnHost)
 			}
-			if modelCPUs < 0 {
-				return fmt.Errorf("--model-cpus %d: use 0 (no bound) or the number of batches that may compute at once", modelCPUs)
+			modelSched, err := cpuprio.ParseSched("--model-sched", modelSchedFlag)
+			if err != nil {
+				return err
 			}
-			cfg.CPUs = serving.NewCPUs(modelCPUs)
+			if cfg.CPUs, err = modelCPUs(modelCPUsFlag, modelSched, log); err != nil {
+				return err
+			}
 			if err := cpuprio.CheckNice("--nice", nice); err != nil {
 				return err
 			}
@@ -113,7 +116,8 @@ func newWorkerCmd() *cobra.Command {
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.DurationVar(&grace, "grace", 30*time.Second, "how long shutdown waits for queued work")
-	f.IntVar(&modelCPUs, "model-cpus", 0, "at most this many batches compute at once in this worker (0: no bound)")
+	f.StringVar(&modelSchedFlag, "model-sched", "normal", "CPU scheduling policy of the replicas' threads: normal, or idle (SCHED_IDLE: this worker's gRPC handlers, admission and refusals preempt a computing model at once; see sluice serve --model-sched)")
+	f.IntVar(&modelCPUsFlag, "model-cpus", 0, "at most this many batches compute at once in this worker (0: no bound)")
 	f.IntVar(&nice, "nice", 0, "lower this worker's CPU priority by this much (0-19), every thread of it: a gateway sharing the cores admits, refuses and answers health checks first")
 	f.StringVar(&schedFlag, "sched", "normal", "CPU scheduling policy: normal, or idle (SCHED_IDLE: the worker computes only when nothing else on the CPU wants to run; a gateway on the same cores is never kept waiting)")
 	f.StringVar(&pprofAddr, "pprof-addr", "", "serve Go profiles (/debug/pprof/) on this admin address (default: off)")

@@ -452,6 +452,76 @@ func TestWorkerPriority(t *testing.T) {
 	}
 }
 
+// threadPolicies counts a process's threads by scheduling policy (the
+// policy field of /proc/PID/task/TID/stat; SCHED_IDLE is 5).
+func threadPolicies(t *testing.T, pid int) map[string]int {
+	t.Helper()
+	dir := fmt.Sprintf("/proc/%d/task", pid)
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := map[string]int{}
+	for _, task := range tasks {
+		stat, err := os.ReadFile(filepath.Join(dir, task.Name(), "stat"))
+		if err != nil {
+			continue // the thread exited
+		}
+		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+2:]))
+		if len(f) >= 39 {
+			n[f[38]]++
+		}
+	}
+	return n
+}
+
+// --model-sched idle: each replica computes on its own SCHED_IDLE thread,
+// and only those threads are lowered: in the server's process in process
+// mode, in the worker's with --workers (the worker itself stays normal).
+func TestModelSchedIdle(t *testing.T) {
+	body := `{"instances":[{"amount":800,"accountAgeDays":91,"declines5m":3,"country":"US"}]}`
+	t.Run("in process", func(t *testing.T) {
+		srv := startServer(t, "--data", t.TempDir(), "--model-sched", "idle")
+		if status, out, err := postJSON(srv.url+"/v1/models/fraud:predict", body); err != nil || status != 200 {
+			t.Fatalf("predict: %d %v %s", status, err, out)
+		}
+		// One replica loop per example version (fraud, mlp if ONNX
+		// Runtime is there, …): at least one idle thread, and the rest
+		// of the process normal.
+		n := threadPolicies(t, srv.cmd.Process.Pid)
+		if n["5"] < 1 || n["0"] < 2 {
+			t.Errorf("server threads by policy %v: want replica threads at 5 (SCHED_IDLE) and the others at 0", n)
+		}
+		srv.stop(t)
+	})
+	t.Run("workers", func(t *testing.T) {
+		srv := startServer(t, "--data", t.TempDir(), "--workers", "1", "--shard-size", "1", "--model-sched", "idle")
+		if status, out, err := postJSON(srv.url+"/v1/models/fraud:predict", body); err != nil || status != 200 {
+			t.Fatalf("predict: %d %v %s", status, err, out)
+		}
+		wl := workers(t, srv.url)
+		if len(wl.Workers) != 1 {
+			t.Fatalf("workers: %+v", wl)
+		}
+		if n := threadPolicies(t, int(wl.Workers[0].PID)); n["5"] < 1 || n["0"] < 2 {
+			t.Errorf("worker threads by policy %v: want replica threads at 5 (SCHED_IDLE) and the others at 0", n)
+		}
+		if n := threadPolicies(t, srv.cmd.Process.Pid); n["5"] != 0 {
+			t.Errorf("server threads by policy %v: the server hosts no replica, none should be idle", n)
+		}
+		srv.stop(t)
+	})
+	for _, tc := range []struct{ args, want string }{
+		{"serve --model-sched lowest", `--model-sched "lowest": use normal or idle`},
+		{"serve --model-sched idle --model-cpus 8", "--model-cpus 8 with --model-sched idle: use at most"},
+	} {
+		out, err := exec.Command(binary, append(strings.Fields(tc.args), "--data", t.TempDir())...).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), tc.want) {
+			t.Errorf("sluice %s: %v %s, want %q", tc.args, err, out, tc.want)
+		}
+	}
+}
+
 // Replicas follow the traffic: a version whose placement allows up to 6
 // replicas grows past its floor (one per worker) under a load two
 // replicas cannot carry.

@@ -66,3 +66,9 @@ func lowerThread(tid, nice int, sched Sched) error {
 	}
 	return nil
 }
+
+// IdleThread gives the calling OS thread SCHED_IDLE. The caller locks its
+// goroutine to the thread first (runtime.LockOSThread) and never unlocks.
+func IdleThread() error {
+	return lowerThread(0, 0, Idle) // pid 0: the calling thread
+}

@@ -11,3 +11,8 @@ func Lower(nice int, sched Sched) error {
 	}
 	return fmt.Errorf("lowering the CPU priority (nice %d, sched %s) is only implemented on Linux", nice, sched)
 }
+
+// IdleThread is only implemented on Linux.
+func IdleThread() error {
+	return fmt.Errorf("SCHED_IDLE threads are only implemented on Linux")
+}

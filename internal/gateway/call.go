@@ -167,10 +167,13 @@ func (g *Gateway) Predict(ctx context.Context, c Call) *Answer {
 	if c.Tenant != nil {
 		tname = c.Tenant.Name
 	}
-	ctx, span := telemetry.Tracer().Start(ctx, "predict", trace.WithSpanKind(trace.SpanKindServer),
-		trace.WithAttributes(attribute.String("sluice.model", c.Model), attribute.String("sluice.request_id", c.RequestID),
-			attribute.String("sluice.tenant", tname), attribute.String("sluice.transport", string(c.Transport))))
-	defer span.End()
+	span := telemetry.NoSpan()
+	if telemetry.Tracing() {
+		ctx, span = telemetry.Tracer().Start(ctx, "predict", trace.WithSpanKind(trace.SpanKindServer),
+			trace.WithAttributes(attribute.String("sluice.model", c.Model), attribute.String("sluice.request_id", c.RequestID),
+				attribute.String("sluice.tenant", tname), attribute.String("sluice.transport", string(c.Transport))))
+		defer span.End()
+	}
 	a := &Answer{RequestID: c.RequestID}
 	if c.Tenant == nil {
 		a.Err = errs.New(errs.Internal, "no tenant")
@@ -226,14 +229,16 @@ func (g *Gateway) Predict(ctx context.Context, c Call) *Answer {
 			kept.Timing = Timing{}
 			g.Idem.Keep(tn.Name, c.RequestID, records.Response{Status: status, Value: &kept, Size: kept.size()})
 		}
-		span.SetAttributes(attribute.Int("sluice.version", rec.Version), attribute.String("sluice.outcome", rec.Outcome))
-		if c.Transport == OIPGRPC {
-			span.SetAttributes(attribute.Int("rpc.grpc.status_code", int(errs.GRPCCode(errs.CodeOf(err)))))
-		} else {
-			span.SetAttributes(attribute.Int("http.response.status_code", status))
-		}
-		if status >= 500 {
-			span.SetStatus(codes.Error, rec.Outcome)
+		if span.IsRecording() {
+			span.SetAttributes(attribute.Int("sluice.version", rec.Version), attribute.String("sluice.outcome", rec.Outcome))
+			if c.Transport == OIPGRPC {
+				span.SetAttributes(attribute.Int("rpc.grpc.status_code", int(errs.GRPCCode(errs.CodeOf(err)))))
+			} else {
+				span.SetAttributes(attribute.Int("http.response.status_code", status))
+			}
+			if status >= 500 {
+				span.SetStatus(codes.Error, rec.Outcome)
+			}
 		}
 		g.logCall(ctx, c, rec, status)
 		return a
@@ -305,9 +310,11 @@ func (g *Gateway) Predict(ctx context.Context, c Call) *Answer {
 	a.Prediction = &Prediction{Model: tg.Model, Version: tg.N, ID: tg.ID, InputSchema: m.Input.Schema, OutputSchema: m.Output.Schema,
 		Outputs: tg.Spec.OutputNames, Out: res.Out}
 	a.Timing = Timing{Preprocess: res.Preprocess, Queue: res.Timing.Queue, BatchWait: res.Timing.BatchWait, Compute: res.Timing.Compute}
-	span.SetAttributes(attribute.Int("sluice.instances", rows.Len()),
-		attribute.Float64("sluice.preprocess_ms", ms(res.Preprocess)), attribute.Float64("sluice.queue_ms", ms(res.Timing.Queue)),
-		attribute.Float64("sluice.batch_wait_ms", ms(res.Timing.BatchWait)), attribute.Float64("sluice.compute_ms", ms(res.Timing.Compute)))
+	if span.IsRecording() {
+		span.SetAttributes(attribute.Int("sluice.instances", rows.Len()),
+			attribute.Float64("sluice.preprocess_ms", ms(res.Preprocess)), attribute.Float64("sluice.queue_ms", ms(res.Timing.Queue)),
+			attribute.Float64("sluice.batch_wait_ms", ms(res.Timing.BatchWait)), attribute.Float64("sluice.compute_ms", ms(res.Timing.Compute)))
+	}
 	return finish(nil)
 }
 

@@ -216,6 +216,7 @@ func directSchema(t testing.TB) *schema.Schema {
 		{Name: "z", Type: schema.TypeFloat},
 		{Name: "c", Type: schema.TypeCategory, Values: []string{"US", "GB", "DE", "é<&>"}, Optional: true},
 		{Name: "k", Type: schema.TypeCategory, Values: []string{"lo", "hi"}, Default: "hi"},
+		{Name: "p", Type: schema.TypeFloat, Optional: true}, // passthrough: no min, max or step
 	}, []schema.Step{
 		{Op: schema.OpLog1p, Field: "n"},
 		{Op: schema.OpStandardize, Field: "x", Mean: f(0.3), Std: f(0.7)},
@@ -328,8 +329,8 @@ func TestDirectEqualsInstances(t *testing.T) {
 	for iter := range 4000 {
 		n := 1 + rng.IntN(4)
 		var ts []Tensor
-		for _, name := range []string{"z", "x", "n", "b", "o", "d", "c", "k"} {
-			if (name == "b" || name == "o" || name == "d" || name == "c" || name == "k") && rng.IntN(3) == 0 {
+		for _, name := range []string{"z", "x", "n", "b", "o", "d", "c", "k", "p"} {
+			if (name == "b" || name == "o" || name == "d" || name == "c" || name == "k" || name == "p") && rng.IntN(3) == 0 {
 				continue // optional and default fields left out
 			}
 			dt := numeric[rng.IntN(4)]
@@ -503,5 +504,32 @@ func TestAppendEncoders(t *testing.T) {
 	}
 	if a := testing.AllocsPerRun(20, func() { buf, _ = AppendBinary(buf[:0], p, "r-1", cols, bin) }); a != 0 {
 		t.Errorf("AppendBinary into a warm buffer: %v allocations", a)
+	}
+}
+
+// A FP32 element is judged as its shortest decimal, on the fast path as on
+// the instance path, where that can matter: float32(0.1) is 0.1 for a
+// field with max 0.1 (its float64 value, 0.10000000149…, is not), while a
+// passthrough field takes the element as it is.
+func TestRawFP32ReadAsItsDecimal(t *testing.T) {
+	f := func(x float64) *float64 { return &x }
+	sch, probs := schema.Compile([]schema.Field{{Name: "m", Type: schema.TypeFloat, Max: f(0.1)}, {Name: "p", Type: schema.TypeFloat}}, nil)
+	if len(probs) > 0 {
+		t.Fatal(probs)
+	}
+	ts := []Tensor{{Name: "m", Datatype: FP32, Shape: []int64{2}, Raw: le32(0.1, 0.25)}, {Name: "p", Datatype: FP32, Shape: []int64{2}, Raw: le32(0.1, 0.1)}}
+	_, err := newTensorRows(ts, 2).Build(sch, nil)
+	if err == nil || !strings.Contains(err.Error(), "instances[1].m: must be <= 0.1, got 0.25") {
+		t.Fatalf("0.25 over max 0.1 in row 1: got %v", err)
+	}
+	ts[0].Raw = le32(0.1, 0.1)
+	rows, err := newTensorRows(ts, 2).Build(sch, nil)
+	if err != nil {
+		t.Fatalf("FP32 0.1 with max 0.1: %v", err)
+	}
+	for i, x := range rows.Data {
+		if x != float32(0.1) {
+			t.Fatalf("row value %d = %v, want float32(0.1)", i, x)
+		}
 	}
 }

@@ -16,6 +16,10 @@ package oip
 //     content's shortest text), and the float64 the schema judges is
 //     strconv.ParseFloat of that literal, so min/max and integrality
 //     decide as they do for /v1 (a FP32 0.1 is 0.1, not 0.100000001…);
+//     a FP32 element is read back from its literal only for a field
+//     where that can change the row or the verdict (min, max or a
+//     preprocessing step: schema.Passthrough), since for any other
+//     float32(x) is the element itself;
 //   - a string is the instance path's string, and the schema's category
 //     values map it (schema.FastRow);
 //   - schema.FastRow runs the checks and steps of schema.Row on those
@@ -54,7 +58,12 @@ type tensorRows struct {
 	n     int
 	xs    []float64          // xs[r*len(ts)+k]: tensor k's element r as a number (BOOL: 0 or 1; BYTES: unused)
 	kinds []schema.ValueKind // per tensor: Number, Bool or String
-	hash  string
+	// f32 marks the raw FP32 tensors, whose xs hold the element's own
+	// value, float64(v): Build reads it back from its shortest decimal,
+	// as the instance path would, only for a field where the two can
+	// differ (not schema.Passthrough).
+	f32  []bool
+	hash string
 }
 
 // direct reports whether the tensors take the fast path with sch.
@@ -67,7 +76,7 @@ var hashBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b
 // pass over the elements that computes each number and the input hash.
 func newTensorRows(ts []Tensor, n int) *tensorRows {
 	nt := len(ts)
-	tr := &tensorRows{ts: ts, n: n, xs: make([]float64, n*nt), kinds: make([]schema.ValueKind, nt)}
+	tr := &tensorRows{ts: ts, n: n, xs: make([]float64, n*nt), kinds: make([]schema.ValueKind, nt), f32: make([]bool, nt)}
 	var orderBuf [16]int
 	order := orderBuf[:0] // members in the canonical JSON are sorted by name
 	if nt <= len(orderBuf) {
@@ -77,6 +86,7 @@ func newTensorRows(ts []Tensor, n int) *tensorRows {
 	}
 	for k := range ts {
 		order[k] = k
+		tr.f32[k] = ts[k].Raw != nil && ts[k].Datatype == FP32
 		switch ts[k].Datatype {
 		case BOOL:
 			tr.kinds[k] = schema.Bool
@@ -138,11 +148,7 @@ func newTensorRows(ts []Tensor, n int) *tensorRows {
 			case FP32:
 				v := math.Float32frombits(binary.LittleEndian.Uint32(raw[4*r:]))
 				lit = strconv.AppendFloat(scratch[:0], float64(v), 'g', -1, 32)
-				if integerLiteral(lit) {
-					x = float64(v) // the literal is v's exact integer value
-				} else {
-					x = parseLiteral(lit)
-				}
+				x = float64(v) // Build reads lit's value where it matters (exactValue)
 			case FP64:
 				x = math.Float64frombits(binary.LittleEndian.Uint64(raw[8*r:]))
 				lit = strconv.AppendFloat(scratch[:0], x, 'g', -1, 64) // reads back as x exactly
@@ -166,6 +172,18 @@ func newTensorRows(ts []Tensor, n int) *tensorRows {
 		hashBufs.Put(bp)
 	}
 	return tr
+}
+
+// exactValue is what the instance path reads a FP32 element as:
+// strconv.ParseFloat of its shortest decimal (a FP32 0.1 is 0.1, not
+// 0.100000001…).
+func exactValue(v float32) float64 {
+	var scratch [32]byte
+	lit := strconv.AppendFloat(scratch[:0], float64(v), 'g', -1, 32)
+	if integerLiteral(lit) {
+		return float64(v) // the literal is v's exact integer value
+	}
+	return parseLiteral(lit)
 }
 
 // integerLiteral reports whether a shortest FP32 literal is a plain
@@ -205,10 +223,18 @@ func (tr *tensorRows) Build(sch *schema.Schema, missing func(row []float32)) (ru
 		fieldOf = make([]int, len(tr.ts))
 	}
 	ok := sch.Columns()
+	var exactBuf [16]bool
+	exact := exactBuf[:0] // per tensor: read its FP32 elements back from their decimals
+	if len(tr.ts) <= len(exactBuf) {
+		exact = exactBuf[:len(tr.ts)]
+	} else {
+		exact = make([]bool, len(tr.ts))
+	}
 	for k := range tr.ts {
 		i, known := sch.FieldIndex(tr.ts[k].Name)
 		ok = ok && known
 		fieldOf[k] = i
+		exact[k] = known && tr.f32[k] && !sch.Passthrough(i)
 	}
 	if !ok {
 		return instanceBuild(sch, tr.Instances(), missing)
@@ -225,7 +251,11 @@ func (tr *tensorRows) Build(sch *schema.Schema, missing func(row []float32)) (ru
 	for r := 0; r < tr.n; r++ {
 		clear(cells)
 		for k, i := range fieldOf {
-			cells[i] = schema.Cell{X: tr.xs[r*nt+k], Kind: tr.kinds[k]}
+			x := tr.xs[r*nt+k]
+			if exact[k] {
+				x = exactValue(float32(x))
+			}
+			cells[i] = schema.Cell{X: x, Kind: tr.kinds[k]}
 			if tr.kinds[k] == schema.String {
 				cells[i].Text = tr.ts[k].Data[r].Text
 			}

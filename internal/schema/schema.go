@@ -786,6 +786,17 @@ func InstanceOf(keys []string, vals map[string]any) (Instance, error) {
 // may build rows with FastRow instead of an Instance per row.
 func (s *Schema) Columns() bool { return !s.seq }
 
+// Passthrough reports whether field i's number reaches the row as
+// float32(x) and is judged by nothing but being finite (and integral, for
+// an int field): a float or int field without min, max or preprocessing.
+// For such a field any float64 that rounds to the same float32 gives the
+// same row and the same verdict, so a float32 element need not be read
+// back from its shortest decimal (the OIP raw path uses it).
+func (s *Schema) Passthrough(i int) bool {
+	f := &s.fields[i]
+	return (f.kind == kFloat || f.kind == kInt) && f.Min == nil && f.Max == nil && len(f.ops) == 0
+}
+
 // FieldIndex is the position of a declared field in Fields (false: none).
 func (s *Schema) FieldIndex(name string) (int, bool) {
 	i, ok := s.index[name]

@@ -83,7 +83,27 @@ type Config struct {
 // reserve a P for some goroutines; bounding the model side is the part
 // that is in Sluice's hands (ONNX Runtime's own threads are bounded by
 // its intra-op setting, one by default).
-type CPUs struct{ slots chan struct{} }
+type CPUs struct {
+	slots chan struct{}
+	// thread, when set, runs on each replica loop's own OS thread, which
+	// the loop locks for its whole life (WithThread).
+	thread func() error
+}
+
+// WithThread makes every replica loop lock its goroutine to an OS thread
+// and call f on it first: sluice serve --model-sched idle gives those
+// threads SCHED_IDLE (cpuprio.IdleThread), so that the process's other
+// threads (HTTP and gRPC handlers, admission, refusals, health) preempt a
+// computing model at once. The loop never unlocks: when it ends, its
+// thread ends with it rather than going back to the runtime's pool with
+// the lowered policy. The price is a thread hand-off each time a loop
+// blocks and wakes, a few microseconds a batch: for models that compute
+// for a while, not for a 2 µs tree ensemble. A runtime's own threads
+// (ONNX Runtime's intra-op pool) are not covered.
+func (c *CPUs) WithThread(f func() error) *CPUs {
+	c.thread = f
+	return c
+}
 
 // NewCPUs is a bound of n batches at once; n <= 0 is no bound (nil).
 func NewCPUs(n int) *CPUs {
@@ -703,6 +723,12 @@ func (s *Server) nextBatch(r *replica) ([]piece, bool) {
 }
 
 func (s *Server) replicaLoop(r *replica) {
+	if c := s.cfg.CPUs; c != nil && c.thread != nil {
+		goruntime.LockOSThread() // never unlocked: the thread exits with the loop
+		if err := c.thread(); err != nil {
+			s.log.Warn("replica thread setup failed; the replica computes at the process's priority", "replica", r.id, "err", err)
+		}
+	}
 	for {
 		batch, ok := s.nextBatch(r)
 		s.reportExpired()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -37,8 +38,24 @@ func StartTracing(ctx context.Context, endpoint string, build BuildInfo) (func(c
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
 	otel.SetTracerProvider(tp)
 	otel.SetTextMapPropagator(propagation.TraceContext{})
-	return tp.Shutdown, nil
+	tracing.Store(true)
+	return func(ctx context.Context) error {
+		tracing.Store(false)
+		return tp.Shutdown(ctx)
+	}, nil
 }
+
+// tracing says whether StartTracing is in effect.
+var tracing atomic.Bool
+
+// Tracing reports whether spans are exported (StartTracing ran and was not
+// stopped). When not, the predict path starts no span at all: even the
+// global no-op tracer costs a span and its attributes, a few allocations
+// a call that show at 20k calls a second.
+func Tracing() bool { return tracing.Load() }
+
+// NoSpan is a span that records nothing, for a path that started none.
+func NoSpan() trace.Span { return trace.SpanFromContext(context.Background()) }
 
 // Tracer returns Sluice's tracer from the global provider (a no-op until
 // StartTracing).
