@@ -220,6 +220,9 @@ func appendPrediction(b []byte, res *gateway.Prediction, id string) []byte {
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 func isJSON(ct string) bool {
+	if ct == "application/json" {
+		return true // as most clients send it, without a parse that allocates
+	}
 	mt, _, err := mime.ParseMediaType(ct)
 	return err == nil && mt == "application/json"
 }

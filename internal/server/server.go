@@ -288,7 +288,13 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	rest := strings.TrimPrefix(r.URL.Path, "/v1/models/")
-	parts := strings.Split(rest, "/")
+	var one [1]string
+	parts := one[:]
+	if strings.Contains(rest, "/") {
+		parts = strings.Split(rest, "/")
+	} else {
+		one[0] = rest // the predict path: no slice to allocate
+	}
 	if err := checkModelName(strings.TrimSuffix(parts[0], ":predict")); err != nil {
 		return err
 	}
