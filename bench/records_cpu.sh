@@ -32,7 +32,7 @@ for i in $(seq 1 "$RUNS"); do
 			--phases "$RATE:8s" --json "$OUT/$mode-$i.json" >/dev/null
 		t1=$(cpu_ticks "$SERVER_PID")
 		ok=$(/usr/bin/python3 -c "import json; print(json.load(open('$OUT/$mode-$i.json'))['phases'][0]['ok'])")
-		echo "round $i records $mode: $ok answered, server CPU $(( (t1 - t0) * 1000000 / $(getconf CLK_TCK) / ok )) µs/request"
+		echo "round $i records $mode: $ok answered, server CPU $(awk -v t="$((t1 - t0))" -v hz="$(getconf CLK_TCK)" -v n="$ok" 'BEGIN { printf "%.1f", t * 1e6 / hz / n }') µs/request"
 		stop_server
 	done
 done
