@@ -198,7 +198,21 @@ var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
 
 // ValidName says whether name is a model name: lowercase letters, digits
 // and '-', starting with a letter or digit, at most 63 characters.
-func ValidName(name string) bool { return len(name) <= 63 && nameRE.MatchString(name) }
+//
+// A loop, not nameRE: it runs on every predict call (the regexp cost 1 %
+// of a core at 28k calls a second); TestValidName checks both agree.
+func ValidName(name string) bool {
+	if len(name) == 0 || len(name) > 63 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' && i > 0) {
+			return false
+		}
+	}
+	return true
+}
 
 // Parse decodes and validates model.yaml. file names the file in messages.
 func Parse(file string, data []byte) (*Spec, error) {

@@ -121,6 +121,7 @@ type VersionState struct {
 // Metrics records Sluice's metrics. Its methods are safe for concurrent use.
 type Metrics struct {
 	gatherer prometheus.Gatherer // nil when the Registerer is not a Gatherer
+	hot      sync.Map            // hotKey → *hotSeries (ObserveRequest); Forget drops a version's
 
 	requests     *prometheus.CounterVec
 	instances    *prometheus.CounterVec
@@ -333,20 +334,41 @@ func (m *Metrics) InitVersion(model, version string) {
 // ObserveRequest records one answered prediction request: its code label
 // (see CodeLabel), how many instances it carried, and its stage times.
 func (m *Metrics) ObserveRequest(model, version, codeLabel string, instances int, st Stages) {
-	c := code(codeLabel)
-	m.requests.WithLabelValues(model, version, c).Inc()
+	hs := m.series(model, version, code(codeLabel))
+	hs.requests.Inc()
 	if instances > 0 {
-		m.instances.WithLabelValues(model, version, c).Add(float64(instances))
+		hs.instances.Add(float64(instances))
 	}
-	for _, s := range []struct {
-		name string
-		d    time.Duration
-	}{{StagePreprocess, st.Preprocess}, {StageQueue, st.Queue}, {StageBatchWait, st.BatchWait}, {StageCompute, st.Compute}} {
-		if s.d > 0 {
-			m.stage.WithLabelValues(model, version, s.name).Observe(s.d.Seconds())
+	for i, d := range [...]time.Duration{st.Preprocess, st.Queue, st.BatchWait, st.Compute} {
+		if d > 0 {
+			hs.stage[i].Observe(d.Seconds())
 		}
 	}
-	m.stage.WithLabelValues(model, version, StageTotal).Observe(st.Total.Seconds())
+	hs.stage[4].Observe(st.Total.Seconds())
+}
+
+// hotKey names the series one answered request touches.
+type hotKey struct{ model, version, code string }
+
+// hotSeries are those series, looked up once: a request then costs one
+// map load instead of six label-value lookups (each hashing its labels
+// under the vector's lock).
+type hotSeries struct {
+	requests, instances prometheus.Counter
+	stage               [5]prometheus.Observer // preprocess, queue, batch_wait, compute, total
+}
+
+func (m *Metrics) series(model, version, c string) *hotSeries {
+	k := hotKey{model, version, c}
+	if v, ok := m.hot.Load(k); ok {
+		return v.(*hotSeries)
+	}
+	hs := &hotSeries{requests: m.requests.WithLabelValues(model, version, c), instances: m.instances.WithLabelValues(model, version, c)}
+	for i, name := range [...]string{StagePreprocess, StageQueue, StageBatchWait, StageCompute, StageTotal} {
+		hs.stage[i] = m.stage.WithLabelValues(model, version, name)
+	}
+	v, _ := m.hot.LoadOrStore(k, hs)
+	return v.(*hotSeries)
 }
 
 // ObserveBatch records one batch of rows run on a replica of a version whose
@@ -502,6 +524,14 @@ func (m *Metrics) Forget(model, version string) {
 	for _, v := range m.perVersion {
 		v.DeletePartialMatch(l)
 	}
+	// After the deletion: a handle looked up before it would keep counting
+	// into a series no scrape shows.
+	m.hot.Range(func(k, _ any) bool {
+		if hk := k.(hotKey); hk.model == model && hk.version == version {
+			m.hot.Delete(k)
+		}
+		return true
+	})
 	m.mu.Lock()
 	delete(m.fields, [2]string{model, version})
 	m.mu.Unlock()

@@ -456,3 +456,35 @@ func scrape(t *testing.T, h http.Handler) string {
 	}
 	return string(b)
 }
+
+// A version forgotten and loaded again counts its requests anew: the
+// series ObserveRequest looked up once are looked up again after Forget,
+// not kept as handles on series no scrape shows.
+func TestForgetThenObserveAgain(t *testing.T) {
+	m, reg := newTest(t)
+	m.ObserveRequest("fraud", "3", "2xx", 1, Stages{Total: time.Millisecond})
+	m.Forget("fraud", "3")
+	m.ObserveRequest("fraud", "3", "2xx", 2, Stages{Total: time.Millisecond})
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() != "sluice_requests_total" {
+			continue
+		}
+		for _, met := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range met.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["model"] == "fraud" && labels["version"] == "3" {
+				if v := met.GetCounter().GetValue(); v != 1 {
+					t.Fatalf("fraud@3 requests after Forget and one more request: %v, want 1", v)
+				}
+				return
+			}
+		}
+	}
+	t.Fatal("no sluice_requests_total series for fraud@3 after it was observed again")
+}
