@@ -481,7 +481,7 @@ func threadPolicies(t *testing.T, pid int) map[string]int {
 func TestModelSchedIdle(t *testing.T) {
 	body := `{"instances":[{"amount":800,"accountAgeDays":91,"declines5m":3,"country":"US"}]}`
 	t.Run("in process", func(t *testing.T) {
-		srv := startServer(t, "--data", t.TempDir(), "--model-sched", "idle")
+		srv := startServer(t, "--data", t.TempDir(), "--workers", "0", "--model-sched", "idle")
 		if status, out, err := postJSON(srv.url+"/v1/models/fraud:predict", body); err != nil || status != 200 {
 			t.Fatalf("predict: %d %v %s", status, err, out)
 		}
