@@ -15,9 +15,14 @@
 //     share when the gateway also wants the CPU (nice 19 weighs 15 against
 //     1024 for nice 0), but still time-slices the two.
 //   - SCHED_IDLE: the worker runs only when nothing else on that CPU wants
-//     to; a waking gateway thread preempts it at once. This is what keeps
-//     refusals and health answers within a millisecond behind CPU-bound
-//     replicas (docs/benchmarks.md, "The front end never starves").
+//     to; a waking gateway thread preempts it at once.
+//
+// Lowering a whole worker leaves its own admission and refusals behind its
+// replicas. IdleThread lowers one thread instead: sluice serve and sluice
+// worker --model-sched idle give it to each replica loop's thread, so
+// that every handler in the process preempts a computing model; that is
+// what brought refusal p99 under 2x overload from 12.4–13.0 ms to
+// 0.91–1.26 ms (docs/benchmarks.md, "The fast path, session 4").
 package cpuprio
 
 import "fmt"
