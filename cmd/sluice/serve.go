@@ -227,6 +227,10 @@ func newServeCmd() *cobra.Command {
 			} else if kubeWorkers != "" {
 				return errors.New("--kube-workers: needs --control-addr (the workers in those pods register there)")
 			}
+			if modelCPUsFlag < 0 {
+				// Refused with workers too, as before --model-sched.
+				return fmt.Errorf("--model-cpus %d: use 0 (no bound) or the number of batches that may compute at once", modelCPUsFlag)
+			}
 			if host == nil {
 				cpus, err := modelCPUs(modelCPUsFlag, modelSched, log)
 				if err != nil {

@@ -103,6 +103,35 @@ func redactErr(err error, rawURL string) string {
 	return msg
 }
 
+// OpenMigrated is Open followed by Migrate of component's schema: what
+// each store does first. Errors start with the component and name the URL
+// redacted; the pool is closed on a failed migration.
+func OpenMigrated(ctx context.Context, rawURL, component string, ms []Migration) (*pgxpool.Pool, error) {
+	pool, err := Open(ctx, rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", component, err)
+	}
+	if _, err := Migrate(ctx, pool, component, ms); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("%s: --store %s: %w", component, Redact(rawURL), err)
+	}
+	return pool, nil
+}
+
+// OpTimeout bounds a statement's wait for the database when its caller set
+// no deadline: a database that stops answering fails the call (503, or a
+// counted failed batch of records) instead of holding it.
+const OpTimeout = 10 * time.Second
+
+// Op is ctx for one statement: ctx's own deadline if it has one, else
+// OpTimeout.
+func Op(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, OpTimeout)
+}
+
 // NewerSchemaError is Migrate's refusal of a database migrated by a newer
 // Sluice.
 type NewerSchemaError struct {

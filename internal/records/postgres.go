@@ -81,13 +81,9 @@ func PostgresMigrations() int { return len(pgMigrations) }
 // transactions use synchronous_commit=off, as SQLite's async mode uses
 // synchronous=NORMAL.
 func OpenPostgres(ctx context.Context, url string, durable bool) (*Postgres, error) {
-	pool, err := pgdb.Open(ctx, url)
+	pool, err := pgdb.OpenMigrated(ctx, url, "records", pgMigrations)
 	if err != nil {
-		return nil, fmt.Errorf("records: %w", err)
-	}
-	if _, err := pgdb.Migrate(ctx, pool, "records", pgMigrations); err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("records: --store %s: %w", pgdb.Redact(url), err)
+		return nil, err
 	}
 	return &Postgres{pool: pool, durable: durable, url: pgdb.Redact(url)}, nil
 }
@@ -95,17 +91,10 @@ func OpenPostgres(ctx context.Context, url string, durable bool) (*Postgres, err
 // Close closes the connection pool.
 func (s *Postgres) Close() error { s.pool.Close(); return nil }
 
-// opTimeout bounds a call's wait for the database: a store that stops
+// op bounds a call's wait for the database (pgdb.Op): a store that stops
 // answering fails the batch (counted, as any failed write) instead of
 // holding the writer.
-const opTimeout = 10 * time.Second
-
-func op(ctx context.Context) (context.Context, context.CancelFunc) {
-	if _, ok := ctx.Deadline(); ok {
-		return context.WithCancel(ctx)
-	}
-	return context.WithTimeout(ctx, opTimeout)
-}
+var op = pgdb.Op
 
 // rangeBits is the width of each writer's row id range.
 const rangeBits = 40

@@ -6,10 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -40,8 +37,7 @@ type Postgres struct {
 	// unreachable, or answers again.
 	Logger *slog.Logger
 
-	pubMu      sync.Mutex     // guards publishing
-	publishing map[string]int // sha -> publishes under way in this process that stored it
+	publishing holds // artifacts stored by publishes under way in this process
 }
 
 var (
@@ -128,13 +124,9 @@ func PostgresMigrations() int { return len(pgMigrations) }
 // art. A schema newer than this binary knows is refused
 // (*pgdb.NewerSchemaError).
 func OpenPostgres(ctx context.Context, url string, art Artifacts) (*Postgres, error) {
-	pool, err := pgdb.Open(ctx, url)
+	pool, err := pgdb.OpenMigrated(ctx, url, "registry", pgMigrations)
 	if err != nil {
-		return nil, fmt.Errorf("registry: %w", err)
-	}
-	if _, err := pgdb.Migrate(ctx, pool, "registry", pgMigrations); err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("registry: --store %s: %w", pgdb.Redact(url), err)
+		return nil, err
 	}
 	return &Postgres{Artifacts: art, pool: pool, url: pgdb.Redact(url)}, nil
 }
@@ -142,16 +134,9 @@ func OpenPostgres(ctx context.Context, url string, art Artifacts) (*Postgres, er
 // Close closes the connection pool.
 func (s *Postgres) Close() error { s.pool.Close(); return nil }
 
-// opTimeout bounds every statement's wait for the database, so a store
+// op bounds every statement's wait for the database (pgdb.Op), so a store
 // that stops answering makes calls fail (503) instead of hang.
-const opTimeout = 10 * time.Second
-
-func op(ctx context.Context) (context.Context, context.CancelFunc) {
-	if _, ok := ctx.Deadline(); ok {
-		return context.WithCancel(ctx)
-	}
-	return context.WithTimeout(ctx, opTimeout)
-}
+var op = pgdb.Op
 
 // pgErr is the coded error of a failed database call: unavailable (503,
 // Retry-After) naming the store, the cause kept for the log.
@@ -228,7 +213,7 @@ func (s *Postgres) Publish(ctx context.Context, p *modelpkg.Package) (v Version,
 		conn.Release()
 		return Version{}, false, pgErr(err)
 	}
-	s.hold(shas)
+	s.publishing.hold(shas)
 	defer func() { err = s.releasePublish(ctx, conn, shas, err) }()
 
 	name := p.Spec.Manifest.Name
@@ -238,11 +223,11 @@ func (s *Postgres) Publish(ctx context.Context, p *modelpkg.Package) (v Version,
 	if derr != nil && !errors.Is(derr, pgx.ErrNoRows) {
 		return Version{}, false, pgErr(derr)
 	}
-	if err := s.putBlob(ctx, p.ArtifactSHA, p.OpenArtifact); err != nil {
+	if err := putBlob(ctx, s.Artifacts, p.ArtifactSHA, p.OpenArtifact); err != nil {
 		return Version{}, false, err
 	}
 	if p.ReferenceSHA != "" {
-		if err := s.putBlob(ctx, p.ReferenceSHA, p.OpenReference); err != nil {
+		if err := putBlob(ctx, s.Artifacts, p.ReferenceSHA, p.OpenReference); err != nil {
 			return Version{}, false, err
 		}
 	}
@@ -314,32 +299,6 @@ func (s *Postgres) holdShared(ctx context.Context, conn *pgxpool.Conn, shas []st
 	return nil
 }
 
-func (s *Postgres) putBlob(ctx context.Context, sha string, open func() (io.ReadCloser, error)) error {
-	rc, err := open()
-	if err != nil {
-		return StorageError("store", sha, err)
-	}
-	defer rc.Close()
-	if err := s.Put(ctx, sha, rc); err != nil {
-		return StorageError("store", sha, err)
-	}
-	return nil
-}
-
-// hold and the in-process count cover two publishes of one gateway that
-// share a session-less moment (the advisory locks are per session, and a
-// session's shared lock does not stop its own exclusive try).
-func (s *Postgres) hold(shas []string) {
-	s.pubMu.Lock()
-	defer s.pubMu.Unlock()
-	if s.publishing == nil {
-		s.publishing = map[string]int{}
-	}
-	for _, sha := range shas {
-		s.publishing[sha]++
-	}
-}
-
 // releasePublish ends a publish: it drops the shared locks and, when the
 // publish failed, deletes the blobs nobody else is storing or using.
 func (s *Postgres) releasePublish(ctx context.Context, conn *pgxpool.Conn, shas []string, perr error) error {
@@ -352,21 +311,17 @@ func (s *Postgres) releasePublish(ctx context.Context, conn *pgxpool.Conn, shas 
 			broken = true
 		}
 	}
-	s.pubMu.Lock()
-	defer s.pubMu.Unlock()
-	for _, sha := range shas {
-		s.publishing[sha]--
-		busy := s.publishing[sha] > 0
-		if !busy {
-			delete(s.publishing, sha)
-		}
-		if perr == nil || busy || broken {
-			continue
+	// The in-process holds cover two publishes of one gateway that share a
+	// session-less moment (the advisory locks are per session, and a
+	// session's shared lock does not stop its own exclusive try).
+	s.publishing.release(shas, func(sha string) {
+		if perr == nil || broken {
+			return
 		}
 		if err := s.deleteUnused(cctx, conn, sha); err != nil {
 			perr = errors.Join(perr, StorageError("delete", sha, err))
 		}
-	}
+	})
 	if broken {
 		conn.Conn().Close(context.Background()) // the pool drops a closed connection; the locks end with it
 	}

@@ -5,10 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	_ "modernc.org/sqlite" // database/sql driver "sqlite"
@@ -25,8 +23,7 @@ type SQLite struct {
 	db        *sql.DB
 	aside     string // where Options.InitStore moved a damaged database ("" if not)
 
-	pubMu      sync.Mutex     // guards publishing
-	publishing map[string]int // sha -> publishes under way that stored it
+	publishing holds // artifacts stored by publishes under way
 }
 
 var (
@@ -172,7 +169,7 @@ func (s *SQLite) Publish(ctx context.Context, p *modelpkg.Package) (v Version, c
 	if p.ReferenceSHA != "" {
 		shas = append(shas, p.ReferenceSHA)
 	}
-	s.hold(shas)
+	s.publishing.hold(shas)
 	defer func() { err = s.release(ctx, shas, err) }()
 	name := p.Spec.Manifest.Name
 	existing, derr := s.byDigest(ctx, name, p.Digest)
@@ -181,11 +178,11 @@ func (s *SQLite) Publish(ctx context.Context, p *modelpkg.Package) (v Version, c
 	}
 	// Identical content is the same version: storing again rewrites an
 	// artifact that was lost or corrupted, so publishing again repairs it.
-	if err := s.putBlob(ctx, p.ArtifactSHA, p.OpenArtifact); err != nil {
+	if err := putBlob(ctx, s.Artifacts, p.ArtifactSHA, p.OpenArtifact); err != nil {
 		return Version{}, false, err
 	}
 	if p.ReferenceSHA != "" {
-		if err := s.putBlob(ctx, p.ReferenceSHA, p.OpenReference); err != nil {
+		if err := putBlob(ctx, s.Artifacts, p.ReferenceSHA, p.OpenReference); err != nil {
 			return Version{}, false, err
 		}
 	}
@@ -221,47 +218,15 @@ func (s *SQLite) Publish(ctx context.Context, p *modelpkg.Package) (v Version, c
 	return v, err == nil, err
 }
 
-func (s *SQLite) putBlob(ctx context.Context, sha string, open func() (io.ReadCloser, error)) error {
-	rc, err := open()
-	if err != nil {
-		return StorageError("store", sha, err)
-	}
-	defer rc.Close()
-	if err := s.Put(ctx, sha, rc); err != nil {
-		return StorageError("store", sha, err)
-	}
-	return nil
-}
-
-// hold marks shas as used by a publish under way, so that another
-// publish that fails does not delete them.
-func (s *SQLite) hold(shas []string) {
-	s.pubMu.Lock()
-	defer s.pubMu.Unlock()
-	if s.publishing == nil {
-		s.publishing = map[string]int{}
-	}
-	for _, sha := range shas {
-		s.publishing[sha]++
-	}
-}
-
 // release ends the hold of a publish. When it failed (perr != nil), the
 // blobs that neither a version nor another publish uses are deleted: the
 // failed publish may have written them. A failed deletion is added to
 // perr, which is returned.
 func (s *SQLite) release(ctx context.Context, shas []string, perr error) error {
-	s.pubMu.Lock()
-	defer s.pubMu.Unlock()
 	ctx = context.WithoutCancel(ctx) // a cancelled publish still cleans up
-	for _, sha := range shas {
-		s.publishing[sha]--
-		if s.publishing[sha] > 0 {
-			continue
-		}
-		delete(s.publishing, sha)
+	s.publishing.release(shas, func(sha string) {
 		if perr == nil {
-			continue
+			return
 		}
 		used, err := s.used(ctx, sha)
 		if err == nil && !used {
@@ -270,7 +235,7 @@ func (s *SQLite) release(ctx context.Context, shas []string, perr error) error {
 		if err != nil {
 			perr = errors.Join(perr, StorageError("delete", sha, err))
 		}
-	}
+	})
 	return perr
 }
 

@@ -96,8 +96,7 @@ func readAll(r io.Reader, n, limit int64) ([]byte, error) {
 	// The declared length was read: the body should be at EOF. Check with
 	// a one-byte read rather than io.ReadAll, which allocates 512 bytes
 	// for the nothing that follows.
-	probe := probes.Get().(*[1]byte)
-	defer probes.Put(probe)
+	var probe [1]byte
 	for {
 		m, err := r.Read(probe[:])
 		if m > 0 {
@@ -113,8 +112,6 @@ func readAll(r io.Reader, n, limit int64) ([]byte, error) {
 		}
 	}
 }
-
-var probes = sync.Pool{New: func() any { return new([1]byte) }}
 
 // writeAnswer renders a /v1 gateway answer: the error body, or the
 // prediction's body. Both renderings are deterministic, so a replay is byte
