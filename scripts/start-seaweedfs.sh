@@ -61,14 +61,18 @@ fi
 AWS_ACCESS_KEY_ID="$(sed -n 's/.*"accessKey": "\([^"]*\)".*/\1/p' "$dir/s3.json")"
 AWS_SECRET_ACCESS_KEY="$(sed -n 's/.*"secretKey": "\([^"]*\)".*/\1/p' "$dir/s3.json")"
 
-# weed also listens on each port + 10000 (gRPC): both must be free.
-used="$(ss -Htln | awk '{print $4}' | sed 's/.*://' | sort -u)"
-taken=" "
+# weed also listens on each port + 10000 (gRPC): both must be free. Ports
+# are drawn from 10000-21999 so that port + 10000 stays below the kernel's
+# ephemeral range (32768-60999 here): an outgoing connection's local port
+# cannot take one between the check and weed's bind. A start that still
+# loses a port (weed exits at once, "failed to listen") is retried on new
+# ports.
+eph_lo="$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)"
 free_port() {
 	local p
 	for _ in $(seq 200); do
-		p=$((20000 + RANDOM % 10000))
-		if ! grep -qx "$p" <<<"$used" && ! grep -qx "$((p + 10000))" <<<"$used" && [[ "$taken" != *" $p "* ]]; then
+		p=$((10000 + RANDOM % 12000))
+		if [ $((p + 10000)) -lt "$eph_lo" ] && ! grep -qx "$p" <<<"$used" && ! grep -qx "$((p + 10000))" <<<"$used" && [[ "$taken" != *" $p "* ]]; then
 			taken="$taken$p "
 			echo "$p"
 			return
@@ -77,22 +81,28 @@ free_port() {
 	echo "start-seaweedfs: no free port pair found" >&2
 	exit 1
 }
-master="$(free_port)" volume="$(free_port)" filer="$(free_port)" s3="$(free_port)"
-endpoint="http://127.0.0.1:$s3"
-# A fresh store at every start: weed's master keeps its peers' addresses
-# in its state, so data from a run on other ports would not take writes.
-rm -rf "$dir/data"
-mkdir -p "$dir/data"
-echo "starting SeaweedFS in $dir: S3 on $endpoint (master $master, volume $volume, filer $filer)" >&2
-setsid "$weed" server -dir="$dir/data" -ip=127.0.0.1 -ip.bind=127.0.0.1 \
-	-master.port="$master" -master.volumeSizeLimitMB=64 \
-	-volume.port="$volume" -volume.max=200 \
-	-filer -filer.port="$filer" \
-	-s3 -s3.port="$s3" -s3.config="$dir/s3.json" \
-	</dev/null >"$dir/weed.log" 2>&1 &
-pid=$!
-echo "$pid" >"$dir/weed.pid"
-cat >"$dir/env" <<ENV
+# (curl signs the body only when given its hash.)
+probe_sha="$(printf ready | sha256sum | cut -d' ' -f1)"
+for attempt in 1 2 3; do
+	# Every socket in any state holds its port, not only listeners.
+	used="$(ss -Htan | awk '{print $4}' | sed 's/.*://' | sort -u)"
+	taken=" "
+	master="$(free_port)" volume="$(free_port)" filer="$(free_port)" s3="$(free_port)"
+	endpoint="http://127.0.0.1:$s3"
+	# A fresh store at every start: weed's master keeps its peers' addresses
+	# in its state, so data from a run on other ports would not take writes.
+	rm -rf "$dir/data"
+	mkdir -p "$dir/data"
+	echo "starting SeaweedFS in $dir: S3 on $endpoint (master $master, volume $volume, filer $filer)" >&2
+	setsid "$weed" server -dir="$dir/data" -ip=127.0.0.1 -ip.bind=127.0.0.1 \
+		-master.port="$master" -master.volumeSizeLimitMB=64 \
+		-volume.port="$volume" -volume.max=200 \
+		-filer -filer.port="$filer" \
+		-s3 -s3.port="$s3" -s3.config="$dir/s3.json" \
+		</dev/null >"$dir/weed.log" 2>&1 &
+	pid=$!
+	echo "$pid" >"$dir/weed.pid"
+	cat >"$dir/env" <<ENV
 SLUICE_S3_ENDPOINT=$endpoint
 AWS_ACCESS_KEY_ID=$AWS_ACCESS_KEY_ID
 AWS_SECRET_ACCESS_KEY=$AWS_SECRET_ACCESS_KEY
@@ -100,25 +110,36 @@ SLUICE_WEED_PID=$pid
 export SLUICE_S3_ENDPOINT AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY
 ENV
 
-# Ready when a signed write lands (the volume server has registered with
-# the master): a bucket of its own, then one small object in it.
-deadline=$((SECONDS + 90))
-# (curl signs the body only when given its hash.)
-probe_sha="$(printf ready | sha256sum | cut -d' ' -f1)"
-until case "$(signed PUT "$endpoint/sluice-ready")" in 200 | 409) true ;; *) false ;; esac &&
-	[ "$(signed PUT "$endpoint/sluice-ready/probe" -H "x-amz-content-sha256: $probe_sha" --data-binary ready)" = 200 ]; do
-	if ! kill -0 "$pid" 2>/dev/null; then
-		echo "start-seaweedfs: weed exited; the end of $dir/weed.log:" >&2
-		grep -v '^ *$' "$dir/weed.log" | tail -20 | cut -c1-400 >&2
-		exit 1
-	fi
-	if [ "$SECONDS" -ge "$deadline" ]; then
-		echo "start-seaweedfs: S3 on $endpoint did not accept a write within 90 s; the end of $dir/weed.log:" >&2
-		grep -v '^ *$' "$dir/weed.log" | tail -20 | cut -c1-400 >&2
-		bash scripts/stop-seaweedfs.sh "$dir"
-		exit 1
-	fi
-	sleep 0.5
+	# Ready when a signed write lands (the volume server has registered with
+	# the master): a bucket of its own, then one small object in it.
+	deadline=$((SECONDS + 90))
+	ready=
+	until case "$(signed PUT "$endpoint/sluice-ready")" in 200 | 409) true ;; *) false ;; esac &&
+		[ "$(signed PUT "$endpoint/sluice-ready/probe" -H "x-amz-content-sha256: $probe_sha" --data-binary ready)" = 200 ]; do
+		if ! kill -0 "$pid" 2>/dev/null; then
+			if [ "$attempt" -lt 3 ] && grep -q "failed to listen\|address already in use" "$dir/weed.log"; then
+				echo "start-seaweedfs: weed lost a port ($(grep -m1 -o 'failed to listen[^:]*' "$dir/weed.log" || echo 'address in use')); trying other ports" >&2
+				bash scripts/stop-seaweedfs.sh "$dir"
+				continue 2
+			fi
+			echo "start-seaweedfs: weed exited; the end of $dir/weed.log:" >&2
+			grep -v '^ *$' "$dir/weed.log" | tail -20 | cut -c1-400 >&2
+			exit 1
+		fi
+		if [ "$SECONDS" -ge "$deadline" ]; then
+			echo "start-seaweedfs: S3 on $endpoint did not accept a write within 90 s; the end of $dir/weed.log:" >&2
+			grep -v '^ *$' "$dir/weed.log" | tail -20 | cut -c1-400 >&2
+			bash scripts/stop-seaweedfs.sh "$dir"
+			exit 1
+		fi
+		sleep 0.5
+	done
+	ready=1
+	break
 done
+if [ -z "$ready" ]; then
+	echo "start-seaweedfs: no start succeeded" >&2
+	exit 1
+fi
 echo "SeaweedFS ready in $dir (pid $pid)" >&2
 echo "$endpoint"
