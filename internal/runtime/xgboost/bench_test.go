@@ -63,6 +63,24 @@ func TestBenchModelMatchesXGBoost(t *testing.T) {
 			t.Fatalf("row %d: margin %v, xgboost %v", r, out.Data[r], math.Float32frombits(want))
 		}
 	}
+	// One row at a time takes the other walk (one row through eight trees
+	// at a time, 500 = 62*8+4 so the last four trees one by one), and
+	// batches of 13 rows mix both.
+	for _, size := range []int{1, 13} {
+		for start := 0; start < in.Rows; start += size {
+			n := min(size, in.Rows-start)
+			part := runtime.Batch{Rows: n, Cols: in.Cols, Data: in.Data[start*in.Cols : (start+n)*in.Cols]}
+			got, err := m.PredictMargin(context.Background(), part)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for r := range n {
+				if g, want := math.Float32bits(got.Data[r]), exp.Margin[start+r]; g != want {
+					t.Fatalf("batches of %d, row %d: margin %v, xgboost %v", size, start+r, got.Data[r], math.Float32frombits(want))
+				}
+			}
+		}
+	}
 }
 
 // BenchmarkPredict500Trees predicts 1000 rows with 500 trees in one call on
