@@ -34,7 +34,9 @@ func InputHash(insts []schema.Instance) string {
 		*bp = b
 		hashBufs.Put(bp)
 	}
-	return hex.EncodeToString(h[:])
+	var x [2 * sha256.Size]byte
+	hex.Encode(x[:], h[:])
+	return string(x[:])
 }
 
 // hashBufs reuses canonical-JSON buffers: a 1,000-row request would

@@ -82,9 +82,10 @@ type Scanner struct {
 	stack    []tokState
 	stackBuf [8]tokState
 
-	cur      []Member // the instance being read
-	slab     []Member // members of finished instances are carved from here
-	items    []string // the array being read
+	cur      []Member  // the instance being read
+	curBuf   [8]Member // cur's first array: no growth for a usual instance
+	slab     []Member  // members of finished instances are carved from here
+	items    []string  // the array being read
 	itemSlab []string
 }
 
@@ -92,6 +93,7 @@ type Scanner struct {
 func NewScanner(body []byte) *Scanner {
 	s := &Scanner{src: string(body)}
 	s.stack = s.stackBuf[:0]
+	s.cur = s.curBuf[:0]
 	return s
 }
 

@@ -27,7 +27,7 @@ func (s *Server) wrapV2(h handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		s.wrap(func(w http.ResponseWriter, r *http.Request) error {
 			if err := h(w, r); err != nil {
-				s.renderOIPError(w, r, requestID(r), errs.As(err))
+				s.renderOIPError(w, r, requestID(w), errs.As(err))
 			}
 			return nil
 		})(w, r)
@@ -154,7 +154,7 @@ func (s *Server) routeV2(w http.ResponseWriter, r *http.Request) error {
 // minted; either one the caller chose makes retries replay.
 func (s *Server) oipInfer(w http.ResponseWriter, r *http.Request, tn *tenant.Tenant, model string, version int) {
 	start := time.Now()
-	id := requestID(r)
+	id := requestID(w)
 	idempotent := r.Header.Get("X-Request-Id") != ""
 	var req *oip.Request
 	var derr error

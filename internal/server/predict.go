@@ -25,7 +25,7 @@ import (
 // gets the first answer byte for byte, with Idempotent-Replay: true.
 func (s *Server) predict(w http.ResponseWriter, r *http.Request, tn *tenant.Tenant, model string, version int) error {
 	start := time.Now()
-	id := requestID(r)
+	id := requestID(w)
 	a := s.gw.Predict(r.Context(), gateway.Call{
 		Transport: gateway.HTTP, Tenant: tn, RequestID: id, Idempotent: r.Header.Get("X-Request-Id") != "", IDField: "X-Request-Id",
 		Model: model, Version: version, Carrier: propagation.HeaderCarrier(r.Header), Received: start,
@@ -117,8 +117,13 @@ func readAll(r io.Reader, n, limit int64) ([]byte, error) {
 // prediction's body. Both renderings are deterministic, so a replay is byte
 // for byte the first answer. Server-Timing is for fresh answers.
 func (s *Server) writeAnswer(w http.ResponseWriter, r *http.Request, a *gateway.Answer, start time.Time) {
+	h := w.Header()
+	// The two per-call values share one slice's array (the keys are
+	// canonical, so they are set directly).
+	hv := make([]string, 2)
 	if a.ModelVersion != "" {
-		w.Header().Set("X-Model-Version", a.ModelVersion)
+		hv[0] = a.ModelVersion
+		h["X-Model-Version"] = hv[0:1:1]
 	}
 	if a.Replay {
 		w.Header().Set("Idempotent-Replay", "true")
@@ -128,17 +133,21 @@ func (s *Server) writeAnswer(w http.ResponseWriter, r *http.Request, a *gateway.
 		return
 	}
 	if !a.Replay {
-		t := a.Timing
-		w.Header()["Server-Timing"] = []string{serverTiming(t, time.Since(start))}
+		hv[1] = serverTiming(a.Timing, time.Since(start))
+		h["Server-Timing"] = hv[1:2:2]
 	}
 	bp := answerBufs.Get().(*[]byte)
 	b := appendPrediction((*bp)[:0], a.Prediction, a.RequestID)
-	w.Header().Set("Content-Type", "application/json")
+	h["Content-Type"] = jsonContentType
 	setWriteDeadline(w, len(b))
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(b)
 	putAnswerBuf(bp, b)
 }
+
+// jsonContentType is the Content-Type header value of JSON answers, shared:
+// net/http only reads header values, and an append to a full slice copies.
+var jsonContentType = []string{"application/json"}
 
 // serverTiming is the Server-Timing header of an answer:
 // "preprocess;dur=0.012, queue;dur=…, batch_wait;dur=…, compute;dur=…,

@@ -157,8 +157,6 @@ func (s *Server) HTTPServer() *http.Server {
 	}
 }
 
-type ctxKey struct{}
-
 type handler func(w http.ResponseWriter, r *http.Request) error
 
 // wrap assigns the request id and renders a returned error.
@@ -172,20 +170,28 @@ func (s *Server) wrap(h handler) http.HandlerFunc {
 			s.writeError(w, r, "", errs.Field(errs.InvalidArgument, "X-Request-Id", "must be 1 to 128 printable ASCII characters without spaces"))
 			return
 		}
-		w.Header().Set("X-Request-Id", id)
-		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, id))
+		w.Header()["X-Request-Id"] = []string{id} // (the key is canonical)
 		if err := h(w, r); err != nil {
 			s.writeError(w, r, id, err)
 		}
 	}
 }
 
-func requestID(r *http.Request) string { id, _ := r.Context().Value(ctxKey{}).(string); return id }
+// requestID is the call's request id, which wrap put in the answer's
+// headers (not in the request's context: that cost a copy of the request).
+func requestID(w http.ResponseWriter) string {
+	if v := w.Header()["X-Request-Id"]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
 
 func newRequestID() string {
 	var b [12]byte
 	_, _ = crand.Read(b[:])
-	return hex.EncodeToString(b[:])
+	var x [24]byte
+	hex.Encode(x[:], b[:])
+	return string(x[:])
 }
 
 func validRequestID(id string) bool {

@@ -652,11 +652,21 @@ func (s *Server) takeLocked(b []piece, room int, now time.Time) ([]piece, int) {
 }
 
 // removeAt removes xs[i], keeping the order; removing the head is O(1).
+// The vacated slot is cleared (no reference is kept), and a queue that
+// empties restarts at the front of its array, so a queue that drains
+// between requests appends without allocating.
 func removeAt[T any](xs []T, i int) []T {
+	var zero T
 	if i == 0 {
+		xs[0] = zero
+		if len(xs) == 1 {
+			return xs[:0]
+		}
 		return xs[1:]
 	}
-	return append(xs[:i], xs[i+1:]...)
+	copy(xs[i:], xs[i+1:])
+	xs[len(xs)-1] = zero
+	return xs[:len(xs)-1]
 }
 
 // nextBatch blocks until a batch is ready to run on r, or returns false
