@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"io"
 	"math"
+	"net/http"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/sluiceml/sluice/internal/gateway"
 	"github.com/sluiceml/sluice/internal/runtime"
@@ -69,5 +72,36 @@ func TestReadAll(t *testing.T) {
 	}
 	if b, err := readAll(bytes.NewReader(nil), 0, 10); err != nil || len(b) != 0 {
 		t.Fatalf("empty body: %q %v", b, err)
+	}
+}
+
+// appendMillis writes what strconv's 'f' with three decimals writes for
+// durations not on a half microsecond, and rounds halves away from zero.
+func TestAppendMillis(t *testing.T) {
+	for _, d := range []time.Duration{0, 1, 499, 500, 999, 1000, 1499, 1500, 12_345_678, 999_999_499, 3 * time.Second, 90 * time.Minute, -1500, -2_000_400} {
+		got := string(appendMillis(nil, d))
+		us := math.Round(float64(d) / 1e3) // half away from zero
+		want := strconv.FormatFloat(us/1e3, 'f', 3, 64)
+		if us == 0 {
+			want = "0.000"
+		}
+		if got != want {
+			t.Errorf("appendMillis(%d) = %q, want %q", d, got, want)
+		}
+	}
+}
+
+// The Date header is formatted once a second and is what net/http writes.
+func TestHTTPDate(t *testing.T) {
+	now := time.Date(2026, 12, 1, 16, 30, 5, 900, time.FixedZone("x", 3600))
+	a := httpDate(now)
+	if want := now.UTC().Format(http.TimeFormat); len(a) != 1 || a[0] != want {
+		t.Fatalf("httpDate = %q, want %q", a, want)
+	}
+	if b := httpDate(now.Add(time.Millisecond)); &b[0] != &a[0] {
+		t.Error("the same second formatted again")
+	}
+	if c := httpDate(now.Add(time.Second)); c[0] == a[0] {
+		t.Errorf("a second later still %q", c[0])
 	}
 }

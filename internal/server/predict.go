@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -133,8 +134,10 @@ func (s *Server) writeAnswer(w http.ResponseWriter, r *http.Request, a *gateway.
 		return
 	}
 	if !a.Replay {
-		hv[1] = serverTiming(a.Timing, time.Since(start))
+		now := time.Now()
+		hv[1] = serverTiming(a.Timing, now.Sub(start))
 		h["Server-Timing"] = hv[1:2:2]
+		h["Date"] = httpDate(now)
 	}
 	bp := answerBufs.Get().(*[]byte)
 	b := appendPrediction((*bp)[:0], a.Prediction, a.RequestID)
@@ -144,6 +147,26 @@ func (s *Server) writeAnswer(w http.ResponseWriter, r *http.Request, a *gateway.
 	_, _ = w.Write(b)
 	putAnswerBuf(bp, b)
 }
+
+// httpDate is the Date header value for now, formatted once a second
+// (net/http formats it for every answer that lacks one: 1.7 % of a 1-row
+// call's CPU).
+func httpDate(now time.Time) []string {
+	sec := now.Unix()
+	if d := lastDate.Load(); d != nil && d.sec == sec {
+		return d.v
+	}
+	d := &dateValue{sec: sec, v: []string{now.UTC().Format(http.TimeFormat)}}
+	lastDate.Store(d)
+	return d.v
+}
+
+type dateValue struct {
+	sec int64
+	v   []string
+}
+
+var lastDate atomic.Pointer[dateValue]
 
 // jsonContentType is the Content-Type header value of JSON answers, shared:
 // net/http only reads header values, and an append to a full slice copies.
@@ -164,9 +187,23 @@ func serverTiming(t gateway.Timing, total time.Duration) string {
 			b = append(b, ", "...)
 		}
 		b = append(append(b, st.name...), ";dur="...)
-		b = strconv.AppendFloat(b, ms(st.d), 'f', 3, 64)
+		b = appendMillis(b, st.d)
 	}
 	return string(b)
+}
+
+// appendMillis appends d in milliseconds with three decimals, rounded to
+// the nearest microsecond (half away from zero), by integer arithmetic:
+// five strconv.AppendFloat calls were 1.4 % of a 1-row call's CPU.
+func appendMillis(b []byte, d time.Duration) []byte {
+	if d < 0 {
+		b = append(b, '-')
+		d = -d
+	}
+	us := (d + 500) / time.Microsecond
+	b = strconv.AppendInt(b, int64(us/1000), 10)
+	f := us % 1000
+	return append(b, '.', byte('0'+f/100), byte('0'+f/10%10), byte('0'+f%10))
 }
 
 // answerBufs reuses the buffers answers are encoded into: an answer is
