@@ -84,6 +84,8 @@ var sameCases = []string{
 	`{"instances":[],"deadlineMs":1,"deadlineMs":2}`, "{\"instances\" :\n [ {\"a\" : 1 } ,\r\n{\"b\":\"c\"} ] }  \n", `{"instances":[{"a":1}]} x`,
 	`{"instances":[{"a":1}]}]`, "{\"instances\":[\n  {\"amount\": NaN}]}", `{"instances":[{"a":"` + strings.Repeat("é", 100) + `":1}]}`,
 	`{"` + strings.Repeat("k", 300) + `":1}`, `{"instances":[{"` + strings.Repeat("k", 300) + `":[1,x]}]}`, `{"instances":[{"a":1,"b":2,"a":3}]}`,
+	`{"instances":[{"a":1,"b":2},{"a":1,"a":2}]}`, `{"instances":[{"a":1,"b":2},{"b":1,"b":2}]}`, `{"instances":[{"a":1,"b":2},{"a":1,"b":2,"a":3}]}`,
+	`{"instances":[{"a":1,"b":2},{"a":1},{"a":1,"a":2}]}`, `{"instances":[{"a":1,"b":2},{"b":2,"a":1,"b":3}]}`, `{"instances":[{"a":1},{"a":1,"b":2,"b":3}]}`,
 	`{"instances":[{"a":'x'}]}`, `{"instances":[{"a":"x"'}]}`, `{"instances":[{"a":1}` + "\x00", `{"instances"}`, `{"instances":}`,
 }
 
