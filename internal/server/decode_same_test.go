@@ -124,9 +124,35 @@ func scanFraudBody(n int) []byte {
 	return b.Bytes()
 }
 
+// wideBody is a predict body of n rows of cols float fields f0, f1, ….
+func wideBody(n, cols int) []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"instances":[`)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('{')
+		for j := range cols {
+			if j > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `"f%d":%d.%03d`, j, (i*31+j*7)%100, (i*j)%1000)
+		}
+		b.WriteByte('}')
+	}
+	b.WriteString(`]}`)
+	return b.Bytes()
+}
+
 func TestDecodeSameLarge(t *testing.T) {
+	wide := wideBody(1000, 30)
+	ref, got, refErr, gotErr := decodeBoth(wide)
+	if refErr != nil || gotErr != nil || !reflect.DeepEqual(ref, got) || len(got.Instances) != 1000 {
+		t.Fatalf("1,000 rows of 30 fields: %v, %v", refErr, gotErr)
+	}
 	body := scanFraudBody(1000)
-	ref, got, refErr, gotErr := decodeBoth(body)
+	ref, got, refErr, gotErr = decodeBoth(body)
 	if refErr != nil || gotErr != nil || !reflect.DeepEqual(ref, got) || len(got.Instances) != 1000 {
 		t.Fatalf("1,000 rows: %v, %v", refErr, gotErr)
 	}
@@ -140,7 +166,7 @@ func BenchmarkDecodePredict(b *testing.B) {
 	for _, body := range []struct {
 		name string
 		b    []byte
-	}{{"rows=1", one}, {"rows=1000", scanFraudBody(1000)}} {
+	}{{"rows=1", one}, {"rows=1000", scanFraudBody(1000)}, {"rows=1000x30", wideBody(1000, 30)}} {
 		for _, dec := range []struct {
 			name string
 			fn   func([]byte, time.Duration) (*predictBody, error)
