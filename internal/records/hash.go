@@ -29,14 +29,12 @@ import (
 func InputHash(insts []schema.Instance) string {
 	bp := hashBufs.Get().(*[]byte)
 	b := AppendCanonical((*bp)[:0], insts)
-	h := sha256.Sum256(b)
+	sum := hexSum(b)
 	if cap(b) <= 4<<20 {
 		*bp = b
 		hashBufs.Put(bp)
 	}
-	var x [2 * sha256.Size]byte
-	hex.Encode(x[:], h[:])
-	return string(x[:])
+	return sum
 }
 
 // hashBufs reuses canonical-JSON buffers: a 1,000-row request would
@@ -54,7 +52,12 @@ func AppendCanonical(b []byte, insts []schema.Instance) []byte {
 	// Instances decoded from one request (and every instance built from
 	// tensors) list their members in the same order: the sorting
 	// permutation is computed once and reused while the names repeat.
-	var perm []int
+	// The sorted names' canonical text (`"name":`, a ',' before all but
+	// the first) is written once and copied for every instance after.
+	var permBuf [32]int
+	var endBuf [32]int
+	var keyBuf [512]byte
+	perm, ends, keys := permBuf[:0], endBuf[:0], keyBuf[:0]
 	var prev schema.Instance
 	for i, inst := range insts {
 		if i > 0 {
@@ -67,15 +70,21 @@ func AppendCanonical(b []byte, insts []schema.Instance) []byte {
 			}
 			slices.SortStableFunc(perm, func(x, y int) int { return strings.Compare(inst[x].Name, inst[y].Name) })
 			prev = inst
+			keys, ends = keys[:0], ends[:0]
+			for j, k := range perm {
+				if j > 0 {
+					keys = append(keys, ',')
+				}
+				keys = append(appendString(keys, inst[k].Name), ':')
+				ends = append(ends, len(keys))
+			}
 		}
 		b = append(b, '{')
+		from := 0
 		for j, k := range perm {
 			m := inst[k]
-			if j > 0 {
-				b = append(b, ',')
-			}
-			b = appendString(b, m.Name)
-			b = append(b, ':')
+			b = append(b, keys[from:ends[j]]...)
+			from = ends[j]
 			switch m.Value.Kind {
 			case schema.Null:
 				b = append(b, "null"...)
@@ -253,6 +262,13 @@ func AppendCanonicalString(b []byte, s string) []byte { return appendString(b, s
 // AppendCanonicalNumber and AppendCanonicalString: InputHash of the
 // instances it is the canonical JSON of.
 func HashCanonical(canonical []byte) string {
-	h := sha256.Sum256(canonical)
-	return hex.EncodeToString(h[:])
+	return hexSum(canonical)
+}
+
+// hexSum is the SHA-256 of b in hex, in one allocation.
+func hexSum(b []byte) string {
+	h := sha256.Sum256(b)
+	var x [2 * sha256.Size]byte
+	hex.Encode(x[:], h[:])
+	return string(x[:])
 }

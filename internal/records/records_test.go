@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -414,5 +415,32 @@ func TestCacheable(t *testing.T) {
 		if Cacheable(status) != want {
 			t.Errorf("Cacheable(%d) = %v, want %v", status, !want, want)
 		}
+	}
+}
+
+// The canonical JSON of several instances is each one's own, joined: the
+// sorted names written once are rewritten whenever the names change, for
+// instances wider than the stack buffers too.
+func TestCanonicalJSONReusesNames(t *testing.T) {
+	wide := schema.Instance{}
+	for j := 40; j > 0; j-- {
+		wide = append(wide, schema.Member{Name: fmt.Sprintf("feature_with_a_long_name_%02d", j), Value: num(fmt.Sprint(j))})
+	}
+	insts := []schema.Instance{
+		inst("b", num("1"), "a", str("x")),
+		inst("b", num("2"), "a", str("y")),
+		inst("x<", num("3"), "a", str("z")),
+		inst("a", str("w"), "b", num("4")),
+		wide, wide,
+		inst("b", num("5")),
+		inst("b", num("6"), "a", str("v")),
+	}
+	var parts []string
+	for _, in := range insts {
+		one := string(CanonicalJSON([]schema.Instance{in}))
+		parts = append(parts, one[1:len(one)-1])
+	}
+	if got, want := string(CanonicalJSON(insts)), "["+strings.Join(parts, ",")+"]"; got != want {
+		t.Errorf("canonical JSON\n%s\nwant\n%s", got, want)
 	}
 }
