@@ -541,12 +541,17 @@ func (s *Schema) RowAt(at Path, inst Instance, dst []float32) error {
 	} else {
 		raw = make([]float64, len(s.fields))
 	}
-	for _, m := range inst {
-		i, ok := s.index[m.Name]
-		if !ok {
-			e := errs.Field(errs.InvalidArgument, at.String()+"."+errs.Clip(m.Name), "unknown field (expected: %s)", s.known)
-			e.Reason = ReasonUnknown
-			return e
+	for j, m := range inst {
+		// Clients usually send the fields in the schema's order: the j-th
+		// member is then the j-th field, found without hashing its name.
+		i := j
+		if j >= len(s.fields) || s.fields[j].Name != m.Name {
+			var ok bool
+			if i, ok = s.index[m.Name]; !ok {
+				e := errs.Field(errs.InvalidArgument, at.String()+"."+errs.Clip(m.Name), "unknown field (expected: %s)", s.known)
+				e.Reason = ReasonUnknown
+				return e
+			}
 		}
 		if seen[i] {
 			return fieldErr(at.String()+"."+m.Name, viol(ReasonDuplicate, "duplicate field"))
