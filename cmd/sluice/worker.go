@@ -28,6 +28,7 @@ func newWorkerCmd() *cobra.Command {
 		pprofAddr           string
 		modelCPUsFlag       int
 		modelSchedFlag      string
+		gcFloor             string
 		nice                int
 		schedFlag           string
 		workerMemory        string
@@ -69,6 +70,11 @@ func newWorkerCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			gcTuner, err := startGCFloor(gcFloor, log)
+			if err != nil {
+				return err
+			}
+			defer gcTuner.Stop()
 			if cfg.CPUs, err = modelCPUs(modelCPUsFlag, modelSched, log); err != nil {
 				return err
 			}
@@ -116,6 +122,7 @@ func newWorkerCmd() *cobra.Command {
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.DurationVar(&grace, "grace", 30*time.Second, "how long shutdown waits for queued work")
+	f.StringVar(&gcFloor, "gc-floor", defaultGCFloor, gcFloorHelp)
 	f.StringVar(&modelSchedFlag, "model-sched", "normal", "CPU scheduling policy of the replicas' threads: normal, or idle (SCHED_IDLE: this worker's gRPC handlers, admission and refusals preempt a computing model at once; see sluice serve --model-sched)")
 	f.IntVar(&modelCPUsFlag, "model-cpus", 0, "at most this many batches compute at once in this worker (0: no bound)")
 	f.IntVar(&nice, "nice", 0, "lower this worker's CPU priority by this much (0-19), every thread of it: a gateway sharing the cores admits, refuses and answers health checks first")

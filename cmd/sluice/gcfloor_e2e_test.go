@@ -1,0 +1,96 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// gogcPercent reads go_gc_gogc_percent from a server's /metrics.
+func gogcPercent(t *testing.T, url string) float64 {
+	t.Helper()
+	resp, err := http.Get(url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "go_gc_gogc_percent "); ok {
+			f, _ := strconv.ParseFloat(v, 64)
+			return f
+		}
+	}
+	t.Fatal("/metrics has no go_gc_gogc_percent")
+	return 0
+}
+
+// The GC floor (--gc-floor, default 64MiB): serve raises GOGC above Go's
+// 100 while its live heap is small, --gc-floor 0 leaves 100, an
+// operator's GOGC wins, workers are started with the floor, and a bad
+// size stops the start naming the flag.
+func TestGCFloor(t *testing.T) {
+	body := `{"instances":[{"amount":800,"accountAgeDays":91,"declines5m":3,"country":"US"}]}`
+	busy := func(url string) { // garbage, so that collections happen
+		for range 20 {
+			_, _, _ = postJSON(url+"/v1/models/fraud:predict", body)
+		}
+	}
+	t.Run("default", func(t *testing.T) {
+		srv := startServer(t, "--data", t.TempDir(), "--workers", "0")
+		waitFor(t, 30*time.Second, func() bool { busy(srv.url); return gogcPercent(t, srv.url) > 100 })
+		if !strings.Contains(srv.logs.String(), `msg="GC floor on" gc_floor_mb=64`) {
+			t.Errorf("no GC floor log line:\n%s", srv.logs)
+		}
+		srv.stop(t)
+	})
+	t.Run("off", func(t *testing.T) {
+		srv := startServer(t, "--data", t.TempDir(), "--workers", "0", "--gc-floor", "0")
+		busy(srv.url)
+		if g := gogcPercent(t, srv.url); g != 100 {
+			t.Errorf("GOGC %v with --gc-floor 0, want 100", g)
+		}
+		if strings.Contains(srv.logs.String(), "GC floor") {
+			t.Errorf("GC floor log line with --gc-floor 0:\n%s", srv.logs)
+		}
+		srv.stop(t)
+	})
+	t.Run("operator's GOGC", func(t *testing.T) {
+		t.Setenv("GOGC", "50")
+		srv := startServer(t, "--data", t.TempDir(), "--workers", "0")
+		busy(srv.url)
+		if g := gogcPercent(t, srv.url); g != 50 {
+			t.Errorf("GOGC %v with GOGC=50 in the environment, want 50", g)
+		}
+		if !strings.Contains(srv.logs.String(), "GC floor off: GOGC is set in the environment") {
+			t.Errorf("no log line saying GOGC wins:\n%s", srv.logs)
+		}
+		srv.stop(t)
+	})
+	t.Run("workers", func(t *testing.T) {
+		srv := startServer(t, "--data", t.TempDir(), "--workers", "1", "--shard-size", "1", "--gc-floor", "32MiB")
+		wl := workers(t, srv.url)
+		if len(wl.Workers) != 1 {
+			t.Fatalf("workers: %+v", wl)
+		}
+		cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(int(wl.Workers[0].PID)) + "/cmdline")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(cmdline), "\x00--gc-floor\x0032MiB\x00") {
+			t.Errorf("worker started without --gc-floor 32MiB: %q", cmdline)
+		}
+		srv.stop(t)
+	})
+	for _, args := range [][]string{{"serve", "--data", t.TempDir(), "--gc-floor", "12"}, {"worker", "--join", "127.0.0.1:1", "--gc-floor", "-1MiB"}} {
+		out, err := exec.Command(binary, args...).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), `--gc-floor "`+args[len(args)-1]+`"`) || !strings.Contains(string(out), "0 turns the floor off") {
+			t.Errorf("sluice %s: %v %s", strings.Join(args, " "), err, out)
+		}
+	}
+}
