@@ -1,8 +1,6 @@
 package main
 
 import (
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
@@ -14,20 +12,11 @@ import (
 // gogcPercent reads go_gc_gogc_percent from a server's /metrics.
 func gogcPercent(t *testing.T, url string) float64 {
 	t.Helper()
-	resp, err := http.Get(url + "/metrics")
-	if err != nil {
-		t.Fatal(err)
+	v, ok := metricSample(t, url, "go_gc_gogc_percent")
+	if !ok {
+		t.Fatal("/metrics has no go_gc_gogc_percent")
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "go_gc_gogc_percent "); ok {
-			f, _ := strconv.ParseFloat(v, 64)
-			return f
-		}
-	}
-	t.Fatal("/metrics has no go_gc_gogc_percent")
-	return 0
+	return v
 }
 
 // The GC floor (--gc-floor, default 64MiB): serve raises GOGC above Go's

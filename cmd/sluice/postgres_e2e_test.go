@@ -2,13 +2,10 @@ package main
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -69,22 +66,10 @@ func pgScript(t *testing.T, name string) {
 	}
 }
 
-var droppedRE = regexp.MustCompile(`sluice_records_dropped_total\{reason="write_failed"\} (\d+)`)
-
 func droppedWriteFailed(t *testing.T, url string) int {
 	t.Helper()
-	resp, err := http.Get(url + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	m := droppedRE.FindSubmatch(b)
-	if m == nil {
-		return 0
-	}
-	n, _ := strconv.Atoi(string(m[1]))
-	return n
+	v, _ := metricSample(t, url, `sluice_records_dropped_total{reason="write_failed"}`)
+	return int(v)
 }
 
 // Two gateways on one PostgreSQL (separate --data folders; the artifacts

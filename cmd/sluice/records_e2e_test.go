@@ -61,6 +61,14 @@ func listRecords(t *testing.T, url, query, key string) []api.Record {
 
 // computed reads how many fraud@1 requests reached the model (replays do not).
 func computed(t *testing.T, url string) float64 {
+	v, _ := metricSample(t, url, `sluice_requests_total{code="2xx",model="fraud",version="1"}`)
+	return v
+}
+
+// metricSample reads one series (its name and labels exactly as
+// /metrics writes them) from a server's /metrics.
+func metricSample(t *testing.T, url, series string) (float64, bool) {
+	t.Helper()
 	resp, err := http.Get(url + "/metrics")
 	if err != nil {
 		t.Fatal(err)
@@ -68,12 +76,12 @@ func computed(t *testing.T, url string) float64 {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, `sluice_requests_total{code="2xx",model="fraud",version="1"}`) {
-			v, _ := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-			return v
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			return f, err == nil
 		}
 	}
-	return 0
+	return 0, false
 }
 
 func TestIdempotency(t *testing.T) {
