@@ -85,6 +85,8 @@ func FuzzTreeShape(f *testing.F) {
 		}
 		nan := float32(math.NaN())
 		vals := []float32{-2, -1, 0, 1, 2, nan}
+		var all [][]float32
+		var wants []float32
 		for a := range vals {
 			for b := range vals {
 				row := []float32{vals[a], vals[b], vals[(a+b)%len(vals)]}
@@ -116,6 +118,18 @@ func FuzzTreeShape(f *testing.F) {
 				if out.Data[0] != want {
 					t.Fatalf("row %v: got %v, walking the arrays gives %v", row, out.Data[0], want)
 				}
+				all, wants = append(all, row), append(wants, want)
+			}
+		}
+		// All 36 rows in one batch: 32 walk the tree eight at a time, the
+		// last 4 one by one.
+		out, err := m.PredictMargin(context.Background(), batchOf(all...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, want := range wants {
+			if out.Data[i] != want {
+				t.Fatalf("batch row %d %v: got %v, walking the arrays gives %v", i, all[i], out.Data[i], want)
 			}
 		}
 	})
