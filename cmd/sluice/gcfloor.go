@@ -9,7 +9,12 @@ import (
 	"github.com/sluiceml/sluice/internal/gcfloor"
 )
 
-// defaultGCFloor is --gc-floor's default for serve and worker.
+// defaultGCFloor is serve's --gc-floor default. A worker's is off: its
+// versions may fill its memory budget outside the Go heap (ONNX Runtime's
+// arenas), and on Kubernetes its pod leaves the process itself only
+// memoryReserve (64Mi) beyond that budget, which a floor's garbage could
+// take. A worker gets a floor when asked (sluice worker --gc-floor, or
+// sluice serve --gc-floor set explicitly, which is passed to --workers).
 const defaultGCFloor = "64MiB"
 
 // gcFloorHelp is --gc-floor's help, shared by serve and worker.

@@ -19,10 +19,10 @@ func gogcPercent(t *testing.T, url string) float64 {
 	return v
 }
 
-// The GC floor (--gc-floor, default 64MiB): serve raises GOGC above Go's
-// 100 while its live heap is small, --gc-floor 0 leaves 100, an
-// operator's GOGC wins, workers are started with the floor, and a bad
-// size stops the start naming the flag.
+// The GC floor (--gc-floor, serve's default 64MiB): serve raises GOGC
+// above Go's 100 while its live heap is small, --gc-floor 0 leaves 100,
+// an operator's GOGC wins, workers get the floor only when serve's flag
+// is set, and a bad size stops the start naming the flag.
 func TestGCFloor(t *testing.T) {
 	body := `{"instances":[{"amount":800,"accountAgeDays":91,"declines5m":3,"country":"US"}]}`
 	busy := func(url string) { // garbage, so that collections happen
@@ -73,6 +73,21 @@ func TestGCFloor(t *testing.T) {
 		}
 		if !strings.Contains(string(cmdline), "\x00--gc-floor\x0032MiB\x00") {
 			t.Errorf("worker started without --gc-floor 32MiB: %q", cmdline)
+		}
+		srv.stop(t)
+	})
+	t.Run("workers keep theirs off by default", func(t *testing.T) {
+		srv := startServer(t, "--data", t.TempDir(), "--workers", "1", "--shard-size", "1")
+		wl := workers(t, srv.url)
+		if len(wl.Workers) != 1 {
+			t.Fatalf("workers: %+v", wl)
+		}
+		cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(int(wl.Workers[0].PID)) + "/cmdline")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(cmdline), "--gc-floor") {
+			t.Errorf("worker started with a floor serve was not asked to pass: %q", cmdline)
 		}
 		srv.stop(t)
 	})

@@ -200,7 +200,10 @@ func newServeCmd() *cobra.Command {
 					// Each worker lowers its own threads (cpuprio.Lower):
 					// setting it from here, after the fork, races the
 					// child's runtime creating threads.
-					extra := append(artifacts.args(), "--nice", strconv.Itoa(workerNice), "--sched", string(sched), "--model-sched", string(modelSched), "--gc-floor", gcFloor)
+					extra := append(artifacts.args(), "--nice", strconv.Itoa(workerNice), "--sched", string(sched), "--model-sched", string(modelSched))
+					if cmd.Flags().Changed("gc-floor") {
+						extra = append(extra, "--gc-floor", gcFloor) // else the workers' own default: off
+					}
 					if sup, err = localWorkers(ids, cp.ln.Addr().String(), data, logFormat, logLevel, onnxLib, workerMemory, extra, log, pool); err != nil {
 						return err
 					}
@@ -369,7 +372,7 @@ func newServeCmd() *cobra.Command {
 	f.IntVar(&modelCPUsFlag, "model-cpus", 0, "at most this many batches compute at once in this process's replicas (in-process mode), so admission, refusals and health keep a core: e.g. 1 on 2 cores (0: no bound; workers: --worker-nice, or sluice worker --model-cpus)")
 	f.IntVar(&workerNice, "worker-nice", 0, "lower the local workers' CPU priority by this much (0-19): the server's admission, refusals and health checks run first when the CPUs are busy")
 	f.StringVar(&workerSched, "worker-sched", "normal", "the local workers' CPU scheduling policy: normal, or idle (SCHED_IDLE: workers compute only when the server's front end does not want the CPU, so refusals and health answer at once however busy the models are)")
-	f.StringVar(&gcFloor, "gc-floor", defaultGCFloor, gcFloorHelp+" (passed to --workers too)")
+	f.StringVar(&gcFloor, "gc-floor", defaultGCFloor, gcFloorHelp+" (passed to --workers when set here; a worker's own default is off)")
 	f.StringVar(&workerMemory, "worker-memory", "", "memory each local worker's versions may hold, e.g. 2GiB, passed to the workers (default: the cgroup's or host's memory divided by --workers)")
 	f.DurationVar(&minResidency, "min-residency", placement.DefaultMinResidency, "a version loaded on a worker less than this long ago is never evicted (anti-thrash)")
 	f.IntVar(&shardSize, "shard-size", 2, "how many workers hold each model (its shard, chosen by rendezvous hashing of the model name)")

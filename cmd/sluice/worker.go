@@ -122,7 +122,7 @@ func newWorkerCmd() *cobra.Command {
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.DurationVar(&grace, "grace", 30*time.Second, "how long shutdown waits for queued work")
-	f.StringVar(&gcFloor, "gc-floor", defaultGCFloor, gcFloorHelp)
+	f.StringVar(&gcFloor, "gc-floor", "0", gcFloorHelp+" (off by default in a worker: its versions may fill its memory budget outside the Go heap, and the floor's garbage is memory placement does not count)")
 	f.StringVar(&modelSchedFlag, "model-sched", "normal", "CPU scheduling policy of the replicas' threads: normal, or idle (SCHED_IDLE: this worker's gRPC handlers, admission and refusals preempt a computing model at once; see sluice serve --model-sched)")
 	f.IntVar(&modelCPUsFlag, "model-cpus", 0, "at most this many batches compute at once in this worker (0: no bound)")
 	f.IntVar(&nice, "nice", 0, "lower this worker's CPU priority by this much (0-19), every thread of it: a gateway sharing the cores admits, refuses and answers health checks first")
