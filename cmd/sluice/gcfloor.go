@@ -36,7 +36,7 @@ func startGCFloor(flag string, log *slog.Logger) (*gcfloor.Tuner, error) {
 	case t == nil:
 		log.Info("GC floor off: GOGC is set in the environment", "gogc", os.Getenv("GOGC"))
 	default:
-		log.Info("GC floor on", "gc_floor_mb", n>>20, "gogc", t.GOGC())
+		log.Info("GC floor on", "gc_floor_mb", n>>20) // the GOGC it sets: go_gc_gogc_percent
 	}
 	return t, nil
 }
