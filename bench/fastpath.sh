@@ -26,10 +26,7 @@ while [ "$r" -lt "$ROUNDS" ]; do
 	r=$((r + 1))
 	echo "== round $r $(uptime)"
 	SERVER_LOG=$OUT/server-$r.log SERVE_FLAGS="--grpc-addr 127.0.0.1:$GPORT $SERVE_FLAGS" start_server "$OUT/pkgs"
-	for _ in $(seq 1 300); do # until the version is loaded and warm
-		curl -sf "$SERVER/readyz" >/dev/null 2>&1 && break
-		sleep 0.1
-	done
+	wait_ready # until the version is loaded and warm
 	$NICE taskset -c 1 "$GRPCJSON" --http "$SERVER" --grpc "127.0.0.1:$GPORT" --model trees500 --rows "$ROWS" \
 		--concurrency "$CONC" --duration "$DURATION" --runs 1 | tee "$OUT/grpcjson-$r.txt"
 	stop_server

@@ -23,7 +23,7 @@ closed() { # NAME
 }
 for i in $(seq 1 "$RUNS"); do
 	SERVER_LOG=$OUT/server-$i.log start_server examples
-	for _ in $(seq 1 300); do curl -sf "$SERVER/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
+	wait_ready
 	closed "sluice-$i"
 	stop_server
 	$NICE taskset -c 0 "$BARE" --addr 127.0.0.1:$PORT 2>/dev/null &

@@ -36,6 +36,31 @@ start_server() {
 	return 1
 }
 
+# wait_ready: until the running server's /readyz answers (its versions
+# loaded and warm), at most 30 s; a server still not ready is reported and
+# the run goes on, as before.
+wait_ready() {
+	for _ in $(seq 1 300); do
+		curl -sf "$SERVER/readyz" >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	echo "server not ready after 30 s; see ${SERVER_LOG:-/tmp/issue3-bench/server.log}" >&2
+}
+
+# churn_models OUT: OUT/models holds the churn example alone (the records
+# benchmarks).
+churn_models() { mkdir -p "$1/models" && rm -rf "$1/models/churn" && cp -r examples/churn "$1/models/"; }
+
+# start_records MODE OUT I: serve OUT/models with records on (MODE on) or
+# off (--no-records), its log OUT/server-MODE-I.log, and wait until ready.
+start_records() {
+	SERVE_FLAGS=""
+	[ "$1" = off ] && SERVE_FLAGS="--no-records"
+	export SERVE_FLAGS
+	SERVER_LOG=$2/server-$1-$3.log start_server "$2/models"
+	wait_ready
+}
+
 stop_server() {
 	[ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
 	SERVER_PID=

@@ -27,10 +27,7 @@ for mode in ${MODES:-off on}; do
 	esac
 	grep -E 'maxBatch' "$OUT/$mode/mlp/model.yaml"
 	SERVER_LOG=$OUT/server-$mode.log SERVE_FLAGS="--grpc-addr 127.0.0.1:$GPORT --onnxruntime-lib ${SLUICE_ONNXRUNTIME_LIB:?set SLUICE_ONNXRUNTIME_LIB} $SERVE_FLAGS" start_server "$OUT/$mode"
-	for _ in $(seq 1 300); do
-		curl -sf "$SERVER/readyz" >/dev/null 2>&1 && break
-		sleep 0.1
-	done
+	wait_ready # until the version is loaded and warm
 	for c in $CONCS; do
 		# The server's CPU over the run (utime+stime ticks of its process):
 		# under 100 % of its core at the best rate means the load generator,

@@ -14,14 +14,10 @@ OUT=${OUT:-/tmp/b12/records}
 OVERLOAD=${OVERLOAD:-/tmp/b12/overload}
 build_sluice
 [ "${SKIP_BUILD:-0}" = 1 ] || go build -o "$OVERLOAD" ./bench/overload
-mkdir -p "$OUT/models" && rm -rf "$OUT/models/churn" && cp -r examples/churn "$OUT/models/"
+churn_models "$OUT"
 for i in $(seq 1 "$RUNS"); do
 	for mode in on off; do
-		SERVE_FLAGS=""
-		[ "$mode" = off ] && SERVE_FLAGS="--no-records"
-		export SERVE_FLAGS
-		SERVER_LOG=$OUT/server-$mode-$i.log start_server "$OUT/models"
-		for _ in $(seq 1 300); do curl -sf "$SERVER/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
+		start_records "$mode" "$OUT" "$i"
 		$NICE taskset -c 1 "$OVERLOAD" --server "$SERVER" --model churn --payload @bench/churn-payload.json --closed 16 --closed-duration 2s >/dev/null
 		$NICE taskset -c 1 "$OVERLOAD" --server "$SERVER" --model churn --payload @bench/churn-payload.json \
 			--closed 16 --closed-duration 5s --json "$OUT/$mode-$i.json" >/dev/null

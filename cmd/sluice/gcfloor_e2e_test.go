@@ -19,6 +19,21 @@ func gogcPercent(t *testing.T, url string) float64 {
 	return v
 }
 
+// workerCmdline is the command line (NUL-separated) of the one worker of
+// the server at url.
+func workerCmdline(t *testing.T, url string) string {
+	t.Helper()
+	wl := workers(t, url)
+	if len(wl.Workers) != 1 {
+		t.Fatalf("workers: %+v", wl)
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(int(wl.Workers[0].PID)) + "/cmdline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 // The GC floor (--gc-floor, serve's default 64MiB): serve raises GOGC
 // above Go's 100 while its live heap is small, --gc-floor 0 leaves 100,
 // an operator's GOGC wins, workers get the floor only when serve's flag
@@ -63,30 +78,14 @@ func TestGCFloor(t *testing.T) {
 	})
 	t.Run("workers", func(t *testing.T) {
 		srv := startServer(t, "--data", t.TempDir(), "--workers", "1", "--shard-size", "1", "--gc-floor", "32MiB")
-		wl := workers(t, srv.url)
-		if len(wl.Workers) != 1 {
-			t.Fatalf("workers: %+v", wl)
-		}
-		cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(int(wl.Workers[0].PID)) + "/cmdline")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !strings.Contains(string(cmdline), "\x00--gc-floor\x0032MiB\x00") {
+		if cmdline := workerCmdline(t, srv.url); !strings.Contains(cmdline, "\x00--gc-floor\x0032MiB\x00") {
 			t.Errorf("worker started without --gc-floor 32MiB: %q", cmdline)
 		}
 		srv.stop(t)
 	})
 	t.Run("workers keep theirs off by default", func(t *testing.T) {
 		srv := startServer(t, "--data", t.TempDir(), "--workers", "1", "--shard-size", "1")
-		wl := workers(t, srv.url)
-		if len(wl.Workers) != 1 {
-			t.Fatalf("workers: %+v", wl)
-		}
-		cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(int(wl.Workers[0].PID)) + "/cmdline")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.Contains(string(cmdline), "--gc-floor") {
+		if cmdline := workerCmdline(t, srv.url); strings.Contains(cmdline, "--gc-floor") {
 			t.Errorf("worker started with a floor serve was not asked to pass: %q", cmdline)
 		}
 		srv.stop(t)

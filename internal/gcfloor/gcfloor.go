@@ -41,10 +41,8 @@ func Percent(live, floor int64, base int) int {
 	if floor <= 0 || live <= 0 || floor <= live {
 		return base
 	}
-	p := (floor - live) / live * 100
-	if r := (floor - live) % live; r > 0 {
-		p += r * 100 / live
-	}
+	floor = min(floor, 1<<50) // (1 PiB: the product below cannot overflow)
+	p := (floor - live) * 100 / live
 	return int(min(max(p, int64(base)), maxPercent))
 }
 

@@ -1,6 +1,7 @@
 package gcfloor
 
 import (
+	"math"
 	"runtime"
 	"runtime/debug"
 	"testing"
@@ -23,6 +24,7 @@ func TestPercent(t *testing.T) {
 		{"live above half: never below base", 40 * mib, 64 * mib, 100},
 		{"live above the floor", 100 * mib, 64 * mib, 100},
 		{"nearly empty heap: bounded", 1 << 10, 64 * mib, maxPercent},
+		{"huge floor: no overflow", 10 * mib, math.MaxInt64, maxPercent},
 	} {
 		if got := Percent(tc.live, tc.floor, 100); got != tc.want {
 			t.Errorf("%s: Percent(%d, %d) = %d, want %d", tc.name, tc.live, tc.floor, got, tc.want)
