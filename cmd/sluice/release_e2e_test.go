@@ -4,11 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -476,6 +478,15 @@ func TestHistoryAt(t *testing.T) {
 	out, _, _ := sluice(t, "history", "lin", "--server", srv.url)
 	if !strings.Contains(out, "lin@1 90→50, lin@2 10→50") || !strings.Contains(out, "default") {
 		t.Errorf("history:\n%s", out)
+	}
+	// A model nobody published has no history: the CLI fails naming it,
+	// with and without --at, and writes nothing on stdout.
+	for _, args := range [][]string{{"history", "nope"}, {"history", "nope", "--at", marks[0].UTC().Format(time.RFC3339Nano)}} {
+		out, stderr, err := sluice(t, append(args, "--server", srv.url)...)
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() == 0 || !strings.Contains(stderr, `model "nope" not found`) || out != "" {
+			t.Errorf("sluice %s: %v, stdout %q, stderr %q; want a non-zero exit naming the model", strings.Join(args, " "), err, out, stderr)
+		}
 	}
 	srv.stop(t)
 }

@@ -36,35 +36,55 @@ func (c *Controller) History(ctx context.Context, model string) ([]registry.Poli
 	if err != nil {
 		return nil, nil, err
 	}
-	if len(ps) == 0 && len(es) == 0 {
-		c.mu.Lock()
-		known := false
-		for _, l := range c.versions {
-			known = known || l.Version.Model == model
-		}
-		c.mu.Unlock()
-		if !known {
-			return nil, nil, errs.New(errs.NotFound, "model %q not found", model)
-		}
+	if len(ps) == 0 && len(es) == 0 && !c.knownModel(model) {
+		return nil, nil, unknownModel(model)
 	}
 	return ps, es, nil
 }
 
+// knownModel reports whether the registry has a version of model.
+func (c *Controller) knownModel(model string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, l := range c.versions {
+		if l.Version.Model == model {
+			return true
+		}
+	}
+	return false
+}
+
+func unknownModel(model string) error { return errs.New(errs.NotFound, "model %q not found", model) }
+
 // HistoryPage returns at most limit policies of model after policy version
 // afterPolicy and at most limit audit events after afterEvent (an
-// Event.Seq), oldest first: one page of History.
+// Event.Seq), oldest first: one page of History. The first page of a model
+// with no history and no version is not_found, as History is; a later page
+// may be empty.
 func (c *Controller) HistoryPage(ctx context.Context, model string, afterPolicy int, afterEvent int64, limit int) ([]registry.Policy, []registry.Event, error) {
 	ps, err := c.store.PolicyPage(ctx, model, afterPolicy, limit)
 	if err != nil {
 		return nil, nil, err
 	}
 	es, err := c.store.EventPage(ctx, model, afterEvent, limit)
-	return ps, es, err
+	if err != nil {
+		return nil, nil, err
+	}
+	if afterPolicy == 0 && afterEvent == 0 && len(ps) == 0 && len(es) == 0 && !c.knownModel(model) {
+		return nil, nil, unknownModel(model)
+	}
+	return ps, es, nil
 }
 
 // PolicyAt returns the policy of model in force at t.
 func (c *Controller) PolicyAt(ctx context.Context, model string, t time.Time) (registry.Policy, error) {
-	return c.store.PolicyAt(ctx, model, t)
+	p, err := c.store.PolicyAt(ctx, model, t)
+	if errs.CodeOf(err) == errs.NotFound && !c.knownModel(model) {
+		if ps, _ := c.store.PolicyPage(ctx, model, 0, 1); len(ps) == 0 {
+			return registry.Policy{}, unknownModel(model)
+		}
+	}
+	return p, err
 }
 
 // firstPolicy gives a model's first ready version 100 % when the model has

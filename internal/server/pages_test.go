@@ -93,6 +93,30 @@ func TestHistoryPages(t *testing.T) {
 	}
 }
 
+// TestHistoryOfUnknownModel: GET /v1/deployments/{model}/history of a
+// model nobody published is a 404 naming it, as its deployment is — the
+// paged path the API and the CLI use, with and without ?at= — while a
+// published model's history answers, and a later page of it may be empty.
+func TestHistoryOfUnknownModel(t *testing.T) {
+	ts := newTestServer(t, Config{})
+	for _, q := range []string{"", "?limit=5", "?at=2026-11-30T07:40:00Z"} {
+		r := send(t, "GET", ts.URL+"/v1/deployments/nope/history"+q, "", nil)
+		if r.status != 404 || r.err.Code != "not_found" || !strings.Contains(r.err.Message, `model "nope" not found`) {
+			t.Errorf("history%s of an unknown model: %d %s, want 404 not_found naming it", q, r.status, r.body)
+		}
+	}
+	var h api.History
+	if r := getJSON(t, ts.URL+"/v1/deployments/churn/history", &h); r.status != 200 || len(h.Policies) == 0 {
+		t.Fatalf("history of churn: %d %s", r.status, r.body)
+	}
+	last := h.Policies[len(h.Policies)-1].PolicyVersion
+	var rest api.History
+	u := ts.URL + "/v1/deployments/churn/history?cursor=" + url.QueryEscape(encodeCursor("history", int64(last), 1<<40))
+	if r := getJSON(t, u, &rest); r.status != 200 || len(rest.Policies) != 0 || len(rest.Events) != 0 {
+		t.Errorf("a page after the last of churn's history: %d %s, want 200 and empty lists", r.status, r.body)
+	}
+}
+
 // TestRecordsPages: GET /v1/records pages newest first by ?limit= (at most
 // 10000) and nextCursor, records created at the same time included.
 func TestRecordsPages(t *testing.T) {
