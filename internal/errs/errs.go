@@ -1,122 +1,34 @@
-// Package errs holds Sluice's one error type, its stable codes and the single
-// table that maps a code to an HTTP status and to a gRPC code. Every
-// layer returns *Error for failures a caller should see; transports render
-// them and never invent statuses of their own.
+// Package errs holds Sluice's one error type and its error catalogue:
+// every stable code with its HTTP status, its gRPC code, whether it is a
+// refusal (counted in sluice_refusals_total), whether it refunds the
+// tenant's quota, whether it is retried on another worker or worth a
+// client's retry, and how Retry-After is set. Every layer returns *Error
+// for failures a caller should see and asks Lookup what a code means;
+// transports render them and never invent statuses of their own, and no
+// package lists codes by hand.
+//
+// The catalogue's source is catalogue.tsv, one row per code. It is a table
+// in a data file rather than a Go literal because two outputs come from it
+// — the Go table (catalogue_gen.go: the constants, the rows and a switch
+// that finds a row) and docs/errors.md — and because a row read as a
+// tab-separated line is reviewed as one line: a code's status, refund and
+// retry rules and its documentation change together or not at all. Edit
+// the TSV, then run `go generate ./internal/errs` (or
+// `go test ./internal/errs -update`); TestCatalogueUpToDate, part of
+// `make test`, regenerates both files in memory and fails when the checked-in
+// ones differ. internal/catgen parses and checks the table (a refund
+// without a refusal, a refusal without Retry-After, a retry on another
+// worker for a 4xx are errors naming the line).
 package errs
 
 import (
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
 	"unicode/utf8"
-
-	"google.golang.org/grpc/codes"
 )
 
-// Code is a stable, machine-readable error code. Codes never change meaning
-// once published; clients switch on them.
-type Code string
-
-// The codes. Keep this list, the status table below and docs/api.md in step.
-const (
-	InvalidArgument     Code = "invalid_argument"
-	UnsupportedMedia    Code = "unsupported_media_type"
-	PayloadTooLarge     Code = "payload_too_large"
-	TooManyInstances    Code = "too_many_instances"
-	NotFound            Code = "not_found"
-	AlreadyExists       Code = "already_exists"
-	MethodNotAllowed    Code = "method_not_allowed"
-	Unauthenticated     Code = "unauthenticated"
-	PermissionDenied    Code = "permission_denied"
-	NotReady            Code = "not_ready"
-	ColdStart           Code = "cold_start"
-	QuotaExceeded       Code = "quota_exceeded"
-	QueueFull           Code = "queue_full"
-	DeadlineInfeasible  Code = "deadline_infeasible"
-	DeadlineExceeded    Code = "deadline_exceeded"
-	ExpiredInQueue      Code = "expired_in_queue"
-	Unavailable         Code = "unavailable"
-	ShuttingDown        Code = "shutting_down"
-	InvalidPackage      Code = "invalid_package"
-	IdempotencyConflict Code = "idempotency_conflict"
-	Internal            Code = "internal"
-)
-
-// grpcOf is the gRPC column of the table: the code a gRPC transport
-// (the gateway's OIP service, a worker) answers with.
-var grpcOf = map[Code]codes.Code{
-	InvalidArgument:     codes.InvalidArgument,
-	UnsupportedMedia:    codes.InvalidArgument,
-	PayloadTooLarge:     codes.ResourceExhausted,
-	TooManyInstances:    codes.InvalidArgument,
-	NotFound:            codes.NotFound,
-	AlreadyExists:       codes.AlreadyExists,
-	MethodNotAllowed:    codes.Unimplemented,
-	Unauthenticated:     codes.Unauthenticated,
-	PermissionDenied:    codes.PermissionDenied,
-	NotReady:            codes.Unavailable,
-	ColdStart:           codes.Unavailable,
-	QuotaExceeded:       codes.ResourceExhausted,
-	QueueFull:           codes.ResourceExhausted,
-	DeadlineInfeasible:  codes.ResourceExhausted,
-	DeadlineExceeded:    codes.DeadlineExceeded,
-	ExpiredInQueue:      codes.DeadlineExceeded,
-	Unavailable:         codes.Unavailable,
-	ShuttingDown:        codes.Unavailable,
-	InvalidPackage:      codes.FailedPrecondition,
-	IdempotencyConflict: codes.AlreadyExists,
-	Internal:            codes.Internal,
-}
-
-// GRPCCode maps a code to its gRPC status code; unknown codes are Internal.
-func GRPCCode(c Code) codes.Code {
-	if g, ok := grpcOf[c]; ok {
-		return g
-	}
-	return codes.Internal
-}
-
-var statusOf = map[Code]int{
-	InvalidArgument:     http.StatusBadRequest,
-	UnsupportedMedia:    http.StatusUnsupportedMediaType,
-	PayloadTooLarge:     http.StatusRequestEntityTooLarge,
-	TooManyInstances:    http.StatusRequestEntityTooLarge,
-	NotFound:            http.StatusNotFound,
-	AlreadyExists:       http.StatusConflict,
-	MethodNotAllowed:    http.StatusMethodNotAllowed,
-	Unauthenticated:     http.StatusUnauthorized,
-	PermissionDenied:    http.StatusForbidden,
-	NotReady:            http.StatusServiceUnavailable,
-	ColdStart:           http.StatusServiceUnavailable,
-	QuotaExceeded:       http.StatusTooManyRequests,
-	QueueFull:           http.StatusServiceUnavailable,
-	DeadlineInfeasible:  http.StatusServiceUnavailable,
-	DeadlineExceeded:    http.StatusGatewayTimeout,
-	ExpiredInQueue:      http.StatusGatewayTimeout,
-	Unavailable:         http.StatusServiceUnavailable,
-	ShuttingDown:        http.StatusServiceUnavailable,
-	InvalidPackage:      http.StatusUnprocessableEntity,
-	IdempotencyConflict: http.StatusConflict,
-	Internal:            http.StatusInternalServerError,
-}
-
-// HTTPStatus maps a code to its HTTP status; unknown codes are 500.
-func HTTPStatus(c Code) int {
-	if s, ok := statusOf[c]; ok {
-		return s
-	}
-	return http.StatusInternalServerError
-}
-
-// Codes lists every code (for docs and tests).
-func Codes() []Code {
-	out := make([]Code, 0, len(statusOf))
-	for c := range statusOf {
-		out = append(out, c)
-	}
-	return out
-}
+//go:generate go run gen.go
 
 // Error is a failure a caller should see.
 type Error struct {
