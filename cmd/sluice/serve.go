@@ -250,22 +250,23 @@ func newServeCmd() *cobra.Command {
 						Artifact: func(ctx context.Context, sha string) ([]byte, error) { return registry.ReadArtifact(ctx, store, sha) }}
 				}
 			}
-			ctl := control.New(store, host, log)
+			if deleteQuiet < 0 {
+				return fmt.Errorf("--delete-quiet %s: must be >= 0", deleteQuiet)
+			}
+			ccfg := control.Config{Store: store, Host: host, Logger: log, NoDrift: noDrift, DeleteQuiet: deleteQuiet}
+			if !noMetrics {
+				ccfg.Metrics, cfg.Metrics = metrics, metrics
+			}
+			// Built whole, then followed: a change notification may start
+			// work at once, so nothing is set on the controller after.
+			ctl := control.New(ccfg)
 			ctlRef.Store(ctl)
+			metrics.SetVersionSource(ctl.LiveState)
 			if ch, ok := store.(registry.Changes); ok {
 				// Other gateways share the store: their deployment changes
 				// reach this routing snapshot (LISTEN/NOTIFY, polled too).
 				ctl.Follow(ch)
 			}
-			metrics.SetVersionSource(ctl.LiveState)
-			if !noMetrics {
-				ctl.Metrics, cfg.Metrics = metrics, metrics
-			}
-			ctl.NoDrift = noDrift
-			if deleteQuiet < 0 {
-				return fmt.Errorf("--delete-quiet %s: must be >= 0", deleteQuiet)
-			}
-			ctl.DeleteQuiet = deleteQuiet
 			if !noRecords {
 				durable, err := parseDurability(durability)
 				if err != nil {

@@ -13,7 +13,7 @@ import (
 )
 
 // DefaultDeleteQuiet is how long a model must have answered no predict
-// call before it may be deleted (Controller.DeleteQuiet).
+// call before it may be deleted (Config.DeleteQuiet).
 const DefaultDeleteQuiet = 5 * time.Minute
 
 // unloadTimeout bounds how long archiving waits for a version's queue to
@@ -204,7 +204,7 @@ func (c *Controller) deleteLocked(ctx context.Context, model, actor, reason stri
 	}
 	now := time.Now().UTC()
 	last := c.seenTraffic(now)[model]
-	if why := deleteRefusal(model, c.rollouts[model], last, now, c.DeleteQuiet); why != "" {
+	if why := deleteRefusal(model, c.rollouts[model], last, now, c.deleteQuiet); why != "" {
 		return nil, nil, errs.New(errs.AlreadyExists, "%s", why)
 	}
 	why := "model deleted by " + actor
@@ -281,8 +281,8 @@ func (c *Controller) unrouteLocked(ls []*Loaded, st registry.State, reason strin
 	c.wake = make(chan struct{})
 	c.mu.Unlock()
 	for _, l := range ls {
-		if c.Metrics != nil {
-			c.Metrics.SetVersionState(l.Version.Model, strconv.Itoa(l.Version.N), string(st))
+		if c.metrics != nil {
+			c.metrics.SetVersionState(l.Version.Model, strconv.Itoa(l.Version.N), string(st))
 		}
 	}
 	return servers

@@ -200,15 +200,15 @@ func TestFailedVersionNotRetriedAtStart(t *testing.T) {
 // later publish brings the model back as new.
 func TestDeleteModel(t *testing.T) {
 	ctx := context.Background()
-	h := start(t, t.TempDir())
+	// The controller just started: traffic before it is unknown, so a
+	// quiet window refuses the delete.
+	h := startWith(t, t.TempDir(), Config{DeleteQuiet: time.Hour})
 	h.scan(folder(map[string]map[string]string{"calc": linear("calc", 1), "other": linear("other", 1)}))
 	h.scan(folder(map[string]map[string]string{"calc": linear("calc", 2), "other": linear("other", 1)}))
-
-	h.ctl.DeleteQuiet = time.Hour // the controller just started: traffic before it is unknown
 	if _, err := h.ctl.DeleteModel(ctx, "calc", "ops", "retired"); code(err) != errs.AlreadyExists || !strings.Contains(err.Error(), "without predict calls") {
 		t.Fatalf("delete inside the quiet window: %v", err)
 	}
-	h.ctl.DeleteQuiet = 0
+	h.restart() // DeleteQuiet 0: no check
 	ns, err := h.ctl.DeleteModel(ctx, "calc", "ops", "retired")
 	if err != nil || len(ns) != 2 {
 		t.Fatalf("delete: %v %v", ns, err)

@@ -29,6 +29,24 @@ import (
 	"github.com/sluiceml/sluice/internal/vstats"
 )
 
+// Config is what a Controller is built from. It is read once, by New: a
+// running controller has no setting to change (a change notification
+// from the store may start work at once, so nothing may be set after).
+type Config struct {
+	Store registry.Store
+	// Host runs the versions (nil: replicas in this process, LocalHost).
+	Host   Host
+	Logger *slog.Logger // nil: slog.Default()
+	// Metrics receives load and serving events (nil: none).
+	Metrics *telemetry.Metrics
+	// NoDrift turns drift monitors off even for versions that declare one.
+	NoDrift bool
+	// DeleteQuiet is how long a model must have had no predict call before
+	// DeleteModel accepts it (0: no such check; sluice serve's default is
+	// DefaultDeleteQuiet). Negative is refused by New's caller.
+	DeleteQuiet time.Duration
+}
+
 // Controller owns loaded versions and the routing snapshot.
 type Controller struct {
 	store  registry.Store
@@ -43,13 +61,11 @@ type Controller struct {
 	// Stats are the live per-version figures the gateway records and
 	// rollout gates read.
 	Stats *vstats.Set
-	// Metrics, when set before Start, receives load and serving events.
-	Metrics *telemetry.Metrics
-	// NoDrift turns drift monitors off even for versions that declare one.
-	NoDrift bool
-	// DeleteQuiet is how long a model must have had no predict call before
-	// DeleteModel accepts it (0: no such check). New sets DefaultDeleteQuiet.
-	DeleteQuiet time.Duration
+
+	// From Config, never changed after New.
+	metrics     *telemetry.Metrics
+	noDrift     bool
+	deleteQuiet time.Duration
 
 	born    time.Time              // when the controller was made: traffic before it is unknown
 	tmu     sync.Mutex             // guards traffic
@@ -92,18 +108,45 @@ type Loaded struct {
 	Drift   *drift.Monitor // nil without drift: in model.yaml
 }
 
-// New returns a controller over store whose versions run on host (nil:
-// replicas in this process, LocalHost).
-func New(store registry.Store, host Host, log *slog.Logger) *Controller {
+// New returns a controller built from cfg. It starts nothing: Start,
+// Follow and Watch do.
+func New(cfg Config) *Controller {
 	ctx, cancel := context.WithCancel(context.Background())
+	store, host, log := cfg.Store, cfg.Host, cfg.Logger
 	if host == nil {
 		host = &LocalHost{Artifact: func(ctx context.Context, sha string) ([]byte, error) { return registry.ReadArtifact(ctx, store, sha) }}
 	}
+	if log == nil {
+		log = slog.Default()
+	}
 	return &Controller{store: store, host: host, log: log, Table: &routing.Holder{}, ctx: ctx, cancel: cancel,
 		sem: make(chan struct{}, 2), versions: map[string]*Loaded{}, Stats: &vstats.Set{},
+		metrics: cfg.Metrics, noDrift: cfg.NoDrift, deleteQuiet: cfg.DeleteQuiet,
 		policies: map[string]registry.Policy{}, dirty: map[string]*Loaded{},
 		rollouts: map[string]*Rollout{}, wake: make(chan struct{}),
-		invalid: map[string]PackageProblem{}, DeleteQuiet: DefaultDeleteQuiet, born: time.Now().UTC(), traffic: map[string]trafficSeen{}}
+		invalid: map[string]PackageProblem{}, born: time.Now().UTC(), traffic: map[string]trafficSeen{}}
+}
+
+// goUnlessClosing runs f on a goroutine the controller owns (Close waits
+// for it), unless Close has begun: then it returns false and runs nothing.
+// The check and wg.Add are under mu, so no Add can follow Close's Wait.
+func (c *Controller) goUnlessClosing(f func()) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.goLocked(f)
+}
+
+// goLocked is goUnlessClosing with mu held.
+func (c *Controller) goLocked(f func()) bool {
+	if c.closing {
+		return false
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		f()
+	}()
+	return true
 }
 
 func key(model string, n int) string { return fmt.Sprintf("%s@%d", model, n) }
@@ -132,11 +175,7 @@ func (c *Controller) Start(ctx context.Context) error {
 	for _, v := range vs {
 		c.startLoad(v, false) // a failed or archived version stays so until asked
 	}
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		c.catchUp()
-	}()
+	c.goUnlessClosing(c.catchUp)
 	return nil
 }
 
@@ -225,11 +264,7 @@ func (c *Controller) startLoad(v registry.Version, again bool) *Loaded {
 		return l
 	}
 	c.publishLocked()
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		c.load(l)
-	}()
+	c.goLocked(func() { c.load(l) }) // not closing: checked above
 	return l
 }
 
@@ -248,8 +283,8 @@ func (c *Controller) Wait(ctx context.Context, model string, n int) {
 }
 
 func (c *Controller) setState(l *Loaded, st registry.State, reason string) {
-	if c.Metrics != nil {
-		c.Metrics.SetVersionState(l.Version.Model, strconv.Itoa(l.Version.N), string(st))
+	if c.metrics != nil {
+		c.metrics.SetVersionState(l.Version.Model, strconv.Itoa(l.Version.N), string(st))
 	}
 	c.mu.Lock()
 	l.State, l.Reason = st, reason
@@ -324,11 +359,11 @@ func (c *Controller) load(l *Loaded) {
 		} else {
 			log.Error("version failed", "reason", err.Error())
 		}
-		if c.Metrics != nil {
+		if c.metrics != nil {
 			c.mu.Lock()
 			t := l.Timings
 			c.mu.Unlock()
-			c.Metrics.LoadFinished(v.Model, strconv.Itoa(v.N), telemetry.LoadTimings{Load: t.Load, Golden: t.Golden, Warmup: t.Warmup}, false, v.ArtifactBytes)
+			c.metrics.LoadFinished(v.Model, strconv.Itoa(v.N), telemetry.LoadTimings{Load: t.Load, Golden: t.Golden, Warmup: t.Warmup}, false, v.ArtifactBytes)
 		}
 		c.setState(l, registry.Failed, err.Error())
 		c.mu.Lock()
@@ -346,15 +381,15 @@ func (c *Controller) load(l *Loaded) {
 	c.mu.Unlock()
 	sv := spec.Manifest.Serving
 	var obs serving.Observer
-	if c.Metrics != nil {
+	if c.metrics != nil {
 		ver := strconv.Itoa(v.N)
-		c.Metrics.InitVersion(v.Model, ver)
+		c.metrics.InitVersion(v.Model, ver)
 		fields := make([]string, 0, len(spec.Manifest.Input.Fields))
 		for _, f := range spec.Manifest.Input.Fields {
 			fields = append(fields, f.Name)
 		}
-		c.Metrics.DeclareFields(v.Model, ver, fields)
-		obs = &observer{m: c.Metrics, model: v.Model, version: ver, maxBatch: sv.MaxBatchSize}
+		c.metrics.DeclareFields(v.Model, ver, fields)
+		obs = &observer{m: c.metrics, model: v.Model, version: ver, maxBatch: sv.MaxBatchSize}
 	}
 	hosted, tm, err := c.host.Start(c.ctx, HostRequest{Version: v, Spec: spec, Observer: obs, Logger: log})
 	c.mu.Lock()
@@ -365,7 +400,7 @@ func (c *Controller) load(l *Loaded) {
 		return
 	}
 	var mon *drift.Monitor
-	if spec.Manifest.Drift != nil && !c.NoDrift {
+	if spec.Manifest.Drift != nil && !c.noDrift {
 		if mon, err = c.buildDrift(c.ctx, v, spec, hosted); err != nil {
 			_ = hosted.Close(context.Background())
 			fail(err)
@@ -382,8 +417,8 @@ func (c *Controller) load(l *Loaded) {
 	l.Drift = mon
 	c.mu.Unlock()
 	c.setState(l, registry.Ready, "")
-	if c.Metrics != nil {
-		c.Metrics.LoadFinished(v.Model, strconv.Itoa(v.N), telemetry.LoadTimings{Load: tm.Load, Golden: tm.Golden, Warmup: tm.Warmup}, true, v.ArtifactBytes)
+	if c.metrics != nil {
+		c.metrics.LoadFinished(v.Model, strconv.Itoa(v.N), telemetry.LoadTimings{Load: tm.Load, Golden: tm.Golden, Warmup: tm.Warmup}, true, v.ArtifactBytes)
 	}
 	c.mu.Lock()
 	c.publishLocked()
@@ -586,9 +621,9 @@ func (c *Controller) publishLocked() {
 		for _, r := range routing.Assign(ws) {
 			e.Routes = append(e.Routes, routing.Route{Range: r, Target: e.Versions[r.Version]})
 		}
-		if c.Metrics != nil {
+		if c.metrics != nil {
 			for _, tg := range p.Targets {
-				c.Metrics.SetCanaryShare(name, strconv.Itoa(tg.Version), float64(tg.Weight)/100)
+				c.metrics.SetCanaryShare(name, strconv.Itoa(tg.Version), float64(tg.Weight)/100)
 			}
 		}
 	}

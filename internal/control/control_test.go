@@ -50,11 +50,18 @@ type harness struct {
 // start opens the registry in data and starts a controller over it.
 func start(t *testing.T, data string) *harness {
 	t.Helper()
+	return startWith(t, data, Config{})
+}
+
+// startWith is start with cfg (its Store and Logger are set here).
+func startWith(t *testing.T, data string, cfg Config) *harness {
+	t.Helper()
 	store, err := registry.Open(data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctl := New(store, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	cfg.Store, cfg.Logger = store, slog.New(slog.NewTextHandler(io.Discard, nil))
+	ctl := New(cfg)
 	if err := ctl.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -479,21 +479,16 @@ func (c *Controller) restoreRollouts(ctx context.Context) error {
 // active, unless a driver of model runs already (rmu held): a rollout
 // resumed before its driver saw the pause keeps that one driver.
 func (c *Controller) startDriverLocked(model string) {
-	c.mu.Lock()
-	closing := c.closing
-	c.mu.Unlock()
-	if closing || c.driving[model] {
+	if c.driving[model] {
 		return
 	}
 	if c.driving == nil {
 		c.driving = map[string]bool{}
 	}
-	c.driving[model] = true
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		c.drive(model)
-	}()
+	c.driving[model] = true // before drive runs: it clears it (under rmu) when done
+	if !c.goUnlessClosing(func() { c.drive(model) }) {
+		delete(c.driving, model)
+	}
 }
 
 // drive evaluates the rollout on every version state change and every tick

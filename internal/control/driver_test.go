@@ -54,7 +54,7 @@ func drivers() int {
 // driver, not two.
 func TestOneDriverPerRollout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := New(&rolloutStore{states: map[string][]byte{}}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		c := New(Config{Store: &rolloutStore{states: map[string][]byte{}}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		defer func() { c.cancel(); c.wg.Wait() }()
 		now := time.Now().UTC()
 		r := &Rollout{Model: "m", Candidate: 2, Baseline: 1, Plan: plan(nil), Phase: PhaseCanary, Started: now, StepStart: now}
@@ -112,7 +112,7 @@ func (s *rolloutStore) Events(context.Context, string) ([]registry.Event, error)
 
 // The history of a model nobody published is a 404, like its deployment.
 func TestHistoryOfUnknownModel(t *testing.T) {
-	c := New(&rolloutStore{states: map[string][]byte{}}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	c := New(Config{Store: &rolloutStore{states: map[string][]byte{}}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	_, _, err := c.History(context.Background(), "nope")
 	if errs.CodeOf(err) != errs.NotFound || !strings.Contains(err.Error(), `model "nope" not found`) {
 		t.Fatalf("History(nope) = %v, want not_found", err)

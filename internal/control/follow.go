@@ -21,26 +21,21 @@ import (
 func (c *Controller) Follow(ch registry.Changes) {
 	kick := make(chan struct{}, 1) // 1-slot: changes coalesce into one refresh
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.closing {
-		c.mu.Unlock()
 		return
 	}
 	c.refreshKick = kick
-	c.mu.Unlock()
-	c.wg.Add(2)
-	go func() {
-		defer c.wg.Done()
+	// Both under mu with closing false: Close's wg.Wait comes after.
+	c.goLocked(func() {
 		_ = ch.WatchChanges(c.ctx, func() {
 			select {
 			case kick <- struct{}{}:
 			default:
 			}
 		})
-	}()
-	go func() {
-		defer c.wg.Done()
-		c.follow(kick)
-	}()
+	})
+	c.goLocked(func() { c.follow(kick) })
 }
 
 // followRetry is how long a failed refresh waits before the next try.

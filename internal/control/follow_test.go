@@ -128,7 +128,7 @@ func TestFollowRetriesWhileTheStoreIsDown(t *testing.T) {
 	defer store.Close()
 	f := &flaky{Store: store}
 	f.down.Store(true)
-	c := New(f, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	c := New(Config{Store: f, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	defer c.Close(context.Background())
 	c.Follow(kicked(make(chan struct{}))) // one announcement, at start, while the store is down
 	if servingVersion(c, "calc") != 0 {
@@ -136,4 +136,39 @@ func TestFollowRetriesWhileTheStoreIsDown(t *testing.T) {
 	}
 	f.down.Store(false)
 	eventually(t, "calc served once the store answers", func() bool { return servingVersion(c, "calc") == 1 })
+}
+
+// Follow and Watch racing Close: each either starts its goroutines before
+// Close waits for them, or starts none (wg.Add is under the lock Close
+// takes; the race detector reports an Add that could follow the Wait). A
+// call after Close starts nothing (goleak, in TestMain, sees a leak).
+func TestFollowWatchRaceClose(t *testing.T) {
+	store, err := registry.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	fsys := folder(map[string]map[string]string{"calc": linear("calc", 1)})
+	for range 20 {
+		c := New(Config{Store: store, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			c.Follow(kicked(make(chan struct{})))
+			c.Watch(fsys, ".", "models", time.Hour)
+		}()
+		if err := c.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		<-done
+		c.Follow(kicked(make(chan struct{})))
+		c.Watch(fsys, ".", "models", time.Hour)
+		c.mu.Lock()
+		closing := c.closing
+		c.mu.Unlock()
+		if !closing {
+			t.Fatal("closing not set by Close")
+		}
+		c.wg.Wait() // returns at once: nothing was added after Close
+	}
 }

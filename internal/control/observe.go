@@ -103,7 +103,7 @@ func (c *Controller) DriftReport(model string, n int) (drift.Report, bool) {
 
 // exportDrift refreshes the drift gauges of every monitored version.
 func (c *Controller) exportDrift() {
-	if c.Metrics == nil {
+	if c.metrics == nil {
 		return
 	}
 	c.mu.Lock()
@@ -118,7 +118,7 @@ func (c *Controller) exportDrift() {
 		rep := l.Drift.Report()
 		ver := strconv.Itoa(l.Version.N)
 		for _, d := range append(rep.Features, rep.Outputs...) {
-			c.Metrics.SetDriftPSI(l.Version.Model, ver, d.Name, d.PSI)
+			c.metrics.SetDriftPSI(l.Version.Model, ver, d.Name, d.PSI)
 		}
 	}
 }

@@ -48,17 +48,7 @@ func (c *Controller) Watch(fsys fs.FS, root, display string, every time.Duration
 	for d, s := range st {
 		st[d] = dirState{seen: s.seen, done: s.seen}
 	}
-	c.mu.Lock()
-	closing := c.closing
-	c.mu.Unlock()
-	if closing {
-		return
-	}
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		c.watch(fsys, root, display, every, st)
-	}()
+	c.goUnlessClosing(func() { c.watch(fsys, root, display, every, st) })
 }
 
 // fingerprints lists the package folders of root with their fingerprint

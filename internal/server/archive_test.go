@@ -10,6 +10,7 @@ import (
 	"testing/fstest"
 
 	"github.com/sluiceml/sluice/internal/api"
+	"github.com/sluiceml/sluice/internal/control"
 	"github.com/sluiceml/sluice/internal/tenant"
 )
 
@@ -43,7 +44,7 @@ func call(t *testing.T, method, url, body string) (int, []byte, api.ErrorDetail)
 // an archived version stays listed, a deleted model is gone from listings
 // and predict.
 func TestArchiveLoadDeleteRoutes(t *testing.T) {
-	ts, ctl := newTestServerFS(t, Config{}, linearPkg("1"))
+	ts, ctl, _ := newTestServerCtl(t, Config{}, control.Config{}, linearPkg("1")) // DeleteQuiet 0: no check
 	if _, err := ctl.PublishFS(context.Background(), linearPkg("2"), ".", "models"); err != nil {
 		t.Fatal(err)
 	}
@@ -82,10 +83,6 @@ func TestArchiveLoadDeleteRoutes(t *testing.T) {
 		t.Fatalf("PUT model: %d %+v", st, e)
 	}
 
-	if st, _, e := call(t, http.MethodDelete, base, ""); st != 409 || !strings.Contains(e.Message, "without predict calls") {
-		t.Fatalf("delete inside the quiet window: %d %+v", st, e)
-	}
-	ctl.DeleteQuiet = 0
 	st, b, _ = call(t, http.MethodDelete, base, `{"reason":"retired"}`)
 	var d api.DeletedModel
 	_ = json.Unmarshal(b, &d)
@@ -103,6 +100,19 @@ func TestArchiveLoadDeleteRoutes(t *testing.T) {
 	}
 	if st, _, _ := call(t, http.MethodDelete, base, ""); st != 404 {
 		t.Fatalf("delete twice: %d", st)
+	}
+}
+
+// A delete inside the quiet window (the server just started: traffic
+// before it is unknown) is 409 with the reason; the model stays.
+func TestDeleteInsideQuietWindow(t *testing.T) {
+	ts, _ := newTestServerFS(t, Config{}, linearPkg("1")) // DefaultDeleteQuiet
+	base := ts.URL + "/v1/models/calc"
+	if st, _, e := call(t, http.MethodDelete, base, ""); st != 409 || !strings.Contains(e.Message, "without predict calls") {
+		t.Fatalf("delete inside the quiet window: %d %+v", st, e)
+	}
+	if st, _, _ := call(t, http.MethodGet, base, ""); st != 200 {
+		t.Fatalf("GET calc after a refused delete: %d", st)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/sluiceml/sluice/internal/control"
 	"github.com/sluiceml/sluice/internal/registry"
 	"github.com/sluiceml/sluice/internal/telemetry"
 	"github.com/sluiceml/sluice/internal/tenant"
@@ -74,8 +75,7 @@ func TestMetricsAfterMixedTraffic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts, ctl := newTestServerFS(t, Config{Metrics: m, Tenants: set}, fsys)
-	ctl.Metrics = m // versions loaded before this line have no serving observer; requests still count
+	ts, ctl, _ := newTestServerCtl(t, Config{Metrics: m, Tenants: set}, control.Config{Metrics: m}, fsys)
 	// A second lin version, then a 50/50 split.
 	fsys2 := fstest.MapFS{"lin2/model.yaml": {Data: append(fsys["lin1/model.yaml"].Data, []byte("description: v2\n")...)}, "lin2/m.json": fsys["lin1/m.json"]}
 	if _, err := ctl.PublishFS(t.Context(), fsys2, ".", "more"); err != nil {

@@ -43,12 +43,20 @@ func newTestServerFS(t *testing.T, cfg Config, fsys fs.FS) (*httptest.Server, *c
 // newTestServerAll is newTestServerFS that returns the *Server too.
 func newTestServerAll(t testing.TB, cfg Config, fsys fs.FS) (*httptest.Server, *control.Controller, *Server) {
 	t.Helper()
+	return newTestServerCtl(t, cfg, control.Config{DeleteQuiet: control.DefaultDeleteQuiet}, fsys)
+}
+
+// newTestServerCtl is newTestServerAll with the controller built from ccfg
+// (its Store and Logger are set here).
+func newTestServerCtl(t testing.TB, cfg Config, ccfg control.Config, fsys fs.FS) (*httptest.Server, *control.Controller, *Server) {
+	t.Helper()
 	store, err := registry.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	ctl := control.New(store, nil, log)
+	ccfg.Store, ccfg.Logger = store, log
+	ctl := control.New(ccfg)
 	ctx := context.Background()
 	if err := ctl.Start(ctx); err != nil {
 		t.Fatal(err)
@@ -373,7 +381,7 @@ func TestPushOnFullDisk(t *testing.T) {
 	defer store.Close()
 	logs := &syncWriter{w: &bytes.Buffer{}}
 	log := slog.New(slog.NewTextHandler(logs, nil))
-	ctl := control.New(store, nil, log)
+	ctl := control.New(control.Config{Store: store, Logger: log})
 	if err := ctl.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
