@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/sluiceml/sluice/internal/autoscale"
-	"github.com/sluiceml/sluice/internal/oip"
+	"github.com/sluiceml/sluice/internal/hop"
 	"github.com/sluiceml/sluice/internal/serving"
 	"github.com/sluiceml/sluice/internal/workerpb"
 )
@@ -141,7 +141,7 @@ func (p *Pool) SetReplicas(ctx context.Context, version string, n int) error {
 			defer wg.Done()
 			resp, err := c.ctl.SetReplicas(ctx, &workerpb.SetReplicasRequest{Model: v.spec.Model, Version: int64(v.spec.N), Replicas: int32(c.n)})
 			if err != nil {
-				e, _ := oip.FromStatus(err)
+				e, _ := hop.FromStatus(err)
 				errList[i] = fmt.Errorf("worker %s: %s", c.id, e.Message)
 				return
 			}

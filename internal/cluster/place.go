@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/sluiceml/sluice/internal/errs"
+	"github.com/sluiceml/sluice/internal/hop"
 	"github.com/sluiceml/sluice/internal/hosting"
 	"github.com/sluiceml/sluice/internal/modelpkg"
-	"github.com/sluiceml/sluice/internal/oip"
 	"github.com/sluiceml/sluice/internal/placement"
 	"github.com/sluiceml/sluice/internal/serving"
 	"github.com/sluiceml/sluice/internal/workerpb"
@@ -459,7 +459,7 @@ func (p *Pool) load(w *worker, session int64, v *Version, cp *copyOn) {
 	}
 	now := p.now()
 	if err != nil {
-		e, _ := oip.FromStatus(err)
+		e, _ := hop.FromStatus(err)
 		delete(v.on, w.id)
 		w.failed[v.key] = e.Message
 		v.failed, v.failedAt = e.Message, now

@@ -28,7 +28,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/sluiceml/sluice/internal/errs"
-	"github.com/sluiceml/sluice/internal/oip"
+	"github.com/sluiceml/sluice/internal/hop"
 	"github.com/sluiceml/sluice/internal/oip/inferencepb"
 	"github.com/sluiceml/sluice/internal/placement"
 	"github.com/sluiceml/sluice/internal/serving"
@@ -315,10 +315,10 @@ func (p *Pool) suspect(w *worker, session int64, v *Version, err error) {
 func (p *Pool) Register(_ context.Context, req *workerpb.RegisterRequest) (*workerpb.RegisterResponse, error) {
 	st := req.GetStatus()
 	if st == nil || st.Id == "" || st.Address == "" {
-		return nil, oip.Status(errs.New(errs.InvalidArgument, "register: status with id and address is required"))
+		return nil, hop.Status(errs.New(errs.InvalidArgument, "register: status with id and address is required"))
 	}
 	if len(st.Id) > 128 {
-		return nil, oip.Status(errs.Field(errs.InvalidArgument, "id", "at most 128 characters"))
+		return nil, hop.Status(errs.Field(errs.InvalidArgument, "id", "at most 128 characters"))
 	}
 	p.mu.Lock()
 	w := p.workers[st.Id]
@@ -339,7 +339,7 @@ func (p *Pool) Register(_ context.Context, req *workerpb.RegisterRequest) (*work
 			grpc.WithStaticStreamWindowSize(StreamWindowBytes), grpc.WithStaticConnWindowSize(ConnWindowBytes))
 		if err != nil {
 			p.mu.Unlock()
-			return nil, oip.Status(errs.Field(errs.InvalidArgument, "address", "%v", err))
+			return nil, hop.Status(errs.Field(errs.InvalidArgument, "address", "%v", err))
 		}
 		w.conn, w.infer, w.ctl = conn, inferencepb.NewGRPCInferenceServiceClient(conn), workerpb.NewWorkerClient(conn)
 		w.session++
@@ -465,11 +465,11 @@ func storeCode(err error, def errs.Code) errs.Code {
 // artifact in chunks of 1 MiB; the worker verifies the hash.
 func (p *Pool) FetchArtifact(req *workerpb.FetchArtifactRequest, stream grpc.ServerStreamingServer[workerpb.ArtifactChunk]) error {
 	if p.cfg.Artifacts == nil {
-		return oip.Status(errs.New(errs.Unavailable, "this control plane serves no artifacts"))
+		return hop.Status(errs.New(errs.Unavailable, "this control plane serves no artifacts"))
 	}
 	r, size, err := p.cfg.Artifacts.OpenArtifact(stream.Context(), req.Sha256)
 	if err != nil {
-		return oip.Status(errs.Wrap(storeCode(err, errs.NotFound), err, "artifact %s", req.Sha256))
+		return hop.Status(errs.Wrap(storeCode(err, errs.NotFound), err, "artifact %s", req.Sha256))
 	}
 	defer r.Close()
 	buf := make([]byte, 1<<20)
@@ -489,7 +489,7 @@ func (p *Pool) FetchArtifact(req *workerpb.FetchArtifactRequest, stream grpc.Ser
 			return nil
 		}
 		if err != nil {
-			return oip.Status(errs.Wrap(storeCode(err, errs.Internal), err, "read artifact %s", req.Sha256))
+			return hop.Status(errs.Wrap(storeCode(err, errs.Internal), err, "read artifact %s", req.Sha256))
 		}
 	}
 }

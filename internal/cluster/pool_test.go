@@ -14,8 +14,8 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/sluiceml/sluice/internal/errs"
+	"github.com/sluiceml/sluice/internal/hop"
 	"github.com/sluiceml/sluice/internal/modelpkg"
-	"github.com/sluiceml/sluice/internal/oip"
 	"github.com/sluiceml/sluice/internal/oip/inferencepb"
 	"github.com/sluiceml/sluice/internal/runtime"
 	_ "github.com/sluiceml/sluice/internal/runtime/linear"
@@ -65,7 +65,7 @@ func (f *fakeWorker) Load(ctx context.Context, req *workerpb.LoadRequest) (*work
 		}
 	}
 	if lerr != nil {
-		return nil, oip.Status(lerr)
+		return nil, hop.Status(lerr)
 	}
 	f.mu.Lock()
 	mem := f.measured[req.Model]
@@ -99,18 +99,18 @@ func (f *fakeWorker) ModelInfer(ctx context.Context, req *inferencepb.ModelInfer
 		}
 	}
 	if err != nil {
-		return nil, oip.Status(err)
+		return nil, hop.Status(err)
 	}
-	b, derr := oip.DecodeBatch(req, 2, false)
+	b, derr := hop.DecodeBatch(req, 2, false)
 	if derr != nil {
-		return nil, oip.Status(derr)
+		return nil, hop.Status(derr)
 	}
 	out := runtime.Output{Rows: b.Rows, Cols: 1, Data: make([]float32, b.Rows)}
 	for i := 0; i < b.Rows; i++ {
 		out.Data[i] = b.Data[2*i] + b.Data[2*i+1]
 	}
 	resp := &inferencepb.ModelInferResponse{}
-	oip.EncodeOutput(resp, out)
+	hop.EncodeOutput(resp, out)
 	return resp, nil
 }
 

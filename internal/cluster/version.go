@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/sluiceml/sluice/internal/errs"
+	"github.com/sluiceml/sluice/internal/hop"
 	"github.com/sluiceml/sluice/internal/hosting"
 	"github.com/sluiceml/sluice/internal/modelpkg"
-	"github.com/sluiceml/sluice/internal/oip"
 	"github.com/sluiceml/sluice/internal/oip/inferencepb"
 	"github.com/sluiceml/sluice/internal/placement"
 	"github.com/sluiceml/sluice/internal/serving"
@@ -164,9 +164,9 @@ func (v *Version) admit(ctx context.Context, c candidate, n int64) (candidate, e
 func (v *Version) call(ctx context.Context, c candidate, w serving.Work) (serving.Result, error, bool) {
 	req := &inferencepb.ModelInferRequest{ModelName: v.spec.Model, ModelVersion: v.ver}
 	if w.Priority == serving.Low {
-		req.Parameters = map[string]*inferencepb.InferParameter{oip.ParamPriority: {ParameterChoice: &inferencepb.InferParameter_StringParam{StringParam: "low"}}}
+		req.Parameters = map[string]*inferencepb.InferParameter{hop.ParamPriority: {ParameterChoice: &inferencepb.InferParameter_StringParam{StringParam: "low"}}}
 	}
-	oip.EncodeBatch(req, w.Rows)
+	hop.EncodeBatch(req, w.Rows)
 	n := int64(w.Rows.Rows)
 	c.w.outstanding.Add(n)
 	if c.cp != nil {
@@ -181,14 +181,14 @@ func (v *Version) call(ctx context.Context, c candidate, w serving.Work) (servin
 		c.cp.rows.Add(-n)
 	}
 	if err != nil {
-		e, fromPeer := oip.FromStatus(err)
+		e, fromPeer := hop.FromStatus(err)
 		if fromPeer {
 			c.w.seen.Store(time.Now().UnixNano())
 		}
 		return serving.Result{}, e, fromPeer
 	}
 	c.w.seen.Store(time.Now().UnixNano())
-	out, err := oip.DecodeOutput(resp, w.Rows.Rows)
+	out, err := hop.DecodeOutput(resp, w.Rows.Rows)
 	if err != nil {
 		return serving.Result{}, errs.Wrap(errs.Internal, err, "%s on worker %s: %v", v.key, c.w.id, err), true
 	}
@@ -199,7 +199,7 @@ func (v *Version) call(ctx context.Context, c candidate, w serving.Work) (servin
 		}
 		return 0
 	}
-	return serving.Result{Out: out, Timing: serving.Timing{Queue: ns(oip.ParamQueueNs), BatchWait: ns(oip.ParamBatchNs), Compute: ns(oip.ParamComputeNs)}}, nil, true
+	return serving.Result{Out: out, Timing: serving.Timing{Queue: ns(hop.ParamQueueNs), BatchWait: ns(hop.ParamBatchNs), Compute: ns(hop.ParamComputeNs)}}, nil, true
 }
 
 // Stats sums the version's figures over the live workers' last reports.

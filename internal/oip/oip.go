@@ -5,10 +5,10 @@
 // their conversion into the instances the /v1 path validates or, for any
 // schema but a sequence one, straight into rows under the same rules
 // (direct.go), output tensors appended into reused buffers, model
-// metadata and the messages errors are rendered with; and the hop between
-// the gateway and its workers (rows.go: preprocessed rows as raw tensors;
-// status.go: errs.Error across a gRPC status). It knows no transport and
-// runs no prediction: the gateway and the workers do. The generated
+// metadata and the messages errors are rendered with. It knows no
+// transport and runs no prediction: the gateway does. The hop between the
+// gateway and its workers is internal/hop, which a worker links without
+// this package (and so without the gateway and its stores). The generated
 // protocol code is in inferencepb.
 //
 // Tensor layout per model kind:

@@ -5,7 +5,7 @@ import (
 	"strconv"
 
 	"github.com/sluiceml/sluice/internal/errs"
-	"github.com/sluiceml/sluice/internal/oip"
+	"github.com/sluiceml/sluice/internal/hop"
 	"github.com/sluiceml/sluice/internal/oip/inferencepb"
 	"github.com/sluiceml/sluice/internal/serving"
 )
@@ -43,32 +43,32 @@ func (w *Worker) ready(model, ver string) (*version, error) {
 func (w *Worker) ModelInfer(ctx context.Context, req *inferencepb.ModelInferRequest) (*inferencepb.ModelInferResponse, error) {
 	v, err := w.ready(req.ModelName, req.ModelVersion)
 	if err != nil {
-		return nil, oip.Status(err)
+		return nil, hop.Status(err)
 	}
 	_, _, seq := v.spec.Schema.Sequence()
 	cols := v.spec.Schema.Width()
 	if seq {
 		cols = 0
 	}
-	b, err := oip.DecodeBatch(req, cols, seq)
+	b, err := hop.DecodeBatch(req, cols, seq)
 	if err != nil {
-		return nil, oip.Status(err)
+		return nil, hop.Status(err)
 	}
 	prio := serving.Online
-	if p := req.Parameters[oip.ParamPriority]; p != nil && p.GetStringParam() == "low" {
+	if p := req.Parameters[hop.ParamPriority]; p != nil && p.GetStringParam() == "low" {
 		prio = serving.Low
 	}
 	res, err := v.srv.Submit(ctx, serving.Work{Rows: b, Priority: prio})
 	if err != nil {
-		return nil, oip.Status(err)
+		return nil, hop.Status(err)
 	}
 	resp := &inferencepb.ModelInferResponse{ModelName: req.ModelName, ModelVersion: req.ModelVersion, Id: req.Id,
 		Parameters: map[string]*inferencepb.InferParameter{
-			oip.ParamQueueNs:   {ParameterChoice: &inferencepb.InferParameter_Int64Param{Int64Param: int64(res.Timing.Queue)}},
-			oip.ParamBatchNs:   {ParameterChoice: &inferencepb.InferParameter_Int64Param{Int64Param: int64(res.Timing.BatchWait)}},
-			oip.ParamComputeNs: {ParameterChoice: &inferencepb.InferParameter_Int64Param{Int64Param: int64(res.Timing.Compute)}},
+			hop.ParamQueueNs:   {ParameterChoice: &inferencepb.InferParameter_Int64Param{Int64Param: int64(res.Timing.Queue)}},
+			hop.ParamBatchNs:   {ParameterChoice: &inferencepb.InferParameter_Int64Param{Int64Param: int64(res.Timing.BatchWait)}},
+			hop.ParamComputeNs: {ParameterChoice: &inferencepb.InferParameter_Int64Param{Int64Param: int64(res.Timing.Compute)}},
 		}}
-	oip.EncodeOutput(resp, res.Out)
+	hop.EncodeOutput(resp, res.Out)
 	return resp, nil
 }
 
@@ -97,15 +97,15 @@ func (w *Worker) ServerMetadata(context.Context, *inferencepb.ServerMetadataRequ
 func (w *Worker) ModelMetadata(_ context.Context, req *inferencepb.ModelMetadataRequest) (*inferencepb.ModelMetadataResponse, error) {
 	v, err := w.ready(req.Name, req.Version)
 	if err != nil {
-		return nil, oip.Status(err)
+		return nil, hop.Status(err)
 	}
 	type tm = inferencepb.ModelMetadataResponse_TensorMetadata
 	md := &inferencepb.ModelMetadataResponse{Name: req.Name, Versions: []string{req.Version}, Platform: v.spec.Manifest.Runtime,
-		Outputs: []*tm{{Name: oip.OutputTensor, Datatype: oip.FP32, Shape: []int64{-1, int64(len(v.spec.OutputNames))}}}}
+		Outputs: []*tm{{Name: hop.OutputTensor, Datatype: hop.FP32, Shape: []int64{-1, int64(len(v.spec.OutputNames))}}}}
 	if _, _, seq := v.spec.Schema.Sequence(); seq {
-		md.Inputs = []*tm{{Name: oip.TokensTensor, Datatype: oip.INT64, Shape: []int64{-1, -1}}, {Name: oip.LengthsTensor, Datatype: oip.INT64, Shape: []int64{-1}}}
+		md.Inputs = []*tm{{Name: hop.TokensTensor, Datatype: hop.INT64, Shape: []int64{-1, -1}}, {Name: hop.LengthsTensor, Datatype: hop.INT64, Shape: []int64{-1}}}
 	} else {
-		md.Inputs = []*tm{{Name: oip.RowsTensor, Datatype: oip.FP32, Shape: []int64{-1, int64(v.spec.Schema.Width())}}}
+		md.Inputs = []*tm{{Name: hop.RowsTensor, Datatype: hop.FP32, Shape: []int64{-1, int64(v.spec.Schema.Width())}}}
 	}
 	return md, nil
 }

@@ -6,8 +6,8 @@ import (
 	"io"
 
 	"github.com/sluiceml/sluice/internal/errs"
+	"github.com/sluiceml/sluice/internal/hop"
 	"github.com/sluiceml/sluice/internal/hosting"
-	"github.com/sluiceml/sluice/internal/oip"
 	"github.com/sluiceml/sluice/internal/runtime"
 	"github.com/sluiceml/sluice/internal/workerpb"
 )
@@ -23,11 +23,11 @@ const MaxReplicasPerVersion = 64
 // of a version it holds; unloading is Unload.
 func (w *Worker) SetReplicas(ctx context.Context, req *workerpb.SetReplicasRequest) (*workerpb.SetReplicasResponse, error) {
 	if req.Replicas < 1 || req.Replicas > MaxReplicasPerVersion {
-		return nil, oip.Status(errs.Field(errs.InvalidArgument, "replicas", "must be 1 to %d on one worker, got %d", MaxReplicasPerVersion, req.Replicas))
+		return nil, hop.Status(errs.Field(errs.InvalidArgument, "replicas", "must be 1 to %d on one worker, got %d", MaxReplicasPerVersion, req.Replicas))
 	}
 	v, err := w.ready(req.Model, fmt.Sprint(req.Version))
 	if err != nil {
-		return nil, oip.Status(err)
+		return nil, hop.Status(err)
 	}
 	v.scale.Lock()
 	defer v.scale.Unlock()
@@ -39,7 +39,7 @@ func (w *Worker) SetReplicas(ctx context.Context, req *workerpb.SetReplicasReque
 		}
 		if have > want {
 			if err := v.srv.RemoveReplica(ctx); err != nil {
-				return nil, oip.Status(errs.Wrap(errs.Unavailable, err, "%s: remove a replica: %v", v.id(), err))
+				return nil, hop.Status(errs.Wrap(errs.Unavailable, err, "%s: remove a replica: %v", v.id(), err))
 			}
 			continue
 		}
@@ -71,7 +71,7 @@ func (w *Worker) SetReplicas(ctx context.Context, req *workerpb.SetReplicasReque
 			}
 		}
 		if first != nil {
-			return nil, oip.Status(errs.Wrap(errs.Unavailable, first, "%s: add a replica: %v", v.id(), first))
+			return nil, hop.Status(errs.Wrap(errs.Unavailable, first, "%s: add a replica: %v", v.id(), first))
 		}
 	}
 	n := v.srv.Replicas().Ready

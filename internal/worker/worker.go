@@ -46,9 +46,9 @@ import (
 	"google.golang.org/grpc/reflection"
 
 	"github.com/sluiceml/sluice/internal/errs"
+	"github.com/sluiceml/sluice/internal/hop"
 	"github.com/sluiceml/sluice/internal/hosting"
 	"github.com/sluiceml/sluice/internal/modelpkg"
-	"github.com/sluiceml/sluice/internal/oip"
 	"github.com/sluiceml/sluice/internal/oip/inferencepb"
 	"github.com/sluiceml/sluice/internal/serving"
 	"github.com/sluiceml/sluice/internal/workerpb"
@@ -382,7 +382,7 @@ func key(model string, n int64) string { return model + "@" + strconv.FormatInt(
 // one load; a failed version is loaded again by the next Load.
 func (w *Worker) Load(ctx context.Context, req *workerpb.LoadRequest) (*workerpb.LoadResponse, error) {
 	if req.Model == "" || req.Version < 1 || req.Replicas < 0 || req.Replicas > 64 {
-		return nil, oip.Status(errs.New(errs.InvalidArgument, "load: model, version >= 1 and 0..64 replicas are required"))
+		return nil, hop.Status(errs.New(errs.InvalidArgument, "load: model, version >= 1 and 0..64 replicas are required"))
 	}
 	k := key(req.Model, req.Version)
 	w.mu.Lock()
@@ -398,7 +398,7 @@ func (w *Worker) Load(ctx context.Context, req *workerpb.LoadRequest) (*workerpb
 	}
 	if v != nil && v.unloading {
 		w.mu.Unlock()
-		return nil, oip.Status(errs.New(errs.Unavailable, "%s is being unloaded; load it again when that is done", k))
+		return nil, hop.Status(errs.New(errs.Unavailable, "%s is being unloaded; load it again when that is done", k))
 	}
 	if v == nil {
 		v = &version{model: req.Model, n: req.Version, done: make(chan struct{}), req: req}
@@ -413,10 +413,10 @@ func (w *Worker) Load(ctx context.Context, req *workerpb.LoadRequest) (*workerpb
 	select {
 	case <-v.done:
 	case <-ctx.Done():
-		return nil, oip.Status(errs.New(errs.DeadlineExceeded, "%s is still loading", k))
+		return nil, hop.Status(errs.New(errs.DeadlineExceeded, "%s is still loading", k))
 	}
 	if v.err != nil {
-		return nil, oip.Status(errs.New(errs.Unavailable, "%s", v.err.Error()))
+		return nil, hop.Status(errs.New(errs.Unavailable, "%s", v.err.Error()))
 	}
 	return &workerpb.LoadResponse{LoadNs: int64(v.timing.Load), GoldenNs: int64(v.timing.Golden), WarmupNs: int64(v.timing.Warmup),
 		RssBytes: RSS(), ArtifactSource: v.source, MemoryBytes: v.memory, MemoryMeasured: v.measured}, nil
@@ -495,7 +495,7 @@ func (w *Worker) fetch(ctx context.Context, sha string) (io.ReadCloser, int64, e
 	first, err := stream.Recv()
 	if err != nil {
 		cancel()
-		e, _ := oip.FromStatus(err)
+		e, _ := hop.FromStatus(err)
 		return nil, 0, e
 	}
 	return &chunkReader{stream: stream, buf: first.Data, cancel: cancel}, first.TotalBytes, nil
@@ -514,7 +514,7 @@ func (r *chunkReader) Read(p []byte) (int, error) {
 			if errors.Is(err, io.EOF) {
 				return 0, io.EOF
 			}
-			e, _ := oip.FromStatus(err)
+			e, _ := hop.FromStatus(err)
 			return 0, e
 		}
 		r.buf = c.Data
@@ -540,7 +540,7 @@ func (w *Worker) Unload(ctx context.Context, req *workerpb.UnloadRequest) (*work
 	select {
 	case <-v.done:
 	case <-ctx.Done():
-		return nil, oip.Status(errs.New(errs.DeadlineExceeded, "%s is still loading", k))
+		return nil, hop.Status(errs.New(errs.DeadlineExceeded, "%s is still loading", k))
 	}
 	if v.srv != nil {
 		drain := time.Duration(req.DrainMs) * time.Millisecond

@@ -18,8 +18,8 @@ import (
 
 	"github.com/sluiceml/sluice/internal/cluster"
 	"github.com/sluiceml/sluice/internal/errs"
+	"github.com/sluiceml/sluice/internal/hop"
 	"github.com/sluiceml/sluice/internal/modelpkg"
-	"github.com/sluiceml/sluice/internal/oip"
 	"github.com/sluiceml/sluice/internal/oip/inferencepb"
 	"github.com/sluiceml/sluice/internal/runtime"
 	_ "github.com/sluiceml/sluice/internal/runtime/linear"
@@ -125,14 +125,14 @@ func TestWorkerAgainstControlPlane(t *testing.T) {
 	defer conn.Close()
 	ic := inferencepb.NewGRPCInferenceServiceClient(conn)
 	req := &inferencepb.ModelInferRequest{ModelName: "calc", ModelVersion: "1"}
-	oip.EncodeBatch(req, runtime.Batch{Rows: 1, Cols: 2, Data: []float32{1, 2}})
+	hop.EncodeBatch(req, runtime.Batch{Rows: 1, Cols: 2, Data: []float32{1, 2}})
 	req.RawInputContents[0] = req.RawInputContents[0][:7]
 	_, err = ic.ModelInfer(sctx, req)
-	if e, _ := oip.FromStatus(err); e.Code != errs.InvalidArgument || !strings.Contains(e.Message, `tensor "rows"`) {
+	if e, _ := hop.FromStatus(err); e.Code != errs.InvalidArgument || !strings.Contains(e.Message, `tensor "rows"`) {
 		t.Errorf("short raw contents: %+v", e)
 	}
 	_, err = ic.ModelInfer(sctx, &inferencepb.ModelInferRequest{ModelName: "calc", ModelVersion: "9"})
-	if e, _ := oip.FromStatus(err); e.Code != errs.NotReady {
+	if e, _ := hop.FromStatus(err); e.Code != errs.NotReady {
 		t.Errorf("unknown version: %+v", e)
 	}
 
@@ -153,7 +153,7 @@ func TestWorkerAgainstControlPlane(t *testing.T) {
 	}
 	if _, err := wc.SetReplicas(sctx, &workerpb.SetReplicasRequest{Model: "calc", Version: 1, Replicas: 0}); err == nil {
 		t.Error("0 replicas accepted: unloading is Unload")
-	} else if e, _ := oip.FromStatus(err); e.Code != errs.InvalidArgument || e.Field != "replicas" {
+	} else if e, _ := hop.FromStatus(err); e.Code != errs.InvalidArgument || e.Field != "replicas" {
 		t.Errorf("0 replicas: %+v", e)
 	}
 

@@ -24,10 +24,8 @@ package oip
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -38,6 +36,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/sluiceml/sluice/internal/hop"
 	"github.com/sluiceml/sluice/internal/oip/inferencepb"
 	"github.com/sluiceml/sluice/internal/runtime"
 )
@@ -57,12 +56,6 @@ const (
 	// MaxOutputs and MaxFeatures bound the remote model's shape.
 	MaxOutputs  = 1 << 16
 	MaxFeatures = 1 << 24
-)
-
-// Datatypes the runtime sends and reads.
-const (
-	dtFP32  = "FP32"
-	dtINT64 = "INT64"
 )
 
 // Runtime loads endpoint artifacts.
@@ -183,9 +176,9 @@ func checkMetadata(spec runtime.Spec, ep Endpoint, meta *inferencepb.ModelMetada
 	if n := len(meta.GetInputs()); n > 1 {
 		return sh, fmt.Errorf("the model has %d inputs (%s); the oip runtime sends one, %q", n, tensorNames(meta.GetInputs()), ep.Input)
 	}
-	want, what := dtFP32, "FP32 [n, d] rows of features"
+	want, what := hop.FP32, "FP32 [n, d] rows of features"
 	if spec.Sequence {
-		want, what = dtINT64, "INT64 [n, L] token ids (the package's input is a sequence field)"
+		want, what = hop.INT64, "INT64 [n, L] token ids (the package's input is a sequence field)"
 	}
 	if in.GetDatatype() != want {
 		return sh, fmt.Errorf("input %q is %s, the oip runtime sends %s", ep.Input, in.GetDatatype(), what)
@@ -215,7 +208,7 @@ func checkMetadata(spec runtime.Spec, ep Endpoint, meta *inferencepb.ModelMetada
 	if out == nil {
 		return sh, fmt.Errorf("the model has no output %q (its outputs: %s)", ep.Output, tensorNames(meta.GetOutputs()))
 	}
-	if out.GetDatatype() != dtFP32 {
+	if out.GetDatatype() != hop.FP32 {
 		return sh, fmt.Errorf("output %q is %s, the oip runtime reads FP32", ep.Output, out.GetDatatype())
 	}
 	s = out.GetShape()
@@ -292,21 +285,13 @@ func (m *Model) request(in runtime.Batch) (*inferencepb.ModelInferRequest, error
 		if l == 0 {
 			return nil, fmt.Errorf("oip: %s: every token row of the batch is empty", m.where)
 		}
-		raw = make([]byte, 8*in.Rows*l)
 		for i, r := range in.Tokens {
 			if len(r) > l {
 				return nil, fmt.Errorf("oip: %s: row %d has %d tokens, the remote input takes %d", m.where, i, len(r), l)
 			}
-			row := raw[8*i*l : 8*(i+1)*l]
-			for j := range l {
-				v := m.pad
-				if j < len(r) {
-					v = r[j]
-				}
-				binary.LittleEndian.PutUint64(row[8*j:], uint64(v))
-			}
 		}
-		t.Datatype, t.Shape = dtINT64, []int64{int64(in.Rows), int64(l)}
+		raw = hop.TokensRaw(in.Tokens, l, m.pad)
+		t.Datatype, t.Shape = hop.INT64, []int64{int64(in.Rows), int64(l)}
 	} else {
 		if in.Cols < 1 || len(in.Data) != in.Rows*in.Cols {
 			return nil, fmt.Errorf("oip: %s: malformed batch: %d rows × %d columns but %d values", m.where, in.Rows, in.Cols, len(in.Data))
@@ -314,11 +299,8 @@ func (m *Model) request(in runtime.Batch) (*inferencepb.ModelInferRequest, error
 		if m.shape.inputs > 0 && in.Cols != m.shape.inputs {
 			return nil, fmt.Errorf("oip: %s: batch has %d features per row, the remote input takes %d", m.where, in.Cols, m.shape.inputs)
 		}
-		raw = make([]byte, 4*len(in.Data))
-		for i, v := range in.Data {
-			binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(v))
-		}
-		t.Datatype, t.Shape = dtFP32, []int64{int64(in.Rows), int64(in.Cols)}
+		raw = hop.FP32Raw(in.Data)
+		t.Datatype, t.Shape = hop.FP32, []int64{int64(in.Rows), int64(in.Cols)}
 	}
 	return &inferencepb.ModelInferRequest{
 		ModelName:        m.ep.Model,
@@ -344,7 +326,7 @@ func (m *Model) output(resp *inferencepb.ModelInferResponse, n int) (runtime.Out
 		return runtime.Output{}, fmt.Errorf("the answer has no output %q (it has: %s)", m.ep.Output, strings.Join(names, ", "))
 	}
 	o := resp.GetOutputs()[i]
-	if o.GetDatatype() != dtFP32 {
+	if o.GetDatatype() != hop.FP32 {
 		return runtime.Output{}, fmt.Errorf("output %q is %s, want FP32", m.ep.Output, o.GetDatatype())
 	}
 	if s := o.GetShape(); !(slices.Equal(s, []int64{int64(n), int64(k)}) || (k == 1 && slices.Equal(s, []int64{int64(n)}))) {
@@ -359,9 +341,7 @@ func (m *Model) output(resp *inferencepb.ModelInferResponse, n int) (runtime.Out
 		if len(raw) != 4*n*k {
 			return runtime.Output{}, fmt.Errorf("output %q has %d bytes of raw contents, want %d (%d rows × %d columns × 4)", m.ep.Output, len(raw), 4*n*k, n, k)
 		}
-		for j := range out.Data {
-			out.Data[j] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*j:]))
-		}
+		hop.ReadFP32(out.Data, raw)
 		return out, nil
 	}
 	vals := o.GetContents().GetFp32Contents()

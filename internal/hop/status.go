@@ -1,4 +1,4 @@
-package oip
+package hop
 
 import (
 	"context"

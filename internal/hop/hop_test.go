@@ -1,6 +1,9 @@
-package oip
+package hop
 
 import (
+	"encoding/binary"
+	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -76,5 +79,28 @@ func TestStatusRoundTrip(t *testing.T) {
 	e, fromPeer := FromStatus(Status(in))
 	if !fromPeer || e.Code != errs.QueueFull || e.Field != "instances" || e.Message != "queue full" || e.RetryAfter != in.RetryAfter {
 		t.Errorf("got %+v (from peer %v)", e, fromPeer)
+	}
+}
+
+// The raw helpers the "oip" runtime shares: little-endian FP32 both ways,
+// token rows right-padded with the caller's pad value.
+func TestRawContents(t *testing.T) {
+	vs := []float32{0, -1.5, float32(math.Inf(1)), math.SmallestNonzeroFloat32}
+	raw := FP32Raw(vs)
+	if len(raw) != 16 || binary.LittleEndian.Uint32(raw[4:]) != math.Float32bits(-1.5) {
+		t.Fatalf("FP32Raw: % x", raw)
+	}
+	back := make([]float32, len(vs))
+	ReadFP32(back, raw)
+	if !slices.Equal(back, vs) {
+		t.Errorf("ReadFP32: %v, want %v", back, vs)
+	}
+	toks := TokensRaw([][]int64{{7, 8}, {}, {-2}}, 3, -1)
+	var got []int64
+	for i := 0; i < len(toks); i += 8 {
+		got = append(got, int64(binary.LittleEndian.Uint64(toks[i:])))
+	}
+	if want := []int64{7, 8, -1, -1, -1, -1, -2, -1, -1}; !slices.Equal(got, want) {
+		t.Errorf("TokensRaw: %v, want %v", got, want)
 	}
 }

@@ -1,4 +1,4 @@
-package oip
+package hop
 
 // This file is the tensor layout of the hop between the gateway and its
 // workers: preprocessed rows as raw FP32 [n,d], token rows as INT64 [n,L]
@@ -7,7 +7,6 @@ package oip
 import (
 	"encoding/binary"
 	"fmt"
-	"math"
 
 	"github.com/sluiceml/sluice/internal/errs"
 	"github.com/sluiceml/sluice/internal/oip/inferencepb"
@@ -36,10 +35,7 @@ const MaxRows = 1 << 20
 // EncodeBatch writes b as the inputs of a ModelInferRequest (raw contents).
 func EncodeBatch(req *inferencepb.ModelInferRequest, b runtime.Batch) {
 	if b.Tokens == nil {
-		raw := make([]byte, 4*len(b.Data))
-		for i, v := range b.Data {
-			binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(v))
-		}
+		raw := FP32Raw(b.Data)
 		req.Inputs = append(req.Inputs, &inferencepb.ModelInferRequest_InferInputTensor{Name: RowsTensor, Datatype: FP32, Shape: []int64{int64(b.Rows), int64(b.Cols)}})
 		req.RawInputContents = append(req.RawInputContents, raw)
 		return
@@ -48,13 +44,10 @@ func EncodeBatch(req *inferencepb.ModelInferRequest, b runtime.Batch) {
 	for _, r := range b.Tokens {
 		longest = max(longest, len(r))
 	}
-	toks := make([]byte, 8*b.Rows*longest)
+	toks := TokensRaw(b.Tokens, longest, 0)
 	lens := make([]byte, 8*b.Rows)
 	for i, r := range b.Tokens {
 		binary.LittleEndian.PutUint64(lens[8*i:], uint64(len(r)))
-		for j, t := range r {
-			binary.LittleEndian.PutUint64(toks[8*(i*longest+j):], uint64(t))
-		}
 	}
 	req.Inputs = append(req.Inputs,
 		&inferencepb.ModelInferRequest_InferInputTensor{Name: TokensTensor, Datatype: INT64, Shape: []int64{int64(b.Rows), int64(longest)}},
@@ -86,9 +79,7 @@ func DecodeBatch(req *inferencepb.ModelInferRequest, cols int, sequence bool) (r
 			return runtime.Batch{}, bad("tensor %q: shape %v needs %d bytes of raw contents, got %d", RowsTensor, t.Shape, 4*n*cols, len(raw))
 		}
 		data := make([]float32, n*cols)
-		for i := range data {
-			data[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
-		}
+		ReadFP32(data, raw)
 		return runtime.Batch{Rows: n, Cols: cols, Data: data}, nil
 	}
 	if len(req.Inputs) != 2 || req.Inputs[0].Name != TokensTensor || req.Inputs[1].Name != LengthsTensor {
@@ -123,10 +114,7 @@ func DecodeBatch(req *inferencepb.ModelInferRequest, cols int, sequence bool) (r
 
 // EncodeOutput writes out as the response's one FP32 [n, k] output.
 func EncodeOutput(resp *inferencepb.ModelInferResponse, out runtime.Output) {
-	raw := make([]byte, 4*len(out.Data))
-	for i, v := range out.Data {
-		binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(v))
-	}
+	raw := FP32Raw(out.Data)
 	resp.Outputs = append(resp.Outputs, &inferencepb.ModelInferResponse_InferOutputTensor{Name: OutputTensor, Datatype: FP32, Shape: []int64{int64(out.Rows), int64(out.Cols)}})
 	resp.RawOutputContents = append(resp.RawOutputContents, raw)
 }
@@ -145,8 +133,6 @@ func DecodeOutput(resp *inferencepb.ModelInferResponse, rows int) (runtime.Outpu
 		return runtime.Output{}, fmt.Errorf("worker answered %d bytes for output %v", len(raw), t.Shape)
 	}
 	data := make([]float32, rows*k)
-	for i := range data {
-		data[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
-	}
+	ReadFP32(data, raw)
 	return runtime.Output{Rows: rows, Cols: k, Data: data}, nil
 }
