@@ -4,7 +4,7 @@
 // (load, golden examples, warmup, and only then ready), runs each version's
 // admission, work queue and batcher next to its replicas, and serves two
 // gRPC services: the Open Inference Protocol's GRPCInferenceService for
-// batches of preprocessed rows (see internal/oip for the tensor layout) and
+// batches of preprocessed rows (see internal/hop for the tensor layout) and
 // the worker control service (load, unload, status). It registers with the
 // control plane and heartbeats its status (versions, replicas, queue work,
 // RSS, each version's memory and the worker's memory budget: memory.go).
