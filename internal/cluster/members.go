@@ -50,6 +50,8 @@ func (p *Pool) Unfence(id string) {
 	if w := p.workers[id]; w != nil && w.conn != nil && !w.live &&
 		!Silent(time.Now(), w.lastBeat, time.Unix(0, w.seen.Load()), time.Duration(p.cfg.MissedHeartbeats)*p.cfg.HeartbeatInterval) {
 		w.live, w.why = true, ""
+		w.gone.Store(0)
+		p.rerouteWorkerLocked(w)
 		p.log.Info("worker unfenced: back in routing", "worker", id, "pid", w.pid)
 		p.broadcastLocked()
 	}
@@ -78,6 +80,7 @@ func (p *Pool) Forget(id string) {
 	for _, v := range p.versions {
 		if v.on[id] != nil {
 			delete(v.on, id)
+			p.rerouteLocked(v)
 			p.settleLocked(v)
 		}
 	}

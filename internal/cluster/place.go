@@ -5,9 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"sort"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -43,7 +43,7 @@ type VersionSpec struct {
 	Observer serving.Observer
 }
 
-func key(model string, n int64) string { return fmt.Sprintf("%s@%d", model, n) }
+func key(model string, n int64) string { return model + "@" + strconv.FormatInt(n, 10) }
 
 // copyOn is one worker's copy of a version: placed there by the pool,
 // loading or loaded. Its atomic fields are touched on the request path.
@@ -424,7 +424,7 @@ func (p *Pool) evictLocked(u *Version, w *worker, for_ string) {
 	delete(u.on, w.id)
 	w.unloading[u.key] = false
 	u.want = min(u.want, len(u.on)) // loaded again on demand
-	w.ready[u.key] = false
+	p.setReadyLocked(w, u.key, false)
 	w.evictions[u.key]++
 	u.evictions++
 	if p.cfg.Metrics != nil {
@@ -471,7 +471,7 @@ func (p *Pool) load(w *worker, session int64, v *Version, cp *copyOn) {
 	if resp.MemoryBytes > 0 {
 		cp.memory = resp.MemoryBytes
 	}
-	w.ready[v.key] = true
+	p.setReadyLocked(w, v.key, true)
 	delete(w.failed, v.key)
 	v.failed, v.failedAt, v.lastLoad = "", time.Time{}, cp.loadTime
 	v.loads++
@@ -561,6 +561,7 @@ func (p *Pool) settleLocked(v *Version) {
 	if !p.readyAnywhereLocked(v) && p.loadingLocked(v) && v.quarantined == "" {
 		return
 	}
+	p.publishLocked() // the requests it wakes read the route at once
 	close(v.pending)
 	v.pending = nil
 }
@@ -717,7 +718,7 @@ func (p *Pool) exitedLocked(v *Version, w *worker, session int64, now time.Time)
 		if ww == nil {
 			continue
 		}
-		ww.ready[v.key] = false
+		p.setReadyLocked(ww, v.key, false)
 		acts = append(acts, func() { p.unloadOn(ww, v, "quarantined") })
 	}
 	p.settleLocked(v)
@@ -759,6 +760,7 @@ func (p *Pool) unload(ctx context.Context, v *Version) error {
 		delete(w.ready, v.key)
 	}
 	v.on = map[string]*copyOn{}
+	p.rerouteLocked(v)
 	p.settleLocked(v)
 	p.broadcastLocked()
 	p.mu.Unlock()
@@ -773,53 +775,6 @@ func (p *Pool) unload(ctx context.Context, v *Version) error {
 		}
 	}
 	return errors.Join(errList...)
-}
-
-// candidate is a worker that can take a version's work now.
-type candidate struct {
-	w       *worker
-	session int64
-	cp      *copyOn // nil for a copy the pool did not place
-	load    int64
-	queued  int64        // the version's instances queued there at the last heartbeat
-	state   servingState // its server there at the last heartbeat
-}
-
-// candidates lists the live workers holding v ready, except skip.
-func (p *Pool) candidates(v *Version, skip *worker) []candidate {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var out []candidate
-	for _, w := range p.workers {
-		if w.live && w.ready[v.key] && w != skip {
-			c := candidate{w: w, session: w.session, cp: v.on[w.id], load: w.queued[v.key] + w.outstanding.Load(),
-				queued: w.queued[v.key], state: w.serving[v.key]}
-			if c.cp != nil {
-				// What this gateway has in flight there is live, where the
-				// report is up to a heartbeat old: the larger of the two.
-				c.queued = max(c.queued, c.cp.rows.Load())
-			}
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
-// pick chooses a worker for v by the power of two choices.
-func (p *Pool) pick(v *Version, skip *worker) (candidate, bool) {
-	cs := p.candidates(v, skip)
-	switch len(cs) {
-	case 0:
-		return candidate{}, false
-	case 1:
-		return cs[0], true
-	}
-	i, j := twoOf(len(cs), rand.Uint64())
-	load := make([]int64, len(cs))
-	for x, c := range cs {
-		load[x] = c.load
-	}
-	return cs[PickTwo(load, i, j)], true
 }
 
 // WorkerInfo is one worker as the API lists it.

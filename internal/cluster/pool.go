@@ -6,7 +6,8 @@
 // evicting what may go; cold versions on demand: place.go), and the source
 // of artifacts they fetch by SHA-256. A Version is the data plane's backend for one version
 // whose replicas live on workers: it picks a worker by the power of two
-// choices on reported queue work, sends the preprocessed rows over the Open
+// choices on reported queue work, from a routing snapshot that it reads
+// without a lock (route.go), sends the preprocessed rows over the Open
 // Inference Protocol, and tries one other worker when the first refuses
 // (queue_full, deadline_infeasible, not_ready) or dies, inside the
 // request's deadline. A Supervisor starts and restarts local worker
@@ -117,11 +118,17 @@ type Pool struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu       sync.Mutex // guards workers, versions, changed and every worker's fields marked "guarded by Pool.mu"
+	// mu guards the control plane's state: workers, versions, changed,
+	// stale and every field marked "guarded by Pool.mu". The predict path
+	// never takes it: it reads each version's routing snapshot
+	// (Version.route, route.go), which the holders of mu rebuild and swap
+	// (publishLocked) whenever what routing depends on changes.
+	mu       sync.Mutex
 	workers  map[string]*worker
 	versions map[string]*Version // desired: loaded on every worker
 	changed  chan struct{}       // closed and replaced on every change of readiness
 	fenced   map[string]string   // worker id → why it is fenced (members.go)
+	stale    map[*Version]bool   // versions whose route is to be rebuilt (route.go)
 
 	workerpb.UnimplementedControlPlaneServer
 }
@@ -138,6 +145,10 @@ type worker struct {
 	// answers is alive even when its heartbeats are late (a saturated core
 	// delays the heartbeat goroutine, not the answers).
 	seen atomic.Int64
+	// gone is the session whose call failed on the connection: the
+	// predict path skips the worker from that moment, before the control
+	// plane has taken it out of routing (suspect).
+	gone atomic.Int64
 
 	// guarded by Pool.mu
 	addr     string
@@ -150,13 +161,12 @@ type worker struct {
 	status   *workerpb.WorkerStatus
 	ready    map[string]bool   // version key → ready here
 	failed   map[string]string // version key → why its load failed in this session
-	queued   map[string]int64  // version key → queued instances at the last heartbeat
 	counts   map[string]counts // version key → cumulative counters at the last heartbeat
 	busy     map[string]bool   // version key → queued or running work at the last heartbeat
-	// serving is, per version key, what the last heartbeat said of its
-	// server there: the cost model, batch bound and ready replicas that
-	// the gateway's own admission check uses (preAdmit).
-	serving map[string]servingState
+	// slots hold, per version key, what the last heartbeat said of its
+	// queue and server there (route.go): the map is guarded by Pool.mu,
+	// a slot's fields are atomic (heartbeats store, the predict path loads).
+	slots map[string]*slot
 	// unloading holds the versions the pool is taking off this worker:
 	// their memory left its accounting when the unload was decided, so a
 	// report that still lists them (built before the unload ended) is not
@@ -202,7 +212,7 @@ func New(cfg Config) *Pool {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Pool{cfg: cfg, log: cfg.Logger, ctx: ctx, cancel: cancel, workers: map[string]*worker{},
-		versions: map[string]*Version{}, changed: make(chan struct{}), fenced: map[string]string{}}
+		versions: map[string]*Version{}, changed: make(chan struct{}), fenced: map[string]string{}, stale: map[*Version]bool{}}
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
@@ -224,7 +234,10 @@ func (p *Pool) Close() {
 	}
 }
 
+// broadcastLocked publishes the routes that changed and wakes whoever
+// waits for a change of readiness.
 func (p *Pool) broadcastLocked() {
+	p.publishLocked()
 	close(p.changed)
 	p.changed = make(chan struct{})
 }
@@ -274,6 +287,7 @@ func (p *Pool) downLocked(w *worker, why string) {
 		return
 	}
 	w.live, w.why = false, why
+	p.rerouteWorkerLocked(w)
 	p.log.Warn("worker out of routing", "worker", w.id, "pid", w.pid, "reason", why)
 	p.broadcastLocked()
 }
@@ -298,17 +312,23 @@ func (p *Pool) MarkDead(id, why string) {
 
 // suspect takes a worker whose call of v failed on the connection out of
 // routing until it heartbeats again (a transient failure costs one
-// interval), and charges v with the worker's exit.
+// interval), and charges v with the worker's exit. The predict path
+// skips the worker at once (gone); the control plane's part runs on its
+// own goroutine, so the request that found the failure retries without
+// waiting for Pool.mu.
 func (p *Pool) suspect(w *worker, session int64, v *Version, err error) {
-	p.mu.Lock()
-	var acts []func()
-	if w.session == session && p.fencedLocked(w.id) == "" {
-		// A fenced worker is leaving on purpose: its failed call is no crash.
-		acts = p.exitedLocked(v, w, session, p.now())
-		p.downLocked(w, "call failed: "+err.Error())
-	}
-	p.mu.Unlock()
-	p.run(acts)
+	w.gone.Store(session)
+	p.run([]func(){func() {
+		p.mu.Lock()
+		var acts []func()
+		if w.session == session && w.gone.Load() == session && p.fencedLocked(w.id) == "" {
+			// A fenced worker is leaving on purpose: its failed call is no crash.
+			acts = p.exitedLocked(v, w, session, p.now())
+			p.downLocked(w, "call failed: "+err.Error())
+		}
+		p.mu.Unlock()
+		p.run(acts)
+	}})
 }
 
 // Register implements the control plane service.
@@ -342,31 +362,36 @@ func (p *Pool) Register(_ context.Context, req *workerpb.RegisterRequest) (*work
 			return nil, hop.Status(errs.Field(errs.InvalidArgument, "address", "%v", err))
 		}
 		w.conn, w.infer, w.ctl = conn, inferencepb.NewGRPCInferenceServiceClient(conn), workerpb.NewWorkerClient(conn)
+		p.rerouteWorkerLocked(w) // before its readiness goes with the old session
 		w.session++
-		w.ready, w.failed, w.queued, w.counts, w.busy = map[string]bool{}, map[string]string{}, map[string]int64{}, map[string]counts{}, map[string]bool{}
+		w.ready, w.failed, w.counts, w.busy = map[string]bool{}, map[string]string{}, map[string]counts{}, map[string]bool{}
 		w.unloading = map[string]bool{}
-		w.serving = map[string]servingState{}
+		w.slots = map[string]*slot{}
 		if w.loads == nil {
 			w.loads, w.evictions = map[string]int64{}, map[string]int64{}
 		}
 		for _, v := range p.versions {
 			if cp := v.on[w.id]; cp != nil && cp.session != w.session {
 				delete(v.on, w.id) // the process that held it is gone
+				p.rerouteLocked(v)
 				p.settleLocked(v)
 			}
 		}
 	}
 	w.addr, w.pid, w.status, w.lastBeat = st.Address, st.Pid, st, time.Now()
 	w.live, w.why = true, ""
+	w.gone.Store(0)
 	if why := p.fencedLocked(w.id); why != "" {
 		w.live, w.why = false, why // registered, out of routing until Unfence
 	}
-	p.applyStatusLocked(w, st)
+	p.rerouteWorkerLocked(w)
+	events := p.applyStatusLocked(w, st)
 	// Versions short of the copies they want are placed again (on this
 	// worker or another, as placement decides): hot ones first.
 	jobs := p.reconcileAllLocked(p.now())
 	p.broadcastLocked()
 	p.mu.Unlock()
+	events.deliver()
 	p.log.Info("worker registered", "worker", st.Id, "addr", st.Address, "pid", st.Pid, "loads", len(jobs))
 	p.run(jobs)
 	return &workerpb.RegisterResponse{HeartbeatIntervalMs: p.cfg.HeartbeatInterval.Milliseconds()}, nil
@@ -375,7 +400,11 @@ func (p *Pool) Register(_ context.Context, req *workerpb.RegisterRequest) (*work
 // applyStatusLocked takes a worker's report: readiness and queue work per
 // version. A version still loading never loses readiness it was given by
 // its Load answer (a report may have been built before the load ended).
-func (p *Pool) applyStatusLocked(w *worker, st *workerpb.WorkerStatus) {
+// Queue work and serving state go into the version's slot on w (atomic:
+// no route is rebuilt for them); a change of readiness marks the route.
+// The observers' events are returned, to be delivered without the lock.
+func (p *Pool) applyStatusLocked(w *worker, st *workerpb.WorkerStatus) events {
+	var evs events
 	listed := make(map[string]bool, len(st.Versions))
 	for _, vs := range st.Versions {
 		listed[key(vs.Model, vs.Version)] = true
@@ -387,9 +416,8 @@ func (p *Pool) applyStatusLocked(w *worker, st *workerpb.WorkerStatus) {
 	}
 	for _, vs := range st.Versions {
 		k := key(vs.Model, vs.Version)
-		w.queued[k] = vs.QueuedInstances
-		w.serving[k] = servingState{cost: serving.CostModel{A: time.Duration(vs.CostANs), B: time.Duration(vs.CostBNs)},
-			maxBatch: int(vs.MaxBatch), replicas: int(vs.ReadyReplicas)}
+		w.slotLocked(k).report(vs.QueuedInstances, servingState{cost: serving.CostModel{A: time.Duration(vs.CostANs), B: time.Duration(vs.CostBNs)},
+			maxBatch: int(vs.MaxBatch), replicas: int(vs.ReadyReplicas)})
 		w.busy[k] = vs.QueuedInstances > 0 || vs.InflightBatches > 0
 		// Counters grow within a process (a session): forward the growth.
 		prev, now := w.counts[k], counts{crashes: vs.Crashes, expired: vs.ExpiredInQueue}
@@ -399,13 +427,8 @@ func (p *Pool) applyStatusLocked(w *worker, st *workerpb.WorkerStatus) {
 		if v != nil {
 			cp = v.on[w.id]
 		}
-		if v != nil && v.spec.Observer != nil {
-			for i := prev.crashes; i < min(now.crashes, prev.crashes+maxEventsPerBeat); i++ {
-				v.spec.Observer.ReplicaCrash()
-			}
-			for i := prev.expired; i < min(now.expired, prev.expired+maxEventsPerBeat); i++ {
-				v.spec.Observer.ExpiredInQueue()
-			}
+		if v != nil && v.spec.Observer != nil && (now.crashes > prev.crashes || now.expired > prev.expired) {
+			evs = append(evs, event{obs: v.spec.Observer, crashes: max(now.crashes-prev.crashes, 0), expired: max(now.expired-prev.expired, 0)})
 		}
 		if cp != nil && !cp.loading && vs.State == "ready" && vs.MemoryBytes > 0 {
 			cp.memory = vs.MemoryBytes
@@ -416,37 +439,70 @@ func (p *Pool) applyStatusLocked(w *worker, st *workerpb.WorkerStatus) {
 			// is still reported ready while it drains.
 			ok := vs.ReadyReplicas > 0 && cp != nil && !cp.loading
 			if w.ready[k] != ok {
-				w.ready[k] = ok
+				p.setReadyLocked(w, k, ok)
 				p.broadcastLocked()
 			}
 		case "failed", "unloading":
 			if w.ready[k] {
-				w.ready[k] = false
+				p.setReadyLocked(w, k, false)
 				p.broadcastLocked()
 			}
+		}
+	}
+	return evs
+}
+
+// event is the growth of one version's counters in one report.
+type event struct {
+	obs              serving.Observer
+	crashes, expired int64
+}
+
+type events []event
+
+// deliver tells the observers (without Pool.mu: an observer may take
+// its time), at most maxEventsPerBeat of each kind per report.
+func (evs events) deliver() {
+	for _, e := range evs {
+		for range min(e.crashes, maxEventsPerBeat) {
+			e.obs.ReplicaCrash()
+		}
+		for range min(e.expired, maxEventsPerBeat) {
+			e.obs.ExpiredInQueue()
 		}
 	}
 }
 
 // Heartbeat implements the control plane service.
+// The predict path does not wait for it: what it changes reaches routing
+// through the slots (queue work) and the routes it republishes.
 func (p *Pool) Heartbeat(_ context.Context, st *workerpb.WorkerStatus) (*workerpb.HeartbeatResponse, error) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	w := p.workers[st.GetId()]
 	if w == nil || w.pid != st.Pid || w.addr != st.Address {
+		p.mu.Unlock()
 		return &workerpb.HeartbeatResponse{Known: false}, nil
 	}
 	w.lastBeat, w.status = time.Now(), st
 	if !w.live && p.fencedLocked(w.id) == "" {
 		w.live, w.why = true, ""
+		w.gone.Store(0)
+		p.rerouteWorkerLocked(w)
 		p.log.Info("worker back in routing", "worker", w.id, "pid", w.pid)
 		p.broadcastLocked()
 	}
-	p.applyStatusLocked(w, st)
+	events := p.applyStatusLocked(w, st)
 	p.run(p.trimLocked(w, p.now()))
+	p.publishLocked()
+	var used int64
 	if p.cfg.Metrics != nil {
-		used, _ := p.heldLocked(w, nil, p.now())
-		p.cfg.Metrics.WorkerMemory(w.id, st.MemoryBudgetBytes, used)
+		used, _ = p.heldLocked(w, nil, p.now())
+	}
+	id := w.id
+	p.mu.Unlock()
+	events.deliver()
+	if p.cfg.Metrics != nil {
+		p.cfg.Metrics.WorkerMemory(id, st.MemoryBudgetBytes, used)
 	}
 	return &workerpb.HeartbeatResponse{Known: true}, nil
 }

@@ -49,6 +49,10 @@ type Version struct {
 	exitSeen    map[string]int64
 	quarantined string
 
+	// route is the predict path's snapshot of the workers holding the
+	// version ready (route.go): published under Pool.mu, read without it.
+	route atomic.Pointer[route]
+
 	// Instances seen by Submit, for the autoscaler (cumulative).
 	arrived, refused, missed atomic.Int64
 	// requests counts Submit calls (refused ones too: demand for a version
@@ -174,7 +178,7 @@ func (v *Version) call(ctx context.Context, c candidate, w serving.Work) (servin
 		c.cp.rows.Add(n)
 		c.cp.lastUsed.Store(time.Now().UnixNano())
 	}
-	resp, err := c.w.infer.ModelInfer(ctx, req)
+	resp, err := c.infer.ModelInfer(ctx, req)
 	c.w.outstanding.Add(-n)
 	if c.cp != nil {
 		c.cp.inflight.Add(-1)
