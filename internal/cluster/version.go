@@ -73,15 +73,9 @@ func newVersion(p *Pool, vs VersionSpec) *Version {
 }
 
 // retryable reports whether a refusal or failure from one worker is worth
-// one try on another: refused before computing (queue full, infeasible
-// deadline, not ready there, shutting down), or the worker itself failed.
-func retryable(code errs.Code) bool {
-	switch code {
-	case errs.QueueFull, errs.DeadlineInfeasible, errs.NotReady, errs.ShuttingDown, errs.Unavailable:
-		return true
-	}
-	return false
-}
+// one try on another: the catalogue's RetryWorker column (refused there
+// before computing, or the worker itself failed).
+func retryable(code errs.Code) bool { return errs.Lookup(code).RetryWorker }
 
 // Submit sends w to the less loaded of two random workers holding the
 // version; when that worker refuses or dies, it tries one other inside the
@@ -95,10 +89,13 @@ func (v *Version) Submit(ctx context.Context, w serving.Work) (res serving.Resul
 	v.arrived.Add(n)
 	v.requests.Add(1)
 	defer func() {
-		switch errs.CodeOf(err) {
-		case errs.QueueFull, errs.DeadlineInfeasible, errs.NotReady, errs.ColdStart:
+		// Demand the version could not take (the catalogue's capacity and
+		// readiness refusals) is what the autoscaler weighs; a server
+		// draining is not.
+		switch e := errs.Of(err); {
+		case e.Refusal == errs.RefusalCapacity || e.Refusal == errs.RefusalReadiness:
 			v.refused.Add(n)
-		case errs.DeadlineExceeded, errs.ExpiredInQueue:
+		case e.Code == errs.DeadlineExceeded || e.Code == errs.ExpiredInQueue:
 			v.missed.Add(n)
 		}
 	}()

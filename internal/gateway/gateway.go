@@ -28,15 +28,6 @@ import (
 	"github.com/sluiceml/sluice/internal/vstats"
 )
 
-// refused reports whether admission turned the request away before queueing.
-func refused(err error) bool {
-	switch errs.CodeOf(err) {
-	case errs.QueueFull, errs.DeadlineInfeasible, errs.NotReady, errs.ShuttingDown:
-		return true
-	}
-	return false
-}
-
 // Gateway serves predict calls from the current routing snapshot.
 type Gateway struct {
 	Table       *routing.Holder
@@ -94,8 +85,8 @@ func (g *Gateway) run(ctx context.Context, req Request) (*Response, error) {
 	var err error
 	if req.Version > 0 {
 		tg, err = t.Pinned(req.Model, req.Version)
-		if errs.CodeOf(err) == errs.NotReady && g.Metrics != nil {
-			g.Metrics.Refused(req.Model, strconv.Itoa(req.Version), string(errs.NotReady))
+		if e := errs.Of(err); e.Refusal != "" && g.Metrics != nil {
+			g.Metrics.Refused(req.Model, strconv.Itoa(req.Version), e.Code)
 		}
 	} else {
 		tg, shadows, err = t.Pick(req.Model, req.RoutingKey)
@@ -180,8 +171,8 @@ func (g *Gateway) predict(ctx context.Context, tn *tenant.Tenant, tg *routing.Ta
 	}
 	res, err := tg.Server.Submit(ctx, serving.Work{Rows: rows, Priority: serving.Online})
 	if err != nil {
-		if refused(err) {
-			tn.Refund(n) // nothing was computed
+		if errs.Of(err).Refund {
+			tn.Refund(n) // refused before computing: the catalogue's refund column
 		}
 		if e := errs.As(err); e.Code == errs.DeadlineExceeded || e.Code == errs.ExpiredInQueue {
 			e.Message = fmt.Sprintf("%s (deadline %s)", e.Message, d)
@@ -247,13 +238,13 @@ func (g *Gateway) observe(tn *tenant.Tenant, tg *routing.Target, req Request, re
 	m.TenantRequest(tn.Name, code)
 	st := telemetry.Stages{Preprocess: res.Preprocess, Queue: res.Timing.Queue, BatchWait: res.Timing.BatchWait, Compute: res.Timing.Compute, Total: time.Since(req.Received)}
 	m.ObserveRequest(model, version, code, req.Rows.Len(), st)
-	switch c := errs.CodeOf(err); c {
-	case errs.NotReady, errs.QueueFull, errs.DeadlineInfeasible, errs.ShuttingDown:
-		m.Refused(model, version, string(c))
-	case errs.QuotaExceeded:
-		m.Refused(model, version, string(c))
-		m.QuotaRefused(tn.Name)
-	case errs.DeadlineExceeded:
+	switch e := errs.Of(err); {
+	case e.Refusal != "": // the catalogue's refusals, each its own reason
+		m.Refused(model, version, e.Code)
+		if e.Refusal == errs.RefusalQuota {
+			m.QuotaRefused(tn.Name)
+		}
+	case e.Code == errs.DeadlineExceeded:
 		m.DeadlineExceeded(model, version)
 	}
 }

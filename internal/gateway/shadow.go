@@ -79,10 +79,10 @@ func (s *Shadows) run(j shadowJob) {
 	defer cancel()
 	start := time.Now()
 	res, err := j.target.Server.Submit(ctx, serving.Work{Rows: rows, Priority: serving.Low})
-	switch errs.CodeOf(err) {
-	case "":
-	case errs.QueueFull, errs.DeadlineInfeasible, errs.ShuttingDown:
-		v.Shadow.Dropped.Add(1) // the shadow's queue had no room: dropped, not a model error
+	switch e := errs.Of(err); {
+	case err == nil:
+	case e.Refusal == errs.RefusalCapacity || e.Refusal == errs.RefusalClosing:
+		v.Shadow.Dropped.Add(1) // the shadow had no room (or is draining): dropped, not a model error
 		return
 	default:
 		v.Shadow.Errors.Add(1)

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -38,8 +37,8 @@ func (s *Server) renderOIPError(w http.ResponseWriter, r *http.Request, id strin
 	if e.Code == errs.Internal {
 		s.log.Error("request failed", "request_id", id, "path", r.URL.Path, "err", e)
 	}
-	if e.RetryAfter > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))
+	if ra := errs.RetryAfterHeader(e); ra != "" {
+		w.Header().Set("Retry-After", ra)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(errs.HTTPStatus(e.Code))

@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"mime"
 	"net"
 	"net/http"
@@ -222,8 +221,8 @@ func (s *Server) renderError(w http.ResponseWriter, r *http.Request, id string, 
 		// paths): the log has it.
 		s.log.Warn("request failed", "request_id", id, "path", r.URL.Path, "code", string(e.Code), "err", e.Message, "cause", e.Err.Error())
 	}
-	if e.RetryAfter > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))
+	if ra := errs.RetryAfterHeader(e); ra != "" {
+		w.Header().Set("Retry-After", ra)
 	}
 	msg := e.Message
 	if e.Field != "" && strings.HasPrefix(msg, e.Field+": ") {

@@ -33,15 +33,6 @@ const (
 	StageTotal      = "total"      // request received → response ready
 )
 
-// Refusal reasons of sluice_refusals_total.
-const (
-	RefusedNotReady           = "not_ready"
-	RefusedQuotaExceeded      = "quota_exceeded"
-	RefusedQueueFull          = "queue_full"
-	RefusedDeadlineInfeasible = "deadline_infeasible"
-	RefusedShuttingDown       = "shutting_down"
-)
-
 // Schema violation reasons of sluice_schema_violations_total.
 const (
 	ViolationMissing      = "missing"       // required field absent
@@ -71,7 +62,9 @@ const (
 var versionStates = []string{"published", "loading", "validating", "ready", "failed"}
 
 var (
-	refusalReasons   = []string{RefusedNotReady, RefusedQuotaExceeded, RefusedQueueFull, RefusedDeadlineInfeasible, RefusedShuttingDown}
+	// refusalReasons of sluice_refusals_total: the catalogue's refusal
+	// codes (errs.Refusals), each pre-registered for every version.
+	refusalReasons   = codeStrings(errs.Refusals())
 	violationReasons = []string{ViolationMissing, ViolationNull, ViolationType, ViolationRange, ViolationCategory, ViolationInteger, ViolationOverflow, ViolationUnknownField, ViolationDuplicate, ViolationOther}
 	stages           = []string{StagePreprocess, StageQueue, StageBatchWait, StageCompute, StageTotal}
 )
@@ -386,10 +379,18 @@ func (m *Metrics) ObservePadding(model, version string, ratio float64) {
 	m.padRatio.WithLabelValues(model, version).Observe(ratio)
 }
 
-// Refused counts a request refused before computing. reason is one of the
-// Refused* constants (the error code of the refusal); others count as "other".
-func (m *Metrics) Refused(model, version, reason string) {
-	m.refusals.WithLabelValues(model, version, oneOf(reason, refusalReasons, "other")).Inc()
+// Refused counts a request refused before computing. reason is the
+// refusal's code (a refusal in the errs catalogue); others count as "other".
+func (m *Metrics) Refused(model, version string, reason errs.Code) {
+	m.refusals.WithLabelValues(model, version, oneOf(string(reason), refusalReasons, "other")).Inc()
+}
+
+func codeStrings(cs []errs.Code) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = string(c)
+	}
+	return out
 }
 
 // ExpiredInQueue counts a request whose deadline passed while it was queued.

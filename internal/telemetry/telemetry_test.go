@@ -36,7 +36,7 @@ func observeAll(m *Metrics) {
 	m.ObserveBatch("fraud", "3", 12, 32)
 	m.ObservePadding("fraud", "3", 0.25)
 	m.SetDesiredReplicas("fraud", "3", 4)
-	m.Refused("fraud", "3", RefusedQueueFull)
+	m.Refused("fraud", "3", errs.QueueFull)
 	m.ExpiredInQueue("fraud", "3")
 	m.DeadlineExceeded("fraud", "3")
 	m.ReplicaCrash("fraud", "3")
@@ -117,11 +117,11 @@ func TestObservationsLandInTheirSeries(t *testing.T) {
 			m.ObserveRequest("fraud", "3", "4xx_"+strings.Repeat("x", 40), 1, Stages{})
 		}, func(m *Metrics) prometheus.Collector { return m.requests.WithLabelValues("fraud", "3", "other") }, 1},
 		{"refusal by reason", func(m *Metrics) {
-			m.Refused("fraud", "3", RefusedDeadlineInfeasible)
-			m.Refused("fraud", "3", RefusedDeadlineInfeasible)
-			m.Refused("fraud", "3", RefusedQueueFull)
+			m.Refused("fraud", "3", errs.DeadlineInfeasible)
+			m.Refused("fraud", "3", errs.DeadlineInfeasible)
+			m.Refused("fraud", "3", errs.QueueFull)
 		}, func(m *Metrics) prometheus.Collector {
-			return m.refusals.WithLabelValues("fraud", "3", RefusedDeadlineInfeasible)
+			return m.refusals.WithLabelValues("fraud", "3", string(errs.DeadlineInfeasible))
 		}, 2},
 		{"unknown refusal reason is other", func(m *Metrics) { m.Refused("fraud", "3", "because") },
 			func(m *Metrics) prometheus.Collector { return m.refusals.WithLabelValues("fraud", "3", "other") }, 1},
@@ -327,7 +327,7 @@ func TestForgetDeletesAVersionsSeries(t *testing.T) {
 	m, reg := newTest(t)
 	observeAll(m)
 	m.ObserveRequest("fraud", "2", "2xx", 1, Stages{Total: time.Millisecond})
-	m.Refused("other", "3", RefusedNotReady)
+	m.Refused("other", "3", errs.NotReady)
 	m.Forget("fraud", "3")
 	fams, err := reg.Gather()
 	if err != nil {
@@ -372,6 +372,30 @@ func TestInitVersionCreatesZeroSeries(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(m.expired.WithLabelValues("fraud", "3")); got != 0 {
 		t.Errorf("expired = %v, want 0", got)
+	}
+}
+
+// The refusal reasons are the catalogue's refusal codes; alerts and
+// dashboards name them, so none of the published ones may go.
+func TestRefusalReasonsAreTheCatalogues(t *testing.T) {
+	for _, r := range []string{"not_ready", "quota_exceeded", "queue_full", "deadline_infeasible", "shutting_down", "cold_start"} {
+		if oneOf(r, refusalReasons, "other") != r {
+			t.Errorf("refusal reason %s is gone from sluice_refusals_total (alerts name it)", r)
+		}
+	}
+	for _, r := range refusalReasons {
+		if errs.Lookup(errs.Code(r)).Refusal == "" {
+			t.Errorf("reason %s is no refusal in the errs catalogue", r)
+		}
+	}
+	m, _ := newTest(t)
+	m.InitVersion("fraud", "3")
+	if got := testutil.ToFloat64(m.refusals.WithLabelValues("fraud", "3", "cold_start")); got != 0 {
+		t.Errorf("cold_start refusals after InitVersion = %v, want a series at 0", got)
+	}
+	m.Refused("fraud", "3", errs.ColdStart)
+	if got := testutil.ToFloat64(m.refusals.WithLabelValues("fraud", "3", "cold_start")); got != 1 {
+		t.Errorf("cold_start refusals = %v, want 1", got)
 	}
 }
 

@@ -11,9 +11,7 @@ import (
 	crand "crypto/rand"
 	"encoding/hex"
 	"log/slog"
-	"math"
 	"net"
-	"strconv"
 	"time"
 
 	"google.golang.org/grpc"
@@ -125,8 +123,8 @@ func (s *Server) Stop(ctx context.Context) {
 // toStatus renders an error with the gRPC column of the one error table.
 func toStatus(ctx context.Context, err error) error {
 	e := errs.As(err)
-	if e.RetryAfter > 0 {
-		_ = grpc.SetHeader(ctx, metadata.Pairs("retry-after", strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds())))))
+	if ra := errs.RetryAfterHeader(e); ra != "" {
+		_ = grpc.SetHeader(ctx, metadata.Pairs("retry-after", ra))
 	}
 	return status.Error(errs.GRPCCode(e.Code), oip.Message(e))
 }
