@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluiceml/sluice/internal/testwait"
 )
 
 // copyExample copies an example package into dir.
@@ -159,7 +161,7 @@ func TestOIPBinaryThroughTheBinary(t *testing.T) {
 
 	// One input hash in the three records (written asynchronously).
 	var hashes map[string]string
-	waitFor(t, 10*time.Second, func() bool {
+	testwait.Until(t, 10*time.Second, func() bool {
 		hashes = map[string]string{}
 		for _, r := range listRecords(t, srv.url, "model=iris&limit=100", "") {
 			hashes[r.RequestID] = r.InputHash

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluiceml/sluice/internal/testwait"
 )
 
 // TestOIPCategoriesThroughTheBinary: the fraud example (a category field)
@@ -150,7 +152,7 @@ func TestOIPCategoriesThroughTheBinary(t *testing.T) {
 
 	// One input hash in the four records (written asynchronously).
 	var hashes map[string]string
-	waitFor(t, 10*time.Second, func() bool {
+	testwait.Until(t, 10*time.Second, func() bool {
 		hashes = map[string]string{}
 		for _, r := range listRecords(t, srv.url, "model=fraud&limit=100", "") {
 			hashes[r.RequestID] = r.InputHash

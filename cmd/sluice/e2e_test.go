@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/sluiceml/sluice/internal/api"
+	"github.com/sluiceml/sluice/internal/testwait"
 )
 
 var binary string
@@ -115,7 +116,7 @@ func startServer(t *testing.T, args ...string) *proc {
 	case <-time.After(60 * time.Second):
 		t.Fatalf("server did not start:\n%s", p.logs)
 	}
-	waitFor(t, 60*time.Second, func() bool {
+	testwait.Until(t, 60*time.Second, func() bool {
 		resp, err := http.Get(p.url + "/readyz")
 		if err != nil {
 			return false
@@ -145,18 +146,6 @@ func (p *proc) stop(t *testing.T) {
 		}
 	case <-time.After(60 * time.Second):
 		t.Fatalf("server did not stop")
-	}
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %s", d)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluiceml/sluice/internal/testwait"
 )
 
 // gogcPercent reads go_gc_gogc_percent from a server's /metrics.
@@ -47,7 +49,7 @@ func TestGCFloor(t *testing.T) {
 	}
 	t.Run("default", func(t *testing.T) {
 		srv := startServer(t, "--data", t.TempDir(), "--workers", "0")
-		waitFor(t, 30*time.Second, func() bool { busy(srv.url); return gogcPercent(t, srv.url) > 100 })
+		testwait.Until(t, 30*time.Second, func() bool { busy(srv.url); return gogcPercent(t, srv.url) > 100 })
 		if !strings.Contains(srv.logs.String(), `msg="GC floor on" gc_floor_mb=64`) {
 			t.Errorf("no GC floor log line:\n%s", srv.logs)
 		}

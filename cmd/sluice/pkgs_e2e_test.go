@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluiceml/sluice/internal/api"
+	"github.com/sluiceml/sluice/internal/testwait"
 )
 
 func readiness(t *testing.T, url string) api.Readiness {
@@ -153,7 +154,7 @@ func TestServeModelsPoll(t *testing.T) {
 	writePackage(t, filepath.Join(models, "calc"), []float64{1, 2}, 3.5)
 	srv := startServer(t, "--data", t.TempDir(), "--models", models, "--models-poll", "50ms")
 	writePackage(t, filepath.Join(models, "calc"), []float64{2, 2}, 4.5)
-	waitFor(t, 30*time.Second, func() bool {
+	testwait.Until(t, 30*time.Second, func() bool {
 		resp, err := http.Get(srv.url + "/v1/models/calc/versions/2")
 		if err != nil {
 			return false

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluiceml/sluice/internal/testwait"
 )
 
 // sluice plan through the real binary: a given figure, the server's cost
@@ -47,7 +49,7 @@ func TestPlanCommand(t *testing.T) {
 	}
 
 	// With workers, the replicas are counted from their heartbeats.
-	waitFor(t, 10*time.Second, func() bool {
+	testwait.Until(t, 10*time.Second, func() bool {
 		v := getVersion(t, srv.url, 1)
 		return v.Config != nil && v.Config.ReadyReplicas > 0
 	})

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"os"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/sluiceml/sluice/internal/api"
 	"github.com/sluiceml/sluice/internal/pgdb/pgtest"
+	"github.com/sluiceml/sluice/internal/testwait"
 )
 
 // calcDeployment reads GET /v1/deployments/calc: what this gateway routes
@@ -115,7 +117,7 @@ func TestPostgresTwoGateways(t *testing.T) {
 		t.Fatalf("push v1 through A: %v %q %q", err, out, stderr)
 	}
 	start := time.Now()
-	waitFor(t, 30*time.Second, func() bool { v, _ := predictAs(t, b.url); return v == "calc@1" })
+	testwait.Until(t, 30*time.Second, func() bool { v, _ := predictAs(t, b.url); return v == "calc@1" })
 	t.Logf("calc@1 pushed through A answered through B after %s (B loads it itself)", time.Since(start).Round(time.Millisecond))
 
 	v2 := writePackage(t, filepath.Join(pkgs, "v2"), []float64{2, 2}, 4.5)
@@ -125,8 +127,8 @@ func TestPostgresTwoGateways(t *testing.T) {
 	if out, stderr, err := sluice(t, "deploy", "calc@2", "--server", a.url); err != nil {
 		t.Fatalf("deploy calc@2 through A: %v %q %q", err, out, stderr)
 	}
-	waitFor(t, 30*time.Second, func() bool { v, _ := predictAs(t, b.url); return v == "calc@2" })
-	waitFor(t, 30*time.Second, func() bool { v, _ := predictAs(t, a.url); return v == "calc@2" })
+	testwait.Until(t, 30*time.Second, func() bool { v, _ := predictAs(t, b.url); return v == "calc@2" })
+	testwait.Until(t, 30*time.Second, func() bool { v, _ := predictAs(t, a.url); return v == "calc@2" })
 
 	// Rollback through B: A's routing follows. A is polled from the moment
 	// the rollback is sent; the time is logged, not asserted.
@@ -134,14 +136,17 @@ func TestPostgresTwoGateways(t *testing.T) {
 	seen := make(chan time.Duration, 1)
 	start = time.Now()
 	go func() {
-		for time.Since(start) < 30*time.Second {
+		err := testwait.Poll(30*time.Second, func() error {
 			if d, ok := calcDeployment(t, a.url); ok && d.PolicyVersion > before.PolicyVersion && fullTarget(d) == 1 {
-				seen <- time.Since(start)
-				return
+				return nil
 			}
-			time.Sleep(2 * time.Millisecond)
+			return errors.New("A shows the policy of before")
+		})
+		if err != nil {
+			seen <- -1
+			return
 		}
-		seen <- -1
+		seen <- time.Since(start)
 	}()
 	out, stderr, err := sluice(t, "rollback", "calc", "--reason", "e2e", "--server", b.url)
 	if err != nil || !targetRE("calc@1", "100%").MatchString(out) {
@@ -184,24 +189,24 @@ func TestPostgresTwoGateways(t *testing.T) {
 	}
 	// The async records of those predictions are dropped and counted, and
 	// the log says the store is unreachable.
-	waitFor(t, 30*time.Second, func() bool { return droppedWriteFailed(t, a.url) > 0 })
-	waitFor(t, 30*time.Second, func() bool { return strings.Contains(b.logs.String(), "metadata store unreachable") })
+	testwait.Until(t, 30*time.Second, func() bool { return droppedWriteFailed(t, a.url) > 0 })
+	testwait.Until(t, 30*time.Second, func() bool { return strings.Contains(b.logs.String(), "metadata store unreachable") })
 
 	// PostgreSQL is back: a deploy works again, without a restart, and
 	// reaches the other gateway.
 	pgScript(t, "start-postgres.sh")
 	stopped = false
 	start = time.Now()
-	waitFor(t, 60*time.Second, func() bool {
+	testwait.Until(t, 60*time.Second, func() bool {
 		_, _, err := sluice(t, "traffic", "calc", "calc@2=100", "--reason", "back", "--server", b.url)
 		return err == nil
 	})
 	t.Logf("a traffic change through B succeeded %s after PostgreSQL started again", time.Since(start).Round(time.Millisecond))
-	waitFor(t, 30*time.Second, func() bool { v, _ := predictAs(t, a.url); return v == "calc@2" })
+	testwait.Until(t, 30*time.Second, func() bool { v, _ := predictAs(t, a.url); return v == "calc@2" })
 	if out, stderr, err := sluice(t, "push", v3, "--server", a.url); err != nil || !strings.Contains(out, "calc@3 published") {
 		t.Fatalf("push after PostgreSQL is back: %v %q %q", err, out, stderr)
 	}
-	waitFor(t, 30*time.Second, func() bool {
+	testwait.Until(t, 30*time.Second, func() bool {
 		v, _ := predictAs(t, b.url)
 		out, _, err := sluice(t, "models", "--server", b.url)
 		return v == "calc@2" && err == nil && strings.Contains(out, "3:ready")
@@ -209,12 +214,12 @@ func TestPostgresTwoGateways(t *testing.T) {
 	if out, stderr, err := sluice(t, "deploy", "calc@3", "--server", b.url); err != nil {
 		t.Fatalf("deploy calc@3 through B after PostgreSQL is back: %v %q %q", err, out, stderr)
 	}
-	waitFor(t, 30*time.Second, func() bool { v, _ := predictAs(t, a.url); return v == "calc@3" })
+	testwait.Until(t, 30*time.Second, func() bool { v, _ := predictAs(t, a.url); return v == "calc@3" })
 	if !strings.Contains(b.logs.String(), "metadata store reachable again") {
 		t.Errorf("B did not log that the store is back:\n%s", b.logs)
 	}
 	// Records written after the outage reach the shared store: B lists A's.
-	waitFor(t, 30*time.Second, func() bool {
+	testwait.Until(t, 30*time.Second, func() bool {
 		out, _, err := sluice(t, "records", "--model", "calc", "--server", b.url)
 		return err == nil && strings.Count(out, "calc") > 0
 	})

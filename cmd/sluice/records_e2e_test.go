@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/sluiceml/sluice/internal/api"
+	"github.com/sluiceml/sluice/internal/testwait"
 )
 
 type rawAnswer struct {
@@ -135,7 +136,7 @@ func TestIdempotency(t *testing.T) {
 		t.Errorf("%v computations for %d racing duplicates, want 1", after-before, len(answers))
 	}
 	var rs []api.Record
-	waitFor(t, 10*time.Second, func() bool {
+	testwait.Until(t, 10*time.Second, func() bool {
 		rs = listRecords(t, srv.url, "limit=100", "")
 		n := 0
 		for _, r := range rs {
@@ -299,7 +300,7 @@ func kill9Run(t *testing.T, mode string) (answered, lost, extra int) {
 		}()
 	}
 	// Kill in the middle of the load: once a fifth of it was answered.
-	waitFor(t, 60*time.Second, func() bool {
+	testwait.Until(t, 60*time.Second, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(acked) >= clients*perClient/5
@@ -373,7 +374,7 @@ func TestIdempotencyAcrossRestart(t *testing.T) {
 				t.Fatalf("other input with the same id after restart: %d %s", conflict.status, conflict.body)
 			}
 			var rs []api.Record
-			waitFor(t, 10*time.Second, func() bool {
+			testwait.Until(t, 10*time.Second, func() bool {
 				rs = listRecords(t, srv.url, "requestId=restart-1", "")
 				return len(rs) == 1 && rs[0].Attempts == 3
 			})

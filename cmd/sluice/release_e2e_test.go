@@ -22,6 +22,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/sluiceml/sluice/internal/api"
+	"github.com/sluiceml/sluice/internal/testwait"
 )
 
 // synPackage writes a synthetic-runtime package of model "syn".
@@ -160,7 +161,7 @@ func rolloutOf(t *testing.T, url, model string) api.Rollout {
 func waitPhase(t *testing.T, url string, phases ...string) api.Rollout {
 	t.Helper()
 	var r api.Rollout
-	waitFor(t, 60*time.Second, func() bool {
+	testwait.Until(t, 60*time.Second, func() bool {
 		r = rolloutOf(t, url, "syn")
 		for _, p := range phases {
 			if r.Phase == p {
@@ -215,7 +216,7 @@ func TestRolloutsUnderLoad(t *testing.T) {
 			t.Fatalf("deploy: %v %s %s", err, out, stderr)
 		}
 		sawShadow, sawCanary := false, false
-		waitFor(t, 60*time.Second, func() bool {
+		testwait.Until(t, 60*time.Second, func() bool {
 			r := rolloutOf(t, srv.url, "syn")
 			sawShadow = sawShadow || r.Phase == "shadow"
 			sawCanary = sawCanary || r.Phase == "canary"
@@ -286,14 +287,14 @@ func TestRolloutsUnderLoad(t *testing.T) {
 		before := getVersionOf(t, srv.url, "syn", 1)
 		l := startLoad(t, srv.url, "syn", 200, 20000)
 		// Some traffic reaches syn@2 first.
-		waitFor(t, 30*time.Second, func() bool { return l.count(func(a answer) bool { return a.version == "syn@2" }) >= 20 })
+		testwait.Until(t, 30*time.Second, func() bool { return l.count(func(a answer) bool { return a.version == "syn@2" }) >= 20 })
 		out, stderr, err := sluice(t, "rollback", "syn", "--reason", "drill", "--server", srv.url)
 		returned := time.Now()
 		if err != nil || !targetRE("syn@1", "100%").MatchString(out) {
 			t.Fatalf("rollback: %v %q %q", err, out, stderr)
 		}
 		// Requests sent after the rollback returned are answered.
-		waitFor(t, 30*time.Second, func() bool {
+		testwait.Until(t, 30*time.Second, func() bool {
 			return l.count(func(a answer) bool { return a.sent.After(returned) }) >= 20
 		})
 		as := l.finish()
@@ -377,7 +378,7 @@ func TestShadowFiguresMatchHandCount(t *testing.T) {
 		}
 	}
 	var d api.Deployment
-	waitFor(t, 30*time.Second, func() bool {
+	testwait.Until(t, 30*time.Second, func() bool {
 		d = deployment(t, srv.url, "lin")
 		return len(d.Shadows) == 1 && d.Shadows[0].Requests == int64(len(xs))
 	})
@@ -505,7 +506,7 @@ func TestStoreOutage(t *testing.T) {
 	if _, stderr, err := sluice(t, "deploy", "lin@2", "--plan", planFile, "--steps", "50,100", "--bake", "500ms", "--min-samples", "1", "--server", srv.url); err != nil {
 		t.Fatal(err, stderr)
 	}
-	waitFor(t, 30*time.Second, func() bool { return rolloutOfModel(t, srv.url, "lin").Phase == "canary" })
+	testwait.Until(t, 30*time.Second, func() bool { return rolloutOfModel(t, srv.url, "lin").Phase == "canary" })
 
 	db, err := sql.Open("sqlite", "file:"+filepath.Join(data, "sluice.db")+"?_pragma=busy_timeout(100)")
 	if err != nil {
@@ -528,7 +529,7 @@ func TestStoreOutage(t *testing.T) {
 	}
 	// Past the bake, the rollout wants to move but cannot record it: the
 	// controller says so and retries.
-	waitFor(t, 30*time.Second, func() bool {
+	testwait.Until(t, 30*time.Second, func() bool {
 		return strings.Contains(srv.logs.String(), `msg="rollout step not recorded; will retry" model=lin`)
 	})
 	if r := rolloutOfModel(t, srv.url, "lin"); r.Phase != "canary" {
@@ -539,7 +540,7 @@ func TestStoreOutage(t *testing.T) {
 	}
 	conn.Close()
 	outage := time.Since(locked)
-	waitFor(t, 30*time.Second, func() bool {
+	testwait.Until(t, 30*time.Second, func() bool {
 		r := rolloutOfModel(t, srv.url, "lin")
 		if r.Phase != "canary" && r.Phase != "promoted" {
 			t.Fatalf("rollout %s: %s", r.Phase, r.Reason)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluiceml/sluice/internal/pgdb/pgtest"
 	"github.com/sluiceml/sluice/internal/registry/s3/s3test"
+	"github.com/sluiceml/sluice/internal/testwait"
 )
 
 // seaweed is a SeaweedFS of the test's own, started by
@@ -164,7 +165,7 @@ func TestS3ArtifactsThroughTheBinary(t *testing.T) {
 		}
 	}
 	predictOK("hot")
-	waitFor(t, 10*time.Second, func() bool { return strings.Contains(srv.logs.String(), `artifact="fetched from `+store) })
+	testwait.Until(t, 10*time.Second, func() bool { return strings.Contains(srv.logs.String(), `artifact="fetched from `+store) })
 
 	// The artifacts are objects PREFIX/sha256/SHA in the bucket and not
 	// files in --data.
@@ -210,12 +211,12 @@ func TestS3ArtifactsThroughTheBinary(t *testing.T) {
 	}
 	// A worker killed now comes back and loads from its disk cache: the
 	// store is not needed for what a worker has fetched before.
-	waitFor(t, 10*time.Second, func() bool { return readyEverywhere(workers(t, srv.url), 2, "hot@1") })
+	testwait.Until(t, 10*time.Second, func() bool { return readyEverywhere(workers(t, srv.url), 2, "hot@1") })
 	victim := workers(t, srv.url).Workers[0]
 	if err := syscall.Kill(int(victim.PID), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, func() bool {
+	testwait.Until(t, 30*time.Second, func() bool {
 		wl := workers(t, srv.url)
 		for _, w := range wl.Workers {
 			if w.ID == victim.ID && w.PID == victim.PID {
@@ -254,7 +255,7 @@ func TestS3TwoGatewaysOneDatabase(t *testing.T) {
 		t.Fatalf("push v1 through A: %v %q %q", err, out, stderr)
 	}
 	start := time.Now()
-	waitFor(t, 30*time.Second, func() bool { v, _ := predictAs(t, b.url); return v == "calc@1" })
+	testwait.Until(t, 30*time.Second, func() bool { v, _ := predictAs(t, b.url); return v == "calc@1" })
 	t.Logf("calc@1 pushed through A answered through B after %s", time.Since(start).Round(time.Millisecond))
 	if !strings.Contains(b.logs.String(), `artifact="fetched from `+arts) {
 		t.Errorf("B's worker did not fetch calc@1 from %s:\n%s", arts, b.logs)
@@ -266,12 +267,12 @@ func TestS3TwoGatewaysOneDatabase(t *testing.T) {
 	if out, stderr, err := sluice(t, "deploy", "calc@2", "--server", a.url); err != nil {
 		t.Fatalf("deploy calc@2 through A: %v %q %q", err, out, stderr)
 	}
-	waitFor(t, 30*time.Second, func() bool { v, _ := predictAs(t, b.url); return v == "calc@2" })
+	testwait.Until(t, 30*time.Second, func() bool { v, _ := predictAs(t, b.url); return v == "calc@2" })
 	start = time.Now()
 	if out, stderr, err := sluice(t, "rollback", "calc", "--reason", "e2e", "--server", b.url); err != nil {
 		t.Fatalf("rollback through B: %v %q %q", err, out, stderr)
 	}
-	waitFor(t, 30*time.Second, func() bool { v, _ := predictAs(t, a.url); return v == "calc@1" })
+	testwait.Until(t, 30*time.Second, func() bool { v, _ := predictAs(t, a.url); return v == "calc@1" })
 	t.Logf("rollback through B: A answered with calc@1 %s after the CLI started", time.Since(start).Round(time.Millisecond))
 	// PostgreSQL stopped: both gateways keep serving from their last
 	// snapshot, their workers from what they loaded from the bucket.

@@ -22,6 +22,7 @@ import (
 
 	"github.com/sluiceml/sluice/internal/api"
 	"github.com/sluiceml/sluice/internal/cluster"
+	"github.com/sluiceml/sluice/internal/testwait"
 )
 
 // workers fetches GET /v1/workers.
@@ -117,7 +118,7 @@ func TestWorkersServeEveryExample(t *testing.T) {
 			answers[m.Name] = append(answers[m.Name], p.ModelVersion+" "+string(pred))
 		}
 		if mode == "2" {
-			waitFor(t, 10*time.Second, func() bool { return readyEverywhere(workers(t, srv.url), 2, ids...) })
+			testwait.Until(t, 10*time.Second, func() bool { return readyEverywhere(workers(t, srv.url), 2, ids...) })
 			out, stderr, err := sluice(t, "workers", "--server", srv.url)
 			if err != nil {
 				t.Fatalf("sluice workers: %v %s", err, stderr)
@@ -212,7 +213,7 @@ func openLoop(url, body string, rate int, stop <-chan struct{}) []outcome {
 // allowed a retry fails, the worker comes back and serves again.
 func TestWorkerKilledUnderLoad(t *testing.T) {
 	srv := startServer(t, "--data", t.TempDir(), "--workers", "2")
-	waitFor(t, 10*time.Second, func() bool { return readyEverywhere(workers(t, srv.url), 2, "fraud@1", "iris@1", "churn@1") })
+	testwait.Until(t, 10*time.Second, func() bool { return readyEverywhere(workers(t, srv.url), 2, "fraud@1", "iris@1", "churn@1") })
 	victim := workers(t, srv.url).Workers[0]
 	body := `{"instances":[{"amount":800.0,"accountAgeDays":91,"declines5m":3,"country":"US"}],"deadlineMs":1000}`
 	stop := make(chan struct{})
@@ -223,7 +224,7 @@ func TestWorkerKilledUnderLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The worker comes back (a new process under the same id) with its versions.
-	waitFor(t, 15*time.Second, func() bool {
+	testwait.Until(t, 15*time.Second, func() bool {
 		wl := workers(t, srv.url)
 		for _, w := range wl.Workers {
 			if w.ID == victim.ID && w.PID == victim.PID {
@@ -287,7 +288,7 @@ func TestExitEveryModelLeavesGatewayUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := startServer(t, "--data", t.TempDir(), "--models", models, "--workers", "3")
-	waitFor(t, 10*time.Second, func() bool {
+	testwait.Until(t, 10*time.Second, func() bool {
 		wl := workers(t, srv.url)
 		return holders(wl, "syn@1") == 2 && holders(wl, other+"@1") == 2
 	})
@@ -369,7 +370,7 @@ func TestAttachedWorker(t *testing.T) {
 	srv := startServer(t, "--data", t.TempDir(), "--control-addr", addr, "--workers", "0")
 	// Ready means the versions are ready on the worker; its next heartbeat
 	// (every 250 ms) shows them.
-	waitFor(t, 5*time.Second, func() bool { return holders(workers(t, srv.url), "fraud@1") == 1 })
+	testwait.Until(t, 5*time.Second, func() bool { return holders(workers(t, srv.url), "fraud@1") == 1 })
 	wl := workers(t, srv.url)
 	if wl.Mode != "workers" || len(wl.Workers) != 1 || wl.Workers[0].ID != "far-1" || holders(wl, "fraud@1") != 1 {
 		t.Fatalf("workers: %+v", wl)
@@ -380,13 +381,13 @@ func TestAttachedWorker(t *testing.T) {
 	}
 	_ = w.Process.Signal(syscall.SIGTERM)
 	_, _ = w.Process.Wait()
-	waitFor(t, 10*time.Second, func() bool { return workers(t, srv.url).Workers[0].State == "down" })
+	testwait.Until(t, 10*time.Second, func() bool { return workers(t, srv.url).Workers[0].State == "down" })
 	status, out, _ := postJSON(srv.url+"/v1/models/fraud:predict", body)
 	if status != 503 || !strings.Contains(string(out), "not_ready") {
 		t.Fatalf("with no worker: %d %s", status, out)
 	}
 	startWorker("far-2")
-	waitFor(t, 10*time.Second, func() bool { return holders(workers(t, srv.url), "fraud@1") == 1 })
+	testwait.Until(t, 10*time.Second, func() bool { return holders(workers(t, srv.url), "fraud@1") == 1 })
 	if status, out, err := postJSON(srv.url+"/v1/models/fraud:predict", body); err != nil || status != 200 {
 		t.Fatalf("after a new worker joined: %d %v %s", status, err, out)
 	}
@@ -530,7 +531,7 @@ func TestAutoscaleUpWithWorkers(t *testing.T) {
 	synPackage(t, filepath.Join(models, "syn"), `{"base":"10ms","perInstance":"0ms","mode":"sleep"}`,
 		"serving: {maxBatchSize: 1, defaultDeadline: 500ms, maxInstancesPerRequest: 10, maxQueueInstances: 200}\nplacement: {maxReplicas: 6}\n")
 	srv := startServer(t, "--data", t.TempDir(), "--models", models, "--workers", "2")
-	waitFor(t, 10*time.Second, func() bool { return holders(workers(t, srv.url), "syn@1") == 2 })
+	testwait.Until(t, 10*time.Second, func() bool { return holders(workers(t, srv.url), "syn@1") == 2 })
 	replicas := func() int {
 		n := 0
 		for _, w := range workers(t, srv.url).Workers {
@@ -550,7 +551,7 @@ func TestAutoscaleUpWithWorkers(t *testing.T) {
 	go func() {
 		done <- openLoop(srv.url+"/v1/models/syn:predict", `{"instances":[{"x":1}],"deadlineMs":500}`, 300, stop)
 	}()
-	waitFor(t, 30*time.Second, func() bool { return replicas() >= 4 })
+	testwait.Until(t, 30*time.Second, func() bool { return replicas() >= 4 })
 	close(stop)
 	<-done
 	t.Logf("syn@1 scaled to %d replicas under 300 req/s of a 10 ms model", replicas())
@@ -590,7 +591,7 @@ func TestManyModelsEvict(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := startServer(t, "--data", t.TempDir(), "--models", models, "--workers", "2", "--worker-memory", "96MiB", "--min-residency", "100ms")
-	waitFor(t, 60*time.Second, func() bool { return readiness(t, srv.url).Ready })
+	testwait.Until(t, 60*time.Second, func() bool { return readiness(t, srv.url).Ready })
 	// A cold version whose load (1.5 s) is longer than the deadline: 503
 	// cold_start at once, Retry-After ≈ the load time; the load goes on,
 	// and a request with a long enough deadline waits for it.
@@ -663,7 +664,7 @@ func TestManyModelsEvict(t *testing.T) {
 	}
 	// Every eviction's unload ends: a worker reports no version it holds
 	// that the pool evicted (as many evictions as loads there).
-	waitFor(t, 10*time.Second, func() bool {
+	testwait.Until(t, 10*time.Second, func() bool {
 		for _, w := range workers(t, srv.url).Workers {
 			for _, v := range w.Versions {
 				if v.Loads > 0 && v.Loads == v.Evictions {

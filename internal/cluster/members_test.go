@@ -7,6 +7,7 @@ import (
 
 	"github.com/sluiceml/sluice/internal/autoscale"
 	"github.com/sluiceml/sluice/internal/modelpkg"
+	"github.com/sluiceml/sluice/internal/testwait"
 	"github.com/sluiceml/sluice/internal/workerpb"
 )
 
@@ -36,7 +37,7 @@ func TestFenceUnfenceForget(t *testing.T) {
 		}
 		return out
 	}
-	waitUntil(t, func() bool { h := holders(); return len(h) == 2 && h["a"] && h["b"] })
+	testwait.Until(t, 10*time.Second, func() bool { h := holders(); return len(h) == 2 && h["a"] && h["b"] })
 	if c.loads.Load() != 0 {
 		t.Fatalf("fenced worker c got %d loads", c.loads.Load())
 	}
@@ -60,7 +61,7 @@ func TestFenceUnfenceForget(t *testing.T) {
 	if s := state("a"); s != "down: pod terminating" {
 		t.Errorf("a heartbeat revived a fenced worker: %q", s)
 	}
-	waitUntil(t, func() bool { h := holders(); return len(h) == 2 && h["b"] && h["c"] })
+	testwait.Until(t, 10*time.Second, func() bool { h := holders(); return len(h) == 2 && h["b"] && h["c"] })
 	for i := range 20 {
 		if _, err := v.Submit(t.Context(), rows(1)); err != nil {
 			t.Fatalf("request %d: %v", i, err)

@@ -14,6 +14,7 @@ import (
 	"github.com/sluiceml/sluice/internal/errs"
 	"github.com/sluiceml/sluice/internal/modelpkg"
 	"github.com/sluiceml/sluice/internal/placement"
+	"github.com/sluiceml/sluice/internal/testwait"
 	"github.com/sluiceml/sluice/internal/workerpb"
 )
 
@@ -152,7 +153,7 @@ func TestColdLoadShared(t *testing.T) {
 	for range 8 {
 		wg.Go(func() { errc <- submit(v, 10*time.Second) })
 	}
-	waitUntil(t, func() bool { return ev.waited.Load() == 8 }) // all of them wait
+	testwait.Until(t, 10*time.Second, func() bool { return ev.waited.Load() == 8 }) // all of them wait
 	close(gate)
 	wg.Wait()
 	close(errc)
@@ -186,7 +187,7 @@ func TestColdStartRefused(t *testing.T) {
 	if d := time.Since(began); d > 150*time.Millisecond {
 		t.Fatalf("refused after %s: it must not wait", d)
 	}
-	waitUntil(t, func() bool { return a.loads.Load() == 1 })
+	testwait.Until(t, 10*time.Second, func() bool { return a.loads.Load() == 1 })
 	if ev.refused.Load() != 1 {
 		t.Fatalf("cold starts refused: %d", ev.refused.Load())
 	}
@@ -244,7 +245,7 @@ func TestQuarantineAfterThreeExits(t *testing.T) {
 		a.mu.Unlock()
 		done := make(chan error, 1)
 		go func() { done <- submit(v, 5*time.Second) }()
-		waitUntil(t, func() bool {
+		testwait.Until(t, 10*time.Second, func() bool {
 			p.mu.Lock()
 			defer p.mu.Unlock()
 			cp := v.on["a"]
@@ -259,7 +260,7 @@ func TestQuarantineAfterThreeExits(t *testing.T) {
 		a.mu.Unlock()
 		if exit < 3 {
 			a.registerWith(t, p, int64(1+exit), 1<<30) // the restarted process: a new session
-			waitUntil(t, func() bool { return len(p.candidates(v, nil)) == 1 })
+			testwait.Until(t, 10*time.Second, func() bool { return len(p.candidates(v, nil)) == 1 })
 		}
 	}
 	select {
@@ -273,7 +274,7 @@ func TestQuarantineAfterThreeExits(t *testing.T) {
 	}
 	// The unload goes to the process that held it (here still reachable);
 	// wait for it before the next registration replaces the connection.
-	waitUntil(t, func() bool { return slices.Contains(a.unloaded(), "poison@1") })
+	testwait.Until(t, 10*time.Second, func() bool { return slices.Contains(a.unloaded(), "poison@1") })
 	a.registerWith(t, p, 9, 1<<30)
 	err := submit(v, time.Second)
 	if errs.CodeOf(err) != errs.NotReady || !strings.Contains(err.Error(), "quarantined") {
@@ -371,11 +372,10 @@ func TestTrimAfterLargerMeasure(t *testing.T) {
 	if used := p.Workers()[0].MemoryUsed; used > 20*mib {
 		t.Fatalf("used %d MiB over the 20 MiB budget after the larger measure", used>>20)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for !slices.Equal(a.unloaded(), []string{"small@1"}) {
-		if time.Now().After(deadline) {
-			t.Fatalf("unloaded %v, want [small@1]", a.unloaded())
+	testwait.UntilNil(t, 10*time.Second, func() error {
+		if u := a.unloaded(); !slices.Equal(u, []string{"small@1"}) {
+			return fmt.Errorf("unloaded %v, want [small@1]", u)
 		}
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	})
 }

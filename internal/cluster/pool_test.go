@@ -20,6 +20,7 @@ import (
 	"github.com/sluiceml/sluice/internal/runtime"
 	_ "github.com/sluiceml/sluice/internal/runtime/linear"
 	"github.com/sluiceml/sluice/internal/serving"
+	"github.com/sluiceml/sluice/internal/testwait"
 	"github.com/sluiceml/sluice/internal/workerpb"
 )
 
@@ -175,19 +176,8 @@ func twoWorkers(t *testing.T) (*Pool, *Version, *fakeWorker, *fakeWorker) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, func() bool { return len(p.candidates(v, nil)) == 2 })
+	testwait.Until(t, 10*time.Second, func() bool { return len(p.candidates(v, nil)) == 2 })
 	return p, v, a, b
-}
-
-func waitUntil(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 10s")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // Submit tries one other worker when the first refuses or fails, and
@@ -300,7 +290,7 @@ func TestHeartbeats(t *testing.T) {
 	if s := state(); s != "ready" {
 		t.Fatalf("after register: %s", s)
 	}
-	waitUntil(t, func() bool { return state() == "down" })
+	testwait.Until(t, 10*time.Second, func() bool { return state() == "down" })
 	resp, err := p.Heartbeat(t.Context(), &workerpb.WorkerStatus{Id: "a", Address: a.addr, Pid: 7})
 	if err != nil || !resp.Known {
 		t.Fatalf("heartbeat: %v %v", resp, err)
@@ -454,7 +444,7 @@ func TestAutoscaleSourceAndActuator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, func() bool { return len(p.candidates(v, nil)) == 2 })
+	testwait.Until(t, 10*time.Second, func() bool { return len(p.candidates(v, nil)) == 2 })
 	for i := 0; i < 3; i++ {
 		if _, err := v.Submit(t.Context(), rows(4)); err != nil {
 			t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/sluiceml/sluice/internal/errs"
 	"github.com/sluiceml/sluice/internal/modelpkg"
 	"github.com/sluiceml/sluice/internal/registry"
+	"github.com/sluiceml/sluice/internal/testwait"
 )
 
 func TestArchiveRefusal(t *testing.T) {
@@ -244,18 +245,5 @@ func TestDeleteModel(t *testing.T) {
 	}
 	// A changed package is a new version: the model's first again.
 	h.scan(folder(map[string]map[string]string{"calc": linear("calc", 3)}))
-	waitFor(t, func() bool { return h.ctl.Table.Load().Serving("calc") == 3 })
-}
-
-// waitFor polls cond until it holds (the first policy is written after the
-// version turns ready).
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 30s")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.Until(t, 30*time.Second, func() bool { return h.ctl.Table.Load().Serving("calc") == 3 })
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluiceml/sluice/internal/registry"
+	"github.com/sluiceml/sluice/internal/testwait"
 )
 
 // kicked is a registry.Changes whose changes the test announces: the
@@ -38,17 +39,6 @@ func servingVersion(c *Controller, model string) int {
 	return tg.N
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 30s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // Two controllers on one store (two gateways): a version published
 // through one is loaded by the other, and each one's deployment changes
 // (a new version's traffic, a rollback) reach the other's routing
@@ -65,7 +55,7 @@ func TestFollowTheOtherGateway(t *testing.T) {
 
 	a.scan(folder(map[string]map[string]string{"calc": linear("calc", 1)}))
 	kick <- struct{}{}
-	eventually(t, "b serves calc@1 published through a", func() bool { return servingVersion(b.ctl, "calc") == 1 })
+	testwait.Until(t, 30*time.Second, func() bool { return servingVersion(b.ctl, "calc") == 1 }) // b serves calc@1 published through a
 	if p, ok := b.ctl.Policy("calc"); !ok || p.Version != 1 {
 		t.Fatalf("b's policy = %+v, %v; want a's first policy", p, ok)
 	}
@@ -75,14 +65,14 @@ func TestFollowTheOtherGateway(t *testing.T) {
 		t.Fatal(err)
 	}
 	kick <- struct{}{}
-	eventually(t, "b serves calc@2 after a's traffic change", func() bool { return servingVersion(b.ctl, "calc") == 2 })
+	testwait.Until(t, 30*time.Second, func() bool { return servingVersion(b.ctl, "calc") == 2 }) // b serves calc@2 after a's traffic change
 
 	p, err := b.ctl.Rollback(ctx, "calc", 0, "bob", "bad")
 	if err != nil || p.Version != 3 {
 		t.Fatalf("rollback through b = %+v, %v; want policy 3", p, err)
 	}
 	aKick <- struct{}{}
-	eventually(t, "a serves calc@1 after b's rollback", func() bool { return servingVersion(a.ctl, "calc") == 1 })
+	testwait.Until(t, 30*time.Second, func() bool { return servingVersion(a.ctl, "calc") == 1 }) // a serves calc@1 after b's rollback
 	if p, _ := a.ctl.Policy("calc"); p.Version != 3 || p.Actor != "bob" {
 		t.Errorf("a's policy = %+v; want b's rollback (v3, bob)", p)
 	}
@@ -91,7 +81,7 @@ func TestFollowTheOtherGateway(t *testing.T) {
 		t.Fatal(err)
 	}
 	aKick <- struct{}{}
-	eventually(t, "calc@2 archived on a after b archived it", func() bool { st, _ := a.state("calc", 2); return st == registry.Archived })
+	testwait.Until(t, 30*time.Second, func() bool { st, _ := a.state("calc", 2); return st == registry.Archived }) // calc@2 archived on a after b archived it
 	if _, ok := a.ctl.Table.Load().Models["calc"].Versions[2]; ok {
 		t.Error("a still routes pinned calls to calc@2 archived through b")
 	}
@@ -135,7 +125,7 @@ func TestFollowRetriesWhileTheStoreIsDown(t *testing.T) {
 		t.Fatal("served calc before the store answered")
 	}
 	f.down.Store(false)
-	eventually(t, "calc served once the store answers", func() bool { return servingVersion(c, "calc") == 1 })
+	testwait.Until(t, 30*time.Second, func() bool { return servingVersion(c, "calc") == 1 }) // calc served once the store answers
 }
 
 // Follow and Watch racing Close: each either starts its goroutines before

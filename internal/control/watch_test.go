@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluiceml/sluice/internal/registry"
+	"github.com/sluiceml/sluice/internal/testwait"
 )
 
 func TestDue(t *testing.T) {
@@ -65,22 +66,22 @@ func TestWatch(t *testing.T) {
 	h.ctl.MarkStarted()
 	serving := func(model string) int { return h.ctl.Table.Load().Serving(model) }
 	ready := func(model string, n int) bool { st, _ := h.state(model, n); return st == registry.Ready }
-	waitFor(t, func() bool { return serving("calc") == 1 })
+	testwait.Until(t, 30*time.Second, func() bool { return serving("calc") == 1 })
 
 	// A changed package without a plan: a new version, no traffic.
 	writeFiles(t, filepath.Join(models, "calc"), linear("calc", 2))
-	waitFor(t, func() bool { return ready("calc", 2) })
+	testwait.Until(t, 30*time.Second, func() bool { return ready("calc", 2) })
 	if n := serving("calc"); n != 1 {
 		t.Fatalf("a changed package without a plan moved traffic to calc@%d", n)
 	}
 	// A new package: published, its first version serves.
 	writeFiles(t, filepath.Join(models, "other"), linear("other", 1))
-	waitFor(t, func() bool { return serving("other") == 1 })
+	testwait.Until(t, 30*time.Second, func() bool { return serving("other") == 1 })
 	// An invalid change: reported, the published version keeps serving.
 	bad := linear("other", 2)
 	bad["model.yaml"] += "sering: {}\n"
 	writeFiles(t, filepath.Join(models, "other"), bad)
-	waitFor(t, func() bool { return len(h.ctl.InvalidPackages()) == 1 })
+	testwait.Until(t, 30*time.Second, func() bool { return len(h.ctl.InvalidPackages()) == 1 })
 	if p := h.ctl.InvalidPackages()[0]; p.Dir != "models/other" || p.Model != "other" || serving("other") != 1 {
 		t.Fatalf("invalid package %+v, other serves @%d", p, serving("other"))
 	}
@@ -88,12 +89,12 @@ func TestWatch(t *testing.T) {
 	plan := linear("calc", 3)
 	plan["model.yaml"] += "release: {steps: [100]}\n"
 	writeFiles(t, filepath.Join(models, "calc"), plan)
-	waitFor(t, func() bool { return serving("calc") == 3 })
+	testwait.Until(t, 30*time.Second, func() bool { return serving("calc") == 3 })
 	// The folder removed: forgotten, nothing unloaded.
 	if err := os.RemoveAll(filepath.Join(models, "other")); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return len(h.ctl.InvalidPackages()) == 0 })
+	testwait.Until(t, 30*time.Second, func() bool { return len(h.ctl.InvalidPackages()) == 0 })
 	if !ready("other", 1) {
 		t.Fatal("a removed package's version was unloaded")
 	}

@@ -1,11 +1,14 @@
 package gcfloor
 
 import (
+	"fmt"
 	"math"
 	"runtime"
 	"runtime/debug"
 	"testing"
 	"time"
+
+	"github.com/sluiceml/sluice/internal/testwait"
 )
 
 func TestPercent(t *testing.T) {
@@ -59,14 +62,13 @@ func TestTunerFollowsTheLiveHeap(t *testing.T) {
 	for i := range hold {
 		hold[i] = make([]byte, 1<<20)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for tu.GOGC() >= small && time.Now().Before(deadline) {
-		runtime.GC()
-		time.Sleep(10 * time.Millisecond) // the finalizer runs on its own goroutine
-	}
-	if got := tu.GOGC(); got >= small {
-		t.Fatalf("GOGC stayed %d with 256 MiB live (was %d)", got, small)
-	}
+	testwait.UntilNil(t, 20*time.Second, func() error {
+		if got := tu.GOGC(); got >= small {
+			runtime.GC() // the finalizer runs on its own goroutine
+			return fmt.Errorf("GOGC stayed %d with 256 MiB live (was %d)", got, small)
+		}
+		return nil
+	})
 	if got := gcPercent(); got != tu.GOGC() {
 		t.Errorf("runtime GOGC %d, tuner %d", got, tu.GOGC())
 	}

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sluiceml/sluice/internal/testwait"
 )
 
 // gatedStore holds every Write until the test opens the gate, so a test
@@ -51,7 +53,7 @@ func TestDurableCommitWaitsForTheWrite(t *testing.T) {
 			}
 			// Durable: the write has not happened, so Commit must not have
 			// returned; the record is pending (buffered or in the batch).
-			waitUntil(t, func() bool { return w.Pending() == 1 })
+			testwait.Until(t, 10*time.Second, func() bool { return w.Pending() == 1 })
 			select {
 			case err := <-done:
 				t.Fatalf("durable Commit returned before its record was written: %v", err)
@@ -137,9 +139,9 @@ func TestDurableCommitFailures(t *testing.T) {
 		stop := runWriter(t, w)
 		defer func() { close(g.gate); stop() }()
 		go w.Commit(context.Background(), Record{RequestID: "in-batch", Tenant: "acme"})
-		waitUntil(t, func() bool { return w.writing.Load() == 1 })
+		testwait.Until(t, 10*time.Second, func() bool { return w.writing.Load() == 1 })
 		go w.Commit(context.Background(), Record{RequestID: "buffered", Tenant: "acme"})
-		waitUntil(t, func() bool { return w.Buffered() == 1 })
+		testwait.Until(t, 10*time.Second, func() bool { return w.Buffered() == 1 })
 		if err := w.Commit(context.Background(), Record{RequestID: "refused", Tenant: "acme"}); !errors.Is(err, ErrNotWritten) {
 			t.Fatalf("Commit with a full buffer: %v, want ErrNotWritten", err)
 		}
@@ -163,16 +165,4 @@ func TestDurableCommitFailures(t *testing.T) {
 			t.Fatalf("Commit with a cancelled context: %v", err)
 		}
 	})
-}
-
-// waitUntil polls cond until it holds or 10s pass.
-func waitUntil(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 10s")
-		}
-		time.Sleep(time.Millisecond)
-	}
 }

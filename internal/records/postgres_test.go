@@ -2,6 +2,7 @@ package records_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"github.com/sluiceml/sluice/internal/pgdb/pgtest"
 	"github.com/sluiceml/sluice/internal/records"
 	"github.com/sluiceml/sluice/internal/records/recordstest"
+	"github.com/sluiceml/sluice/internal/testwait"
 )
 
 func openPostgres(t *testing.T, url string) *records.Postgres {
@@ -59,10 +61,13 @@ func TestPostgresTwoWriters(t *testing.T) {
 			}
 		}
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for ws[0].Written()+ws[1].Written()+ws[0].Failed()+ws[1].Failed() < 2*per && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond) // poll until written, with a deadline
-	}
+	// Until every record is written or failed; the checks below say which.
+	_ = testwait.Poll(30*time.Second, func() error {
+		if ws[0].Written()+ws[1].Written()+ws[0].Failed()+ws[1].Failed() < 2*per {
+			return errors.New("records outstanding")
+		}
+		return nil
+	})
 	cancel()
 	wg.Wait()
 	for _, w := range ws {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluiceml/sluice/internal/schema"
+	"github.com/sluiceml/sluice/internal/testwait"
 )
 
 func num(s string) schema.Value   { return schema.Value{Kind: schema.Number, Text: s} }
@@ -176,13 +177,12 @@ func TestWriterWritesFullBatchesWhileRunning(t *testing.T) {
 		w.Add(Record{RequestID: fmt.Sprint(i), CreatedAt: t0})
 	}
 	// Two full batches go out on the wake channel; poll with a deadline.
-	deadline := time.Now().Add(10 * time.Second)
-	for w.Written() < 20 {
-		if time.Now().After(deadline) {
-			t.Fatalf("written %d after 10s, want >= 20", w.Written())
+	testwait.UntilNil(t, 10*time.Second, func() error {
+		if n := w.Written(); n < 20 {
+			return fmt.Errorf("written %d, want >= 20", n)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 	if b := w.Buffered(); b != 5 {
 		t.Errorf("buffered %d, want 5 (a partial batch waits for FlushEvery)", b)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluiceml/sluice/internal/control"
 	_ "github.com/sluiceml/sluice/internal/runtime/synthetic"
+	"github.com/sluiceml/sluice/internal/testwait"
 )
 
 // syntheticPackage is a model package with a synthetic runtime.
@@ -180,19 +181,7 @@ func TestReplicaPanicUnderLoad(t *testing.T) {
 	if unavailable > len(out)/20 {
 		t.Errorf("%d of %d requests failed after crashes; the retry should save nearly all", unavailable, len(out))
 	}
-	waitUntil(t, func() bool { return versionStats(t, ctl).Stats.ReadyReplicas == 2 })
-}
-
-// waitUntil polls cond for up to 10 s (a bounded poll, not a sleep-and-hope).
-func waitUntil(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in 10s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.Until(t, 10*time.Second, func() bool { return versionStats(t, ctl).Stats.ReadyReplicas == 2 })
 }
 
 // TestGracefulShutdownUnderLoad stops the server mid-load: every request

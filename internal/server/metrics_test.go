@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/common/expfmt"
@@ -17,6 +18,7 @@ import (
 	"github.com/sluiceml/sluice/internal/registry"
 	"github.com/sluiceml/sluice/internal/telemetry"
 	"github.com/sluiceml/sluice/internal/tenant"
+	"github.com/sluiceml/sluice/internal/testwait"
 )
 
 // scrape reads /metrics into "name{k=v,…}" → value (histograms: _count).
@@ -81,7 +83,7 @@ func TestMetricsAfterMixedTraffic(t *testing.T) {
 	if _, err := ctl.PublishFS(t.Context(), fsys2, ".", "more"); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, func() bool { _, err := ctl.Table.Load().Pinned("lin", 2); return err == nil })
+	testwait.Until(t, 10*time.Second, func() bool { _, err := ctl.Table.Load().Pinned("lin", 2); return err == nil })
 	if _, err := ctl.SetTargets(t.Context(), "lin", []registry.Target{{Version: 1, Weight: 50}, {Version: 2, Weight: 50}}, "ops", "split", -1); err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package serving
 import (
 	"context"
 	"errors"
+	"fmt"
 	goruntime "runtime"
 	"sync"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/sluiceml/sluice/internal/errs"
 	"github.com/sluiceml/sluice/internal/runtime"
+	"github.com/sluiceml/sluice/internal/testwait"
 )
 
 // submitAsync submits v and sends its error (nil if the answer was right)
@@ -439,12 +441,11 @@ func TestNoGoroutineLeft(t *testing.T) {
 	}
 	// Goroutines that called wg.Done may not have exited yet: poll, with a
 	// deadline.
-	deadline := time.Now().Add(5 * time.Second)
-	for goruntime.NumGoroutine() > before {
-		if time.Now().After(deadline) {
+	testwait.UntilNil(t, 5*time.Second, func() error {
+		if n := goruntime.NumGoroutine(); n > before {
 			buf := make([]byte, 1<<16)
-			t.Fatalf("%d goroutines before, %d after Close:\n%s", before, goruntime.NumGoroutine(), buf[:goruntime.Stack(buf, true)])
+			return fmt.Errorf("%d goroutines before, %d after Close:\n%s", before, n, buf[:goruntime.Stack(buf, true)])
 		}
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	})
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/sluiceml/sluice/internal/runtime"
 	_ "github.com/sluiceml/sluice/internal/runtime/linear"
 	"github.com/sluiceml/sluice/internal/serving"
+	"github.com/sluiceml/sluice/internal/testwait"
 	"github.com/sluiceml/sluice/internal/worker"
 	"github.com/sluiceml/sluice/internal/workerpb"
 )
@@ -104,17 +105,13 @@ func TestWorkerAgainstControlPlane(t *testing.T) {
 	}
 
 	// The status reaches the control plane.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testwait.UntilNil(t, 10*time.Second, func() error {
 		ws := pool.Workers()
 		if len(ws) == 1 && ws[0].RSS > 0 && len(ws[0].Versions) >= 1 && ws[0].Versions[0].ID == "calc@1" && ws[0].Versions[0].Batches > 0 {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("workers: %+v", ws)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return fmt.Errorf("workers: %+v", ws)
+	})
 
 	// Bad tensors sent straight to the worker name the tensor.
 	addr := pool.Workers()[0].Address

@@ -22,6 +22,7 @@ import (
 
 	"github.com/sluiceml/sluice/internal/api"
 	"github.com/sluiceml/sluice/internal/kube"
+	"github.com/sluiceml/sluice/internal/testwait"
 )
 
 const ns = "sluice-e2e"
@@ -273,21 +274,20 @@ func TestKubernetes(t *testing.T) {
 	}
 }
 
-// poll calls cond every 200 ms until it returns "" or the limit passes;
-// then the test fails with cond's last answer.
+// poll calls cond until it returns "" or the limit passes (testwait's
+// poll); then the test fails with cond's last answer. A cancelled ctx fails
+// it at once.
 func poll(ctx context.Context, t *testing.T, limit time.Duration, what string, cond func() string) {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
-		why := cond()
-		if why == "" {
-			return
+	testwait.UntilNil(t, limit, func() error {
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("%s: %v", what, err)
 		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			t.Fatalf("%s: not within %s: %s", what, limit, why)
+		if why := cond(); why != "" {
+			return fmt.Errorf("%s: %s", what, why)
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func podReady(p *corev1.Pod) bool {

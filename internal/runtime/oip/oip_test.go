@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluiceml/sluice/internal/runtime"
 	"github.com/sluiceml/sluice/internal/serving"
+	"github.com/sluiceml/sluice/internal/testwait"
 )
 
 func load(t *testing.T, spec runtime.Spec, artifact []byte) runtime.Model {
@@ -285,7 +286,7 @@ func TestServerDiesMidCall(t *testing.T) {
 		_, err := m.Predict(ctx, rows(2, 4))
 		errc <- err
 	}()
-	waitFor(t, 10*time.Second, func() bool { calls, _ := srv.stats(t, "hang"); return calls == 1 })
+	testwait.Until(t, 10*time.Second, func() bool { calls, _ := srv.stats(t, "hang"); return calls == 1 })
 	srv.kill(t)
 	select {
 	case err := <-errc:
@@ -295,17 +296,5 @@ func TestServerDiesMidCall(t *testing.T) {
 		t.Logf("server killed mid-call: %v", err)
 	case <-ctx.Done():
 		t.Fatal("Predict still waiting at its deadline after the server died")
-	}
-}
-
-// waitFor polls cond until it holds or the timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %v", timeout)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
