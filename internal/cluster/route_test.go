@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluiceml/sluice/internal/testwait"
 	"github.com/sluiceml/sluice/internal/workerpb"
 )
 
@@ -76,7 +77,7 @@ func TestRouteFollowsReadiness(t *testing.T) {
 		{"b heartbeats again (same process)", func() { beat(t, p, b, 2, "ready", 0) }, []string{"a", "b"}},
 		{"b restarts: a new process, loaded again", func() {
 			b.register(t, p, 3)
-			waitUntil(t, func() bool { return len(routed(v)) == 2 })
+			testwait.Until(t, 10*time.Second, func() bool { return len(routed(v)) == 2 })
 		}, []string{"a", "b"}},
 		{"a is fenced", func() { p.Fence("a", "draining") }, []string{"b"}},
 		{"a's heartbeat does not bring it back", func() { beat(t, p, a, 1, "ready", 0) }, []string{"b"}},
@@ -190,7 +191,7 @@ func TestGoneWorkerSkippedAtOnce(t *testing.T) {
 		}
 	}
 	p.mu.Unlock()
-	waitUntil(t, func() bool {
+	testwait.Until(t, 10*time.Second, func() bool {
 		for _, w := range p.Workers() {
 			if w.ID == "a" {
 				return w.State == "down"
