@@ -154,168 +154,256 @@ func (a *Answer) Status() int {
 // call ends in exactly one Answer and at most one record (a conflicting
 // retry and a replay add none: a replay bumps the original's attempts).
 func (g *Gateway) Predict(ctx context.Context, c Call) *Answer {
-	start := time.Now()
 	if c.Received.IsZero() {
-		c.Received = start
+		c.Received = time.Now()
 	}
+	ctx, span := startSpan(ctx, c)
+	defer span.End()
+	if c.Tenant == nil {
+		g.log().Error("predict call without a tenant", "request_id", c.RequestID, "model", c.Model, "transport", string(c.Transport))
+		span.SetStatus(codes.Error, string(errs.Internal))
+		return &Answer{RequestID: c.RequestID, Err: errs.New(errs.Internal, "no tenant")}
+	}
+	p := g.newPredictCall(ctx, c, span)
+	if c.Decode == nil {
+		return p.finish(errs.New(errs.Internal, "no decoder"))
+	}
+	in, err := c.Decode()
+	if err != nil {
+		return p.finish(err)
+	}
+	rows := in.rows()
+	p.rec.InputHash = rows.Hash()
+	if g.Idem != nil && c.Idempotent {
+		if a, answered := p.claim(); answered {
+			return a
+		}
+	}
+	res, err := g.run(ctx, Request{Tenant: p.tn, Model: c.Model, Version: c.Version, RoutingKey: routingKey(in, c), Rows: rows, Deadline: in.Deadline, Received: c.Received})
+	p.ran(res, rows)
+	if err != nil {
+		return p.finish(err)
+	}
+	p.succeeded(res, rows.Len())
+	return p.finish(nil)
+}
+
+// startSpan starts the call's span (a no-op span unless tracing is on), a
+// child of the caller's when it sent a traceparent.
+func startSpan(ctx context.Context, c Call) (context.Context, trace.Span) {
 	if c.Carrier != nil {
-		// A caller's traceparent makes the span a child of the caller's
-		// (a no-op unless tracing is on).
 		ctx = otel.GetTextMapPropagator().Extract(ctx, c.Carrier)
+	}
+	if !telemetry.Tracing() {
+		return ctx, telemetry.NoSpan()
 	}
 	tname := ""
 	if c.Tenant != nil {
 		tname = c.Tenant.Name
 	}
-	span := telemetry.NoSpan()
-	if telemetry.Tracing() {
-		ctx, span = telemetry.Tracer().Start(ctx, "predict", trace.WithSpanKind(trace.SpanKindServer),
-			trace.WithAttributes(attribute.String("sluice.model", c.Model), attribute.String("sluice.request_id", c.RequestID),
-				attribute.String("sluice.tenant", tname), attribute.String("sluice.transport", string(c.Transport))))
-		defer span.End()
+	return telemetry.Tracer().Start(ctx, "predict", trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithAttributes(attribute.String("sluice.model", c.Model), attribute.String("sluice.request_id", c.RequestID),
+			attribute.String("sluice.tenant", tname), attribute.String("sluice.transport", string(c.Transport))))
+}
+
+// routingKey is what sticky routing hashes: the request's routingKey, else
+// its request id.
+func routingKey(in Input, c Call) string {
+	if in.RoutingKey != "" {
+		return in.RoutingKey
 	}
-	a := &Answer{RequestID: c.RequestID}
-	if c.Tenant == nil {
-		a.Err = errs.New(errs.Internal, "no tenant")
-		g.log().Error("predict call without a tenant", "request_id", c.RequestID, "model", c.Model, "transport", string(c.Transport))
-		span.SetStatus(codes.Error, string(errs.Internal))
-		return a
-	}
-	tn := c.Tenant
-	var reached bool // the rows reached a model: an error answer is worth replaying
-	rec := records.Record{RequestID: c.RequestID, Tenant: tn.Name, Model: c.Model, Version: c.Version, CreatedAt: c.Received.UTC(), Attempts: 1,
-		Retryable: g.Idem != nil && c.Idempotent}
-	var idemKey bool
-	var key string // the idempotency key: model, pinned version, input hash
-	// finish completes the idempotency entry, records the outcome and
-	// logs the call.
-	finish := func(err error) *Answer {
-		if err != nil {
-			a.Err = errs.As(err)
-			a.Prediction = nil
-			rec.Outcome = string(a.Err.Code)
-		} else {
-			rec.Outcome = "ok"
+	return c.RequestID
+}
+
+// predictCall is one Predict call's state on its way to its one Answer
+// and its one record.
+type predictCall struct {
+	g    *Gateway
+	ctx  context.Context
+	c    Call
+	tn   *tenant.Tenant
+	span trace.Span
+	a    *Answer
+	rec  records.Record
+	// claimed: the call holds its request id in the idempotency cache
+	// (under key: model, pinned version, input hash) and must settle it.
+	claimed bool
+	key     string
+	// reached: the rows reached a model, so an error answer is worth
+	// replaying.
+	reached bool
+}
+
+func (g *Gateway) newPredictCall(ctx context.Context, c Call, span trace.Span) *predictCall {
+	return &predictCall{g: g, ctx: ctx, c: c, tn: c.Tenant, span: span, a: &Answer{RequestID: c.RequestID},
+		rec: records.Record{RequestID: c.RequestID, Tenant: c.Tenant.Name, Model: c.Model, Version: c.Version, CreatedAt: c.Received.UTC(), Attempts: 1,
+			Retryable: g.Idem != nil && c.Idempotent}}
+}
+
+// claim runs the idempotency check of a call that chose its request id.
+// answered: the call is answered without computing — a replay of the first
+// attempt, a conflict, an answer saved in the records store, or giving up
+// waiting for an attempt in flight; otherwise the call holds the id.
+func (p *predictCall) claim() (a *Answer, answered bool) {
+	g, c := p.g, p.c
+	p.key = fmt.Sprintf("%s@%d|%s", c.Model, c.Version, p.rec.InputHash)
+	for {
+		o := g.Idem.Begin(p.tn.Name, c.RequestID, p.key)
+		switch o.Kind {
+		case records.Replay:
+			return g.replay(p.ctx, p.tn, c.RequestID, o.Response, 0), true
+		case records.Conflict:
+			// The original request's record stands; a conflicting one is
+			// not another attempt.
+			return g.conflict(c), true
+		case records.InFlight:
+			resp, err := o.Wait(p.ctx)
+			if err == nil {
+				return g.replay(p.ctx, p.tn, c.RequestID, resp, 0), true
+			}
+			if !errors.Is(err, records.ErrAborted) {
+				return p.finish(errs.New(errs.DeadlineExceeded, "gave up waiting for the first attempt of request %q", c.RequestID)), true
+			}
+			continue // the first attempt's answer is not replayable: run this one
 		}
-		rec.LatencyMs = ms(time.Since(c.Received))
-		if idemKey && g.Saved != nil && records.Cacheable(a.Status()) {
-			// Saved with the record, so that a retry after a restart is
-			// answered from the store.
-			kept := *a
-			kept.Timing = Timing{}
-			rec.Saved = &records.Saved{Key: key, Status: a.Status(), Answer: encodeAnswer(&kept), Until: time.Now().Add(g.Idem.Window())}
-		}
-		if g.Records != nil {
-			// Async: never blocks (a drop is counted by the writer). Durable:
-			// waits for the commit, and an answer without its record is not
-			// sent: 503, and nothing is kept for replay.
-			if cerr := g.Records.Commit(ctx, rec); cerr != nil {
-				a.Err = errs.Wrap(errs.Unavailable, cerr, "the prediction record of request %q could not be written, so its answer is withheld: retry", c.RequestID)
-				a.Err.RetryAfter = time.Second
-				a.Prediction = nil
-				rec.Outcome = string(a.Err.Code)
+		p.claimed = true
+		if g.Saved != nil && g.Idem.MayHaveForgotten(time.Now()) {
+			// The cache may have forgotten this id (a restart, or an
+			// eviction): the records store decides before computing.
+			if sa, done := g.fromStore(p.ctx, p.tn, c, p.key); done {
+				return sa, true
 			}
 		}
-		status := a.Status()
-		switch {
-		case !idemKey:
-		case a.Err != nil && !reached:
-			// Routing, validation and quota answers are what a retry
-			// computes again: keeping them would only hold memory (a 400
-			// quotes the input).
-			g.Idem.Abort(tn.Name, c.RequestID)
-		default:
-			kept := *a
-			kept.Timing = Timing{}
-			g.Idem.Keep(tn.Name, c.RequestID, records.Response{Status: status, Value: &kept, Size: kept.size()})
-		}
-		if span.IsRecording() {
-			span.SetAttributes(attribute.Int("sluice.version", rec.Version), attribute.String("sluice.outcome", rec.Outcome))
-			if c.Transport == OIPGRPC {
-				span.SetAttributes(attribute.Int("rpc.grpc.status_code", int(errs.GRPCCode(errs.CodeOf(err)))))
-			} else {
-				span.SetAttributes(attribute.Int("http.response.status_code", status))
-			}
-			if status >= 500 {
-				span.SetStatus(codes.Error, rec.Outcome)
-			}
-		}
-		g.logCall(ctx, c, rec, status)
-		return a
+		return nil, false
 	}
-	if c.Decode == nil {
-		return finish(errs.New(errs.Internal, "no decoder"))
+}
+
+// ran folds what run reports, answer or error, into the record and the
+// answer: every attempt, whether the rows reached a model, and the version
+// that answered or refused.
+func (p *predictCall) ran(res *Response, rows Rows) {
+	if res == nil {
+		return
 	}
-	in, err := c.Decode()
-	if err != nil {
-		return finish(err)
-	}
-	rows := in.rows()
-	rec.InputHash = rows.Hash()
-	if g.Idem != nil && c.Idempotent {
-		key = fmt.Sprintf("%s@%d|%s", c.Model, c.Version, rec.InputHash)
-	begin:
-		for {
-			o := g.Idem.Begin(tn.Name, c.RequestID, key)
-			switch o.Kind {
-			case records.Replay:
-				return g.replay(ctx, tn, c.RequestID, o.Response, 0)
-			case records.Conflict:
-				// The original request's record stands; a conflicting one is
-				// not another attempt.
-				return g.conflict(c)
-			case records.InFlight:
-				resp, err := o.Wait(ctx)
-				if err == nil {
-					return g.replay(ctx, tn, c.RequestID, resp, 0)
-				}
-				if !errors.Is(err, records.ErrAborted) {
-					return finish(errs.New(errs.DeadlineExceeded, "gave up waiting for the first attempt of request %q", c.RequestID))
-				}
-				continue // the first attempt's answer is not replayable: run this one
-			}
-			idemKey = true
-			if g.Saved != nil && g.Idem.MayHaveForgotten(time.Now()) {
-				// The cache may have forgotten this id (a restart, or an
-				// eviction): the records store decides before computing.
-				if sa, done := g.fromStore(ctx, tn, c, key); done {
-					return sa
-				}
-			}
-			break begin
-		}
-	}
-	rk := in.RoutingKey
-	if rk == "" {
-		rk = c.RequestID
-	}
-	res, err := g.run(ctx, Request{Tenant: tn, Model: c.Model, Version: c.Version, RoutingKey: rk, Rows: rows, Deadline: in.Deadline, Received: c.Received})
-	if res != nil && res.Attempts > 1 {
+	if res.Attempts > 1 {
 		// A worker died or refused and another computed it: the record
 		// counts every attempt of this logical request.
-		rec.Attempts += res.Attempts - 1
+		p.rec.Attempts += res.Attempts - 1
 	}
-	reached = res != nil && res.Submitted
-	if res != nil && res.Target != nil {
-		tg := res.Target
-		a.ModelVersion = tg.ID
-		rec.Version = tg.N
-		rec.Input = sampleInput(tg.Spec.Manifest.Logging, rows)
+	p.reached = res.Submitted
+	if tg := res.Target; tg != nil {
+		p.a.ModelVersion = tg.ID
+		p.rec.Version = tg.N
+		p.rec.Input = sampleInput(tg.Spec.Manifest.Logging, rows)
 	}
-	if err != nil {
-		return finish(err)
-	}
+}
+
+// succeeded makes the answer a prediction of res (n instances).
+func (p *predictCall) succeeded(res *Response, n int) {
 	tg := res.Target
 	m := tg.Spec.Manifest
-	a.Prediction = &Prediction{Model: tg.Model, Version: tg.N, ID: tg.ID, InputSchema: m.Input.Schema, OutputSchema: m.Output.Schema,
+	p.a.Prediction = &Prediction{Model: tg.Model, Version: tg.N, ID: tg.ID, InputSchema: m.Input.Schema, OutputSchema: m.Output.Schema,
 		Outputs: tg.Spec.OutputNames, Out: res.Out}
-	a.Timing = Timing{Preprocess: res.Preprocess, Queue: res.Timing.Queue, BatchWait: res.Timing.BatchWait, Compute: res.Timing.Compute}
-	if span.IsRecording() {
-		span.SetAttributes(attribute.Int("sluice.instances", rows.Len()),
+	p.a.Timing = Timing{Preprocess: res.Preprocess, Queue: res.Timing.Queue, BatchWait: res.Timing.BatchWait, Compute: res.Timing.Compute}
+	if p.span.IsRecording() {
+		p.span.SetAttributes(attribute.Int("sluice.instances", n),
 			attribute.Float64("sluice.preprocess_ms", ms(res.Preprocess)), attribute.Float64("sluice.queue_ms", ms(res.Timing.Queue)),
 			attribute.Float64("sluice.batch_wait_ms", ms(res.Timing.BatchWait)), attribute.Float64("sluice.compute_ms", ms(res.Timing.Compute)))
 	}
-	return finish(nil)
+}
+
+// finish ends the call with err (nil: the prediction): the outcome, the
+// record (with the answer saved in it for replay after a restart), the
+// idempotency entry, the span and the log line.
+func (p *predictCall) finish(err error) *Answer {
+	a, rec := p.a, &p.rec
+	if err != nil {
+		a.Err = errs.As(err)
+		a.Prediction = nil
+		rec.Outcome = string(a.Err.Code)
+	} else {
+		rec.Outcome = "ok"
+	}
+	rec.LatencyMs = ms(time.Since(p.c.Received))
+	if p.claimed && p.g.Saved != nil && records.Cacheable(a.Status()) {
+		// Saved with the record, so that a retry after a restart is
+		// answered from the store.
+		rec.Saved = &records.Saved{Key: p.key, Status: a.Status(), Answer: encodeAnswer(a.kept()), Until: time.Now().Add(p.g.Idem.Window())}
+	}
+	p.commit()
+	status := a.Status()
+	switch settle(p.claimed, a.Err != nil, p.reached) {
+	case abort:
+		p.g.Idem.Abort(p.tn.Name, p.c.RequestID)
+	case keep:
+		kept := a.kept()
+		p.g.Idem.Keep(p.tn.Name, p.c.RequestID, records.Response{Status: status, Value: kept, Size: kept.size()})
+	}
+	p.annotate(err, status)
+	p.g.logCall(p.ctx, p.c, *rec, status)
+	return a
+}
+
+// commit writes the record. Async: never blocks (a drop is counted by the
+// writer). Durable: waits for the commit, and an answer without its record
+// is not sent: 503, and nothing is kept for replay.
+func (p *predictCall) commit() {
+	if p.g.Records == nil {
+		return
+	}
+	if cerr := p.g.Records.Commit(p.ctx, p.rec); cerr != nil {
+		p.a.Err = errs.Wrap(errs.Unavailable, cerr, "the prediction record of request %q could not be written, so its answer is withheld: retry", p.c.RequestID)
+		p.a.Err.RetryAfter = time.Second
+		p.a.Prediction = nil
+		p.rec.Outcome = string(p.a.Err.Code)
+	}
+}
+
+// annotate sets the span's outcome attributes (err: the call's own error,
+// status: the answer's HTTP status).
+func (p *predictCall) annotate(err error, status int) {
+	if !p.span.IsRecording() {
+		return
+	}
+	p.span.SetAttributes(attribute.Int("sluice.version", p.rec.Version), attribute.String("sluice.outcome", p.rec.Outcome))
+	if p.c.Transport == OIPGRPC {
+		p.span.SetAttributes(attribute.Int("rpc.grpc.status_code", int(errs.GRPCCode(errs.CodeOf(err)))))
+	} else {
+		p.span.SetAttributes(attribute.Int("http.response.status_code", status))
+	}
+	if status >= 500 {
+		p.span.SetStatus(codes.Error, p.rec.Outcome)
+	}
+}
+
+// kept is a copy of a to keep for replay (a replay carries no timing).
+func (a *Answer) kept() *Answer {
+	k := *a
+	k.Timing = Timing{}
+	return &k
+}
+
+// settlement is what happens to a call's idempotency entry at its end.
+type settlement int
+
+const (
+	unclaimed settlement = iota // the call holds no entry
+	abort                       // forget the id: a retry computes again
+	keep                        // keep the answer for replay
+)
+
+// settle decides a claimed entry's fate: routing, validation and quota
+// answers (failed before the rows reached a model) are what a retry
+// computes again, and keeping them would only hold memory (a 400 quotes
+// the input); every other answer is kept.
+func settle(claimed, failed, reached bool) settlement {
+	switch {
+	case !claimed:
+		return unclaimed
+	case failed && !reached:
+		return abort
+	}
+	return keep
 }
 
 // size is how many bytes a kept answer holds: its outputs and its strings

@@ -130,13 +130,7 @@ func (g *Gateway) predict(ctx context.Context, tn *tenant.Tenant, tg *routing.Ta
 	if n > sv.MaxInstancesPerRequest {
 		return nil, errs.Field(errs.TooManyInstances, "instances", "%d instances, %s accepts at most %d per request", n, tg.ID, sv.MaxInstancesPerRequest)
 	}
-	d := req.Deadline
-	if d == 0 {
-		d = sv.DefaultDeadline.Duration
-		if g.MaxDeadline > 0 && d > g.MaxDeadline {
-			d = g.MaxDeadline
-		}
-	}
+	d := deadline(req.Deadline, sv.DefaultDeadline.Duration, g.MaxDeadline)
 	// The deadline counts from when the request arrived, not from when
 	// this goroutine got to run: time spent waiting for a CPU is spent.
 	ctx, cancel := context.WithDeadline(ctx, req.Received.Add(d))
@@ -189,6 +183,19 @@ func (g *Gateway) predict(ctx context.Context, tn *tenant.Tenant, tg *routing.Ta
 		return &Response{Target: tg, Attempts: res.Attempts, Submitted: true}, errs.New(errs.DeadlineExceeded, "deadline %s passed as the result arrived", d)
 	}
 	return &Response{Target: tg, Out: res.Out, Timing: res.Timing, Preprocess: pre, Attempts: res.Attempts}, nil
+}
+
+// deadline is a request's deadline: the one it asked for, else the
+// version's default capped at max (0: no cap). An asked-for deadline was
+// checked against max by the transport.
+func deadline(asked, versionDefault, max time.Duration) time.Duration {
+	if asked != 0 {
+		return asked
+	}
+	if max > 0 && versionDefault > max {
+		return max
+	}
+	return versionDefault
 }
 
 // BuildRows is buildRows, for a Rows implementation that falls back on

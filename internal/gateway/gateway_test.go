@@ -136,3 +136,20 @@ func TestErrorsBeforeTheModelAreNotKept(t *testing.T) {
 		t.Fatalf("after one answer: %d ids, %d bytes", n, b)
 	}
 }
+
+// The deadline a request gets: its own, else the version's default capped
+// by --max-deadline.
+func TestDeadline(t *testing.T) {
+	const s = time.Second
+	for _, tc := range []struct{ asked, def, max, want time.Duration }{
+		{0, 2 * s, 0, 2 * s},
+		{0, 2 * s, 5 * s, 2 * s},
+		{0, 10 * s, 5 * s, 5 * s},
+		{300 * time.Millisecond, 10 * s, 5 * s, 300 * time.Millisecond},
+		{7 * s, 2 * s, 0, 7 * s},
+	} {
+		if got := deadline(tc.asked, tc.def, tc.max); got != tc.want {
+			t.Errorf("deadline(asked %s, default %s, max %s) = %s, want %s", tc.asked, tc.def, tc.max, got, tc.want)
+		}
+	}
+}

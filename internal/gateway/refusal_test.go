@@ -156,3 +156,23 @@ func TestEveryCodeAsTheCatalogueSays(t *testing.T) {
 		})
 	}
 }
+
+// An idempotency entry is kept for every answer except a failure before
+// the rows reached a model; a call that claimed none settles none.
+func TestSettle(t *testing.T) {
+	for _, tc := range []struct {
+		claimed, failed, reached bool
+		want                     settlement
+	}{
+		{false, false, false, unclaimed},
+		{false, true, true, unclaimed},
+		{true, false, true, keep},
+		{true, false, false, keep}, // a success always reached a model; kept all the same
+		{true, true, true, keep},   // the model's error is the answer a retry gets
+		{true, true, false, abort}, // routing, validation, quota: computed again
+	} {
+		if got := settle(tc.claimed, tc.failed, tc.reached); got != tc.want {
+			t.Errorf("settle(claimed %v, failed %v, reached %v) = %v, want %v", tc.claimed, tc.failed, tc.reached, got, tc.want)
+		}
+	}
+}
