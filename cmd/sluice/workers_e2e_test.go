@@ -11,9 +11,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -250,6 +252,177 @@ func TestWorkerKilledUnderLoad(t *testing.T) {
 	}
 	t.Logf("%d requests, all 200, across the kill of %s (pid %d)", len(outs), victim.ID, victim.PID)
 	srv.stop(t)
+}
+
+// hogEnv, set in the environment of this test binary, makes it a CPU hog
+// instead of running tests: one goroutine spinning per core until killed
+// (startHog).
+const hogEnv = "SLUICE_E2E_CPU_HOG"
+
+func init() {
+	if os.Getenv(hogEnv) == "" {
+		return
+	}
+	n := runtime.NumCPU()
+	runtime.GOMAXPROCS(n)
+	for range n - 1 {
+		go spin()
+	}
+	spin()
+}
+
+var spinSink atomic.Uint64
+
+func spin() {
+	x := uint64(1)
+	for {
+		for range 1 << 20 {
+			x = x*6364136223846793005 + 1442695040888963407
+		}
+		spinSink.Store(x)
+	}
+}
+
+// startHog re-executes the test binary as a CPU hog on every core; it is
+// killed when the test ends.
+func startHog(t *testing.T) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run", "^$")
+	cmd.Env = append(os.Environ(), hogEnv+"=1")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return cmd
+}
+
+// closedLoopRate is the rate (requests per second) that n clients sending
+// body back to back get answered with 200 over d: the capacity as they see it.
+func closedLoopRate(url, body string, n int, d time.Duration) float64 {
+	var ok atomic.Int64
+	client := &http.Client{Timeout: 10 * time.Second}
+	end := time.Now().Add(d)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(end) {
+				resp, err := client.Post(url, "application/json", strings.NewReader(body))
+				if err != nil {
+					continue
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode == 200 {
+					ok.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return float64(ok.Load()) / d.Seconds()
+}
+
+// kill -9 of one of two workers at about half capacity while a CPU hog
+// spins on every core: every request answers 200 with its prediction (the
+// ones in flight on the dead worker are sent again to the other within
+// their deadline), and the worker comes back with its versions.
+func TestWorkerKilledUnderLoadWithCPUHog(t *testing.T) {
+	srv := startServer(t, "--data", t.TempDir(), "--workers", "2")
+	waitFor(t, 20*time.Second, func() bool { return readyEverywhere(workers(t, srv.url), 2, "fraud@1", "iris@1", "churn@1") })
+	url := srv.url + "/v1/models/fraud:predict"
+	body := `{"instances":[{"amount":800.0,"accountAgeDays":91,"declines5m":3,"country":"US"}],"deadlineMs":1000}`
+	startHog(t)
+	capacity := closedLoopRate(url, body, 16, 3*time.Second)
+	rate := max(int(capacity/2), 20)
+	victim := workers(t, srv.url).Workers[0]
+	stop := make(chan struct{})
+	done := make(chan []outcome)
+	loadStart := time.Now()
+	go func() { done <- openLoop(url, body, rate, stop) }()
+	time.Sleep(2 * time.Second)
+	if err := syscall.Kill(int(victim.PID), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	var back time.Duration
+	waitFor(t, 30*time.Second, func() bool {
+		wl := workers(t, srv.url)
+		for _, w := range wl.Workers {
+			if w.ID == victim.ID && (w.PID == victim.PID || w.State != "ready") {
+				return false
+			}
+		}
+		back = time.Since(killed)
+		return readyEverywhere(wl, 2, "fraud@1", "iris@1", "churn@1")
+	})
+	time.Sleep(2 * time.Second) // load on the restarted pair
+	close(stop)
+	outs := <-done
+	sent := time.Since(loadStart)
+	codes := map[int]int{}
+	var failed []string
+	for _, o := range outs {
+		codes[o.status]++
+		if o.err != nil || o.status != 200 || !strings.Contains(o.body, `"predictions"`) {
+			failed = append(failed, fmt.Sprintf("%d %v %s", o.status, o.err, o.body))
+		}
+	}
+	t.Logf("capacity with the hog %.0f/s; %d requests in %s (%.0f/s sent, %d/s asked), statuses %v; %s back with its versions %s after the kill",
+		capacity, len(outs), sent.Round(time.Millisecond), float64(len(outs))/sent.Seconds(), rate, codes, victim.ID, back.Round(time.Millisecond))
+	if len(failed) > 0 {
+		t.Fatalf("%d of %d requests failed around the kill, e.g. %v", len(failed), len(outs), failed[:min(5, len(failed))])
+	}
+	// One record per logical request, retried or not; a retry shows in
+	// its attempts.
+	var recs []api.Record
+	waitFor(t, 20*time.Second, func() bool {
+		recs = fraudRecordsSince(t, srv.url, loadStart)
+		return len(recs) >= len(outs)
+	})
+	retried := 0
+	for _, r := range recs {
+		if r.Outcome != "ok" || r.Attempts < 1 || r.Attempts > 2 {
+			t.Errorf("record %+v: want outcome ok after at most one retry", r)
+		}
+		if r.Attempts == 2 {
+			retried++
+		}
+	}
+	if len(recs) != len(outs) {
+		t.Errorf("%d records for %d requests", len(recs), len(outs))
+	}
+	t.Logf("%d records, %d of them answered by the second worker tried", len(recs), retried)
+	srv.stop(t)
+}
+
+// fraudRecordsSince lists every fraud record created at or after since.
+func fraudRecordsSince(t *testing.T, url string, since time.Time) []api.Record {
+	t.Helper()
+	var out []api.Record
+	cursor := ""
+	for {
+		q := "model=fraud&limit=10000&since=" + since.UTC().Format(time.RFC3339Nano)
+		if cursor != "" {
+			q += "&cursor=" + cursor
+		}
+		resp, err := http.Get(url + "/v1/records?" + q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rs api.Records
+		err = json.NewDecoder(resp.Body).Decode(&rs)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("records: %d %v", resp.StatusCode, err)
+		}
+		out = append(out, rs.Records...)
+		if rs.NextCursor == "" || len(rs.Records) == 0 {
+			return out
+		}
+		cursor = rs.NextCursor
+	}
 }
 
 // holders counts the ready workers holding id ready.

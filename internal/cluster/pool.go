@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -161,7 +162,6 @@ type worker struct {
 	status   *workerpb.WorkerStatus
 	ready    map[string]bool   // version key → ready here
 	failed   map[string]string // version key → why its load failed in this session
-	counts   map[string]counts // version key → cumulative counters at the last heartbeat
 	busy     map[string]bool   // version key → queued or running work at the last heartbeat
 	// slots hold, per version key, what the last heartbeat said of its
 	// queue and server there (route.go): the map is guarded by Pool.mu,
@@ -293,7 +293,12 @@ func (p *Pool) downLocked(w *worker, why string) {
 }
 
 // MarkDead takes a worker out of routing at once (its process exited);
-// every version with calls in flight there is charged with the exit.
+// every version with calls in flight there is charged with the exit. The
+// copies its process held are gone with it: they leave the accounting and
+// the versions they leave short are placed again at once (on the other
+// workers, as placement decides), so the next request finds them loaded
+// or loading, not waiting for the restart. The restarted process gets its
+// shard's copies back when it registers.
 func (p *Pool) MarkDead(id, why string) {
 	p.mu.Lock()
 	var acts []func()
@@ -305,6 +310,15 @@ func (p *Pool) MarkDead(id, why string) {
 			}
 		}
 		p.downLocked(w, why)
+		for _, v := range p.versions {
+			if cp := v.on[w.id]; cp != nil && cp.session == w.session {
+				delete(v.on, w.id)
+				p.setReadyLocked(w, v.key, false)
+				p.settleLocked(v)
+			}
+		}
+		acts = append(acts, p.reconcileAllLocked(now)...)
+		p.broadcastLocked()
 	}
 	p.mu.Unlock()
 	p.run(acts)
@@ -364,7 +378,7 @@ func (p *Pool) Register(_ context.Context, req *workerpb.RegisterRequest) (*work
 		w.conn, w.infer, w.ctl = conn, inferencepb.NewGRPCInferenceServiceClient(conn), workerpb.NewWorkerClient(conn)
 		p.rerouteWorkerLocked(w) // before its readiness goes with the old session
 		w.session++
-		w.ready, w.failed, w.counts, w.busy = map[string]bool{}, map[string]string{}, map[string]counts{}, map[string]bool{}
+		w.ready, w.failed, w.busy = map[string]bool{}, map[string]string{}, map[string]bool{}
 		w.unloading = map[string]bool{}
 		w.slots = map[string]*slot{}
 		if w.loads == nil {
@@ -405,23 +419,39 @@ func (p *Pool) Register(_ context.Context, req *workerpb.RegisterRequest) (*work
 // The observers' events are returned, to be delivered without the lock.
 func (p *Pool) applyStatusLocked(w *worker, st *workerpb.WorkerStatus) events {
 	var evs events
-	listed := make(map[string]bool, len(st.Versions))
-	for _, vs := range st.Versions {
-		listed[key(vs.Model, vs.Version)] = true
-	}
-	for k, answered := range w.unloading {
-		if answered && !listed[k] {
-			delete(w.unloading, k)
+	if len(w.unloading) > 0 {
+		listed := make(map[string]bool, len(st.Versions))
+		for _, vs := range st.Versions {
+			listed[key(vs.Model, vs.Version)] = true
+		}
+		for k, answered := range w.unloading {
+			if answered && !listed[k] {
+				delete(w.unloading, k)
+			}
 		}
 	}
+	// A report lists every version its worker holds, at every beat: the
+	// slot (found with a key built in buf, so a known version costs no
+	// allocation) keeps what the other maps would, and they are written
+	// only when it changed.
+	var buf [64]byte
 	for _, vs := range st.Versions {
-		k := key(vs.Model, vs.Version)
-		w.slotLocked(k).report(vs.QueuedInstances, servingState{cost: serving.CostModel{A: time.Duration(vs.CostANs), B: time.Duration(vs.CostBNs)},
+		kb := strconv.AppendInt(append(append(buf[:0], vs.Model...), '@'), vs.Version, 10)
+		s := w.slots[string(kb)]
+		if s == nil {
+			s = &slot{key: string(kb)}
+			w.slots[s.key] = s
+		}
+		k := s.key
+		s.report(vs.QueuedInstances, servingState{cost: serving.CostModel{A: time.Duration(vs.CostANs), B: time.Duration(vs.CostBNs)},
 			maxBatch: int(vs.MaxBatch), replicas: int(vs.ReadyReplicas)})
-		w.busy[k] = vs.QueuedInstances > 0 || vs.InflightBatches > 0
+		if busy := vs.QueuedInstances > 0 || vs.InflightBatches > 0; busy != s.busy || !s.reported {
+			s.busy, s.reported = busy, true
+			w.busy[k] = busy
+		}
 		// Counters grow within a process (a session): forward the growth.
-		prev, now := w.counts[k], counts{crashes: vs.Crashes, expired: vs.ExpiredInQueue}
-		w.counts[k] = now
+		prev, now := s.counts, counts{crashes: vs.Crashes, expired: vs.ExpiredInQueue}
+		s.counts = now
 		v := p.versions[k]
 		var cp *copyOn
 		if v != nil {

@@ -44,6 +44,12 @@ type holder struct {
 type slot struct {
 	queued atomic.Int64                 // instances queued there
 	state  atomic.Pointer[servingState] // its server there (nil: not reported)
+
+	// guarded by Pool.mu
+	key      string // the version's key
+	reported bool   // a heartbeat listed it in this session
+	busy     bool   // as in worker.busy
+	counts   counts // cumulative counters at the last heartbeat
 }
 
 // report stores a heartbeat's figures; the state is replaced only when it
@@ -59,7 +65,7 @@ func (s *slot) report(queued int64, st servingState) {
 func (w *worker) slotLocked(k string) *slot {
 	s := w.slots[k]
 	if s == nil {
-		s = &slot{}
+		s = &slot{key: k}
 		w.slots[k] = s
 	}
 	return s

@@ -74,7 +74,7 @@ func TestRouteFollowsReadiness(t *testing.T) {
 		{"a reports it unloading", func() { beat(t, p, a, 1, "unloading", 0) }, []string{"b"}},
 		{"a reports it ready", func() { beat(t, p, a, 1, "ready", 0) }, []string{"a", "b"}},
 		{"b's process exits", func() { p.MarkDead("b", "test") }, []string{"a"}},
-		{"b heartbeats again (same process)", func() { beat(t, p, b, 2, "ready", 0) }, []string{"a", "b"}},
+		{"a heartbeat of the dead process changes nothing", func() { beat(t, p, b, 2, "ready", 0) }, []string{"a"}},
 		{"b restarts: a new process, loaded again", func() {
 			b.register(t, p, 3)
 			testwait.Until(t, 10*time.Second, func() bool { return len(routed(v)) == 2 })
@@ -247,4 +247,37 @@ func TestObserversCalledWithoutThePoolLock(t *testing.T) {
 	if c := obs.crashes.Load(); c != 5 || obs.held != 0 {
 		t.Errorf("%d crashes told, %d of them under Pool.mu; want 5 and none", c, obs.held)
 	}
+}
+
+// A worker's process exits: the copies it held are placed again on the
+// rest of the shard at once, before any request asks for them, and the
+// next request is answered there without a load of its own.
+func TestDeadWorkersCopiesPlacedAgain(t *testing.T) {
+	p := New(Config{Known: []string{"a", "b"}, ShardSize: 2, HeartbeatInterval: time.Hour})
+	t.Cleanup(p.Close)
+	fs := map[string]*fakeWorker{"a": startFake(t, "a"), "b": startFake(t, "b")}
+	fs["a"].registerWith(t, p, 1, 1<<30)
+	fs["b"].registerWith(t, p, 2, 1<<30)
+	v := start(t, p, specOf(t, "c", "cold", "1MiB"))
+	if err := submit(v, 10*time.Second); err != nil {
+		t.Fatal(err) // its first request loads it on one worker
+	}
+	held := routed(v)
+	if len(held) != 1 {
+		t.Fatalf("a cold version loaded on %v, want one worker", held)
+	}
+	dead, other := held[0], map[string]string{"a": "b", "b": "a"}[held[0]]
+	p.MarkDead(dead, "process exited (test)")
+	waitUntil(t, func() bool { return slices.Equal(routed(v), []string{other}) })
+	if n := fs[other].loads.Load(); n != 1 {
+		t.Errorf("%d loads on %s, want 1", n, other)
+	}
+	before := fs[other].calls.Load()
+	if err := submit(v, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if fs[other].calls.Load() != before+1 || fs[other].loads.Load() != 1 {
+		t.Errorf("the request after the death: calls %d → %d, loads %d on %s", before, fs[other].calls.Load(), fs[other].loads.Load(), other)
+	}
+	checkRoutes(t, p)
 }

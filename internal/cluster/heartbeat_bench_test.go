@@ -1,0 +1,180 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime/pprof"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluiceml/sluice/internal/workerpb"
+)
+
+// BenchmarkPredictUnderHeartbeats measures the predict path (Submit of a
+// one-row request to a version on two loopback gRPC workers) while 100
+// other workers, each reporting 1,000 versions, heartbeat 10 times a
+// second into the same pool (1,000 heartbeats and a million version
+// reports a second, applied in-process: Pool.Heartbeat is called as the
+// gRPC handler would call it). Every heartbeat also flips one of its
+// versions out of readiness and the next one back, so routes are rebuilt
+// all the time. It reports each sub-benchmark's p50 and p99 per request;
+// compare heartbeats=on with heartbeats=off:
+//
+//	go test -run '^$' -bench PredictUnderHeartbeats -benchtime 20000x ./internal/cluster/
+//
+// SLUICE_BENCH_CPUPROFILE=FILE writes a CPU profile of the heartbeats=on
+// run after its setup.
+func BenchmarkPredictUnderHeartbeats(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		b.Run(fmt.Sprintf("heartbeats=%v", map[bool]string{false: "off", true: "on"}[on]), func(b *testing.B) {
+			benchPredict(b, on, 100, 1000, 100*time.Millisecond)
+		})
+	}
+}
+
+func benchPredict(b *testing.B, beats bool, nWorkers, nVersions int, interval time.Duration) {
+	p := New(Config{HeartbeatInterval: time.Hour})
+	defer p.Close()
+	fa, fb := startFake(b, "a"), startFake(b, "b")
+	for i, f := range []*fakeWorker{fa, fb} {
+		if _, err := p.Register(context.Background(), &workerpb.RegisterRequest{Status: &workerpb.WorkerStatus{Id: f.id, Address: f.addr, Pid: int64(i + 1)}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	target, _, err := p.Start(ctx, testSpec(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for len(p.candidates(target, nil)) != 2 {
+		if ctx.Err() != nil {
+			b.Fatal("m@1 not ready on both workers")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// The other workers (their addresses are never dialled: the pool
+	// connects lazily and nothing is sent to them) and their versions,
+	// placed by hand: every worker holds every version.
+	statuses := make([]*workerpb.WorkerStatus, nWorkers)
+	for i := range statuses {
+		st := &workerpb.WorkerStatus{Id: fmt.Sprintf("w%03d", i), Address: fmt.Sprintf("127.0.0.1:%d", 40000+i), Pid: int64(100 + i)}
+		if _, err := p.Register(context.Background(), &workerpb.RegisterRequest{Status: st}); err != nil {
+			b.Fatal(err)
+		}
+		statuses[i] = st
+	}
+	spec := testSpec(b)
+	p.mu.Lock()
+	for n := range nVersions {
+		vs := spec
+		vs.Model, vs.N = fmt.Sprintf("bulk%04d", n), 1
+		v := newVersion(p, vs)
+		p.versions[v.key] = v
+		v.want = nWorkers
+		for _, st := range statuses {
+			v.on[st.Id] = &copyOn{session: p.workers[st.Id].session, replicas: 1, memory: 1 << 20}
+		}
+	}
+	p.mu.Unlock()
+	for _, st := range statuses {
+		for n := range nVersions {
+			st.Versions = append(st.Versions, &workerpb.VersionStatus{Model: fmt.Sprintf("bulk%04d", n), Version: 1, State: "ready",
+				ReadyReplicas: 1, QueuedInstances: int64(n % 7), CostANs: 1000, CostBNs: 100, MaxBatch: 8})
+		}
+	}
+	// Ready everywhere at once (as their heartbeats would make them, one
+	// route rebuild per version and worker), then one report each.
+	p.mu.Lock()
+	for _, st := range statuses {
+		w := p.workers[st.Id]
+		for _, vs := range st.Versions {
+			p.setReadyLocked(w, key(vs.Model, vs.Version), true)
+		}
+	}
+	p.publishLocked()
+	p.mu.Unlock()
+	for _, st := range statuses {
+		if _, err := p.Heartbeat(context.Background(), st); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if v := p.versions["bulk0000@1"]; len(routed(v)) != nWorkers {
+		b.Fatalf("bulk0000@1 routed to %d workers, want %d", len(routed(v)), nWorkers)
+	}
+	if pprofOut := os.Getenv("SLUICE_BENCH_CPUPROFILE"); pprofOut != "" && beats {
+		f, err := os.Create(pprofOut)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			b.Fatal(err)
+		}
+		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	}
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	var beaten sync.Map
+	beatStart := time.Now()
+	if beats {
+		for i, st := range statuses {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				// Spread the workers' phases over the interval.
+				t := time.NewTimer(interval * time.Duration(i) / time.Duration(nWorkers))
+				defer t.Stop()
+				n := 0
+				for {
+					select {
+					case <-stop:
+						beaten.Store(i, n)
+						return
+					case <-t.C:
+					}
+					t.Reset(interval)
+					// One version leaves readiness, the one before comes back.
+					flip := n % nVersions
+					st.Versions[flip].State = "unloading"
+					st.Versions[(flip+nVersions-1)%nVersions].State = "ready"
+					if resp, err := p.Heartbeat(context.Background(), st); err != nil || !resp.Known {
+						b.Errorf("heartbeat of %s: %v %v", st.Id, resp, err)
+						return
+					}
+					n++
+				}
+			}()
+		}
+		time.Sleep(2 * interval) // every worker beating
+	}
+	lat := make([]time.Duration, 0, b.N)
+	w := rows(1)
+	b.ResetTimer()
+	for range b.N {
+		t0 := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, err := target.Submit(ctx, w)
+		cancel()
+		if err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	b.StopTimer()
+	close(stop)
+	elapsed := time.Since(beatStart)
+	wg.Wait()
+	total := 0
+	beaten.Range(func(_, n any) bool { total += n.(int); return true })
+	slices.Sort(lat)
+	q := func(f float64) float64 { return float64(lat[min(len(lat)-1, int(f*float64(len(lat))))].Microseconds()) }
+	b.ReportMetric(q(0.5), "p50-µs")
+	b.ReportMetric(q(0.99), "p99-µs")
+	b.ReportMetric(q(0.999), "p99.9-µs")
+	if beats {
+		b.ReportMetric(float64(total)/elapsed.Seconds(), "beats/s")
+	}
+}
