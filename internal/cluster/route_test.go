@@ -268,7 +268,7 @@ func TestDeadWorkersCopiesPlacedAgain(t *testing.T) {
 	}
 	dead, other := held[0], map[string]string{"a": "b", "b": "a"}[held[0]]
 	p.MarkDead(dead, "process exited (test)")
-	waitUntil(t, func() bool { return slices.Equal(routed(v), []string{other}) })
+	testwait.Until(t, 10*time.Second, func() bool { return slices.Equal(routed(v), []string{other}) })
 	if n := fs[other].loads.Load(); n != 1 {
 		t.Errorf("%d loads on %s, want 1", n, other)
 	}
