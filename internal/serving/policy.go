@@ -110,7 +110,7 @@ type BatchInput struct {
 	Now           time.Time
 	Rows          int       // instances gathered so far (> 0)
 	QueuedMore    bool      // more instances are waiting in the queue right now
-	FirstArrival  time.Time // enqueue time of the batch's first row
+	OldestArrival time.Time // enqueue time of the batch's oldest request
 	EarliestDue   time.Time // earliest deadline in the batch (zero: none)
 	MaxBatch      int
 	MaxBatchDelay time.Duration
@@ -118,13 +118,15 @@ type BatchInput struct {
 }
 
 // CloseBatch decides whether the batch being formed runs now. If not, it
-// returns the time at which it must run even if no more rows arrive.
-// maxBatchDelay 0 is opportunistic: run with whatever is queued, never wait.
+// returns the time at which it must run even if no more rows arrive: the
+// earlier of its oldest request's arrival + maxBatchDelay and the latest
+// start its tightest deadline allows. maxBatchDelay 0 is opportunistic:
+// run with whatever is queued, never wait.
 func CloseBatch(in BatchInput) (now bool, until time.Time) {
 	if in.Rows >= in.MaxBatch || in.MaxBatchDelay <= 0 {
 		return true, time.Time{}
 	}
-	until = in.FirstArrival.Add(in.MaxBatchDelay)
+	until = in.OldestArrival.Add(in.MaxBatchDelay)
 	if !in.EarliestDue.IsZero() {
 		// Leave room to compute the batch at its full size.
 		latest := in.EarliestDue.Add(-in.Cost.Batch(in.MaxBatch))

@@ -78,7 +78,7 @@ func TestEstimateWait(t *testing.T) {
 func TestCloseBatch(t *testing.T) {
 	ms := time.Millisecond
 	t0 := time.Unix(1000, 0)
-	base := BatchInput{Now: t0, Rows: 1, FirstArrival: t0, MaxBatch: 8, MaxBatchDelay: 3 * ms, Cost: CostModel{A: ms}}
+	base := BatchInput{Now: t0, Rows: 1, OldestArrival: t0, MaxBatch: 8, MaxBatchDelay: 3 * ms, Cost: CostModel{A: ms}}
 	with := func(f func(*BatchInput)) BatchInput { in := base; f(&in); return in }
 	cases := []struct {
 		name  string
@@ -90,7 +90,7 @@ func TestCloseBatch(t *testing.T) {
 		{"full batch runs at once", with(func(in *BatchInput) { in.Rows = 8 }), true, time.Time{}},
 		{"opportunistic never waits", with(func(in *BatchInput) { in.MaxBatchDelay = 0 }), true, time.Time{}},
 		{"delay elapsed", with(func(in *BatchInput) { in.Now = t0.Add(3 * ms) }), true, time.Time{}},
-		{"delay counts from the first row", with(func(in *BatchInput) { in.Now = t0.Add(2 * ms) }), false, t0.Add(3 * ms)},
+		{"delay counts from the oldest row", with(func(in *BatchInput) { in.Now = t0.Add(2 * ms) }), false, t0.Add(3 * ms)},
 		// Earliest deadline 2.5ms away, a full batch costs 1ms: close by 1.5ms.
 		{"deadline closes early", with(func(in *BatchInput) { in.EarliestDue = t0.Add(2500 * time.Microsecond) }), false, t0.Add(1500 * time.Microsecond)},
 		{"deadline already forces it", with(func(in *BatchInput) { in.EarliestDue = t0.Add(ms / 2) }), true, time.Time{}},
@@ -103,6 +103,155 @@ func TestCloseBatch(t *testing.T) {
 				t.Fatalf("got (%v, %v), want (%v, %v)", now, until, c.now, c.until)
 			}
 		})
+	}
+}
+
+// The batcher closes a batch at the earlier of (its oldest request's
+// arrival + maxBatchDelay) and the latest start its tightest deadline
+// allows, whatever order its pieces were taken in. The first piece is not
+// always the oldest: online work is taken before older low-priority work
+// and retried pieces before both ("newer piece first" closed 15 ms late
+// when the batcher timed the delay from the first piece).
+func TestCloseBatchOverPieces(t *testing.T) {
+	ms := time.Millisecond
+	t0 := time.Unix(1000, 0)
+	cfg := Config{MaxBatchSize: 8, MaxBatchDelay: 20 * ms}
+	cost := CostModel{A: 2 * ms} // a full batch: 2 ms
+	at := func(arrived, due time.Duration) piece {
+		it := &item{enq: t0.Add(arrived)}
+		if due > 0 {
+			it.due = t0.Add(due)
+		}
+		return piece{it: it, lo: 0, hi: 1}
+	}
+	cases := []struct {
+		name  string
+		now   time.Duration
+		batch []piece
+		run   bool
+		until time.Duration // when !run
+	}{
+		{"one request waits the delay", 0, []piece{at(0, 0)}, false, 20 * ms},
+		{"in arrival order", 10 * ms, []piece{at(0, 0), at(10*ms, 0)}, false, 20 * ms},
+		{"newer piece first: the delay counts from the older", 10 * ms, []piece{at(5*ms, 0), at(0, 0)}, false, 20 * ms},
+		{"newer piece first, the older's delay over: now", 35 * ms, []piece{at(30*ms, 0), at(10*ms, 0)}, true, 0},
+		{"a retried piece of an old request: now", 30 * ms, []piece{at(-50*ms, 0), at(30*ms, 0)}, true, 0},
+		{"the tightest deadline in a later piece", 0, []piece{at(0, 100*ms), at(0, 10*ms)}, false, 8 * ms},
+		{"the tightest deadline in the first piece", 0, []piece{at(0, 10*ms), at(0, 100*ms)}, false, 8 * ms},
+		{"no deadline beside one", 0, []piece{at(0, 0), at(0, 12*ms), at(0, 0)}, false, 10 * ms},
+		{"deadline and delay: the delay of the older is earlier", 10 * ms, []piece{at(8*ms, 40*ms), at(1*ms, 0)}, false, 21 * ms},
+		{"a deadline that leaves no time: now", 5 * ms, []piece{at(5*ms, 0), at(0, 6*ms)}, true, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rows := len(c.batch)
+			run, until := CloseBatch(closeInput(t0.Add(c.now), c.batch, rows, cfg, cost))
+			want := time.Time{}
+			if !c.run {
+				want = t0.Add(c.until)
+			}
+			if run != c.run || !until.Equal(want) {
+				t.Fatalf("got (%v, %v), want (%v, %v)", run, until.Sub(t0), c.run, c.until)
+			}
+		})
+	}
+}
+
+// A batch's model call runs until the latest deadline among its requests,
+// and without one when any request has none, in whatever order its pieces
+// were taken ([none, 10ms] ended at 10 ms, cutting the request without a
+// deadline, when the answer depended on the order).
+func TestBatchDeadline(t *testing.T) {
+	ms := time.Millisecond
+	t0 := time.Unix(1000, 0)
+	p := func(due time.Duration) piece {
+		it := &item{}
+		if due > 0 {
+			it.due = t0.Add(due)
+		}
+		return piece{it: it}
+	}
+	for _, c := range []struct {
+		name string
+		dues []time.Duration // 0: no deadline
+		want time.Duration   // 0: none
+	}{
+		{"one deadline", []time.Duration{10 * ms}, 10 * ms},
+		{"the latest", []time.Duration{10 * ms, 30 * ms, 20 * ms}, 30 * ms},
+		{"none", []time.Duration{0}, 0},
+		{"none first", []time.Duration{0, 10 * ms}, 0},
+		{"none last", []time.Duration{10 * ms, 0}, 0},
+		{"none between", []time.Duration{10 * ms, 0, 20 * ms}, 0},
+	} {
+		var live []piece
+		for _, d := range c.dues {
+			live = append(live, p(d))
+		}
+		want := time.Time{}
+		if c.want > 0 {
+			want = t0.Add(c.want)
+		}
+		if got := batchDeadline(live); !got.Equal(want) {
+			t.Errorf("%s: %v, want %v", c.name, got, want)
+		}
+	}
+}
+
+// A piece of a crashed batch is queued again once, and only when its
+// deadline leaves more than its estimated compute.
+func TestRetryCrashed(t *testing.T) {
+	ms := time.Millisecond
+	t0 := time.Unix(1000, 0)
+	cost := CostModel{A: 2 * ms, B: ms} // a 3-row piece: 5 ms
+	for _, c := range []struct {
+		name    string
+		retried bool
+		due     time.Duration // from now; 0: none
+		want    bool
+	}{
+		{"no deadline", false, 0, true},
+		{"room left", false, 6 * ms, true},
+		{"exactly its cost left", false, 5 * ms, false},
+		{"too little left", false, 4 * ms, false},
+		{"already retried", true, 0, false},
+		{"already retried, room left", true, time.Second, false},
+	} {
+		it := &item{}
+		if c.due > 0 {
+			it.due = t0.Add(c.due)
+		}
+		if got := retryCrashed(piece{it: it, lo: 2, hi: 5, retried: c.retried}, t0, cost); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// The cost model is fitted on a busy replica's whole cycle, unless the
+// cycle is implausibly long next to the call.
+func TestBatchCost(t *testing.T) {
+	ms := time.Millisecond
+	t0 := time.Unix(1000, 0)
+	for _, c := range []struct {
+		name    string
+		elapsed time.Duration
+		busy    bool
+		last    time.Duration // lastEnd before now; 0: none yet
+		want    time.Duration
+	}{
+		{"idle before: the call", 4 * ms, false, 6 * ms, 4 * ms},
+		{"first batch: the call", 4 * ms, true, 0, 4 * ms},
+		{"busy: the cycle", 4 * ms, true, 6 * ms, 6 * ms},
+		{"cycle shorter than the call: the call", 4 * ms, true, 3 * ms, 4 * ms},
+		{"cycle over 4× the call + 1 ms: the call", 4 * ms, true, 17 * ms, 4 * ms},
+		{"cycle just under the bound", 4 * ms, true, 16*ms + 999*time.Microsecond, 16*ms + 999*time.Microsecond},
+	} {
+		last := time.Time{}
+		if c.last > 0 {
+			last = t0.Add(-c.last)
+		}
+		if got := batchCost(c.elapsed, c.busy, last, t0); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
 	}
 }
 

@@ -675,7 +675,6 @@ func removeAt[T any](xs []T, i int) []T {
 func (s *Server) nextBatch(r *replica) ([]piece, bool) {
 	var batch []piece
 	rows := 0
-	var first time.Time
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {
@@ -691,23 +690,13 @@ func (s *Server) nextBatch(r *replica) ([]piece, bool) {
 		now := time.Now()
 		var took int
 		batch, took = s.takeLocked(batch, s.cfg.MaxBatchSize-rows, now)
-		if took > 0 && rows == 0 {
-			first = batch[0].it.enq
-		}
 		rows += took
 		r.working = rows > 0
 		if rows == 0 && s.closing && s.queued == 0 {
 			return nil, false
 		}
 		if rows > 0 {
-			var due time.Time
-			for _, p := range batch {
-				if !p.it.due.IsZero() && (due.IsZero() || p.it.due.Before(due)) {
-					due = p.it.due
-				}
-			}
-			closeNow, until := CloseBatch(BatchInput{Now: now, Rows: rows, FirstArrival: first, EarliestDue: due,
-				MaxBatch: s.cfg.MaxBatchSize, MaxBatchDelay: s.cfg.MaxBatchDelay, Cost: s.cost})
+			closeNow, until := CloseBatch(closeInput(now, batch, rows, s.cfg, s.cost))
 			if closeNow || s.closing {
 				return batch, true
 			}
@@ -730,6 +719,23 @@ func (s *Server) nextBatch(r *replica) ([]piece, bool) {
 		<-ch
 		s.mu.Lock()
 	}
+}
+
+// closeInput is what closing the batch b (rows instances) looks at: its
+// oldest request's arrival and its tightest deadline, over every piece.
+// The first piece taken need not be the oldest: online work is taken
+// before older low-priority work, and retried pieces before both.
+func closeInput(now time.Time, b []piece, rows int, cfg Config, cost CostModel) BatchInput {
+	in := BatchInput{Now: now, Rows: rows, MaxBatch: cfg.MaxBatchSize, MaxBatchDelay: cfg.MaxBatchDelay, Cost: cost}
+	for i, p := range b {
+		if i == 0 || p.it.enq.Before(in.OldestArrival) {
+			in.OldestArrival = p.it.enq
+		}
+		if !p.it.due.IsZero() && (in.EarliestDue.IsZero() || p.it.due.Before(in.EarliestDue)) {
+			in.EarliestDue = p.it.due
+		}
+	}
+	return in
 }
 
 func (s *Server) replicaLoop(r *replica) {
@@ -799,37 +805,94 @@ func (s *Server) ReportedMemory() (int64, bool) {
 // run computes one batch. It reports whether the replica crashed.
 func (s *Server) run(r *replica, batch []piece) (crashed bool) {
 	start := time.Now()
-	// Drop pieces whose request is gone.
+	live := s.dropFinished(r, batch)
+	if len(live) == 0 {
+		return false
+	}
+	seq := live[0].it.rows.Tokens != nil
+	in, padRatio := gather(live)
+	out, err, panicked := s.compute(r.model, in, batchDeadline(live))
+	elapsed := time.Since(start)
+	if panicked {
+		s.cfg.Observer.ReplicaCrash()
+	} else if err == nil {
+		s.cfg.Observer.Batch(in.Rows, elapsed)
+		if po, ok := s.cfg.Observer.(PaddingObserver); ok && seq {
+			po.Padding(padRatio)
+		}
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r.working = false
+	if panicked {
+		s.crashedLocked(r, live, err)
+		return true
+	}
+	if err == nil && (out.Rows != in.Rows || len(out.Data) != out.Rows*out.Cols) {
+		err = fmt.Errorf("runtime returned %d rows for a batch of %d", out.Rows, in.Rows)
+	}
+	if err != nil {
+		s.failLocked(live, err)
+		return false
+	}
+	s.stats.batches.Add(1)
+	s.stats.rows.Add(int64(in.Rows))
+	if seq {
+		s.padSum += padRatio
+		s.padN++
+	}
+	s.observeLocked(in.Rows, batchCost(elapsed, r.busy, r.lastEnd, time.Now()))
+	s.deliverLocked(live, out, start, elapsed)
+	r.lastEnd, r.busy = time.Now(), s.queued > 0
+	return false
+}
+
+// dropFinished returns the pieces of batch whose request still waits (in
+// batch's array); with none, the replica holds no work any more.
+func (s *Server) dropFinished(r *replica, batch []piece) []piece {
 	live := batch[:0]
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	for _, p := range batch {
-		if p.it.finished {
-			continue
+		if !p.it.finished {
+			live = append(live, p)
 		}
-		live = append(live, p)
 	}
 	if len(live) == 0 {
 		r.working = false
 	}
-	s.mu.Unlock()
-	if len(live) == 0 {
-		return false
-	}
-	cols := live[0].it.rows.Cols
-	seq := live[0].it.rows.Tokens != nil
-	n := 0
+	return live
+}
+
+// batchDeadline is the deadline of the model call for the pieces of one
+// batch: the latest of their requests' deadlines — the batch outlives any
+// single request — and none when one of them has none.
+func batchDeadline(live []piece) time.Time {
 	var due time.Time
 	for _, p := range live {
-		n += p.hi - p.lo
 		if p.it.due.IsZero() {
-			due = time.Time{}
-		} else if due.IsZero() || p.it.due.After(due) {
+			return time.Time{}
+		}
+		if p.it.due.After(due) {
 			due = p.it.due
 		}
 	}
-	in := runtime.Batch{Rows: n, Cols: cols}
-	padRatio := 0.0
-	if seq {
+	return due
+}
+
+// gather builds the model's input from the pieces' rows: float rows in
+// one array (the request's own when the batch is one piece), token rows
+// side by side with the share of padding their longest row implies.
+func gather(live []piece) (in runtime.Batch, padRatio float64) {
+	cols := live[0].it.rows.Cols
+	n := 0
+	for _, p := range live {
+		n += p.hi - p.lo
+	}
+	in = runtime.Batch{Rows: n, Cols: cols}
+	switch {
+	case live[0].it.rows.Tokens != nil:
 		in.Tokens = make([][]int64, 0, n)
 		longest, cells := 0, 0
 		for _, p := range live {
@@ -842,103 +905,108 @@ func (s *Server) run(r *replica, batch []piece) (crashed bool) {
 		if total := n * longest; total > 0 {
 			padRatio = float64(total-cells) / float64(total)
 		}
-	} else if len(live) == 1 {
+	case len(live) == 1:
 		p := live[0]
 		in.Data = p.it.rows.Data[p.lo*cols : p.hi*cols]
-	} else {
+	default:
 		in.Data = make([]float32, 0, n*cols)
 		for _, p := range live {
 			in.Data = append(in.Data, p.it.rows.Data[p.lo*cols:p.hi*cols]...)
 		}
 	}
+	return in, padRatio
+}
+
+// compute calls the model on in within due (zero: no deadline), holding a
+// model CPU slot (Config.CPUs) while it runs. panicked: the runtime
+// panicked, and the replica is to be replaced.
+func (s *Server) compute(m runtime.Model, in runtime.Batch, due time.Time) (out runtime.Output, err error, panicked bool) {
 	ctx := context.Background() // the batch outlives any single request
-	var cancel context.CancelFunc = func() {}
 	if !due.IsZero() {
+		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, due)
+		defer cancel()
 	}
 	s.stats.inflight.Add(1)
-	var out runtime.Output
-	var panicked bool
-	err := s.cfg.CPUs.acquire(ctx)
-	if err == nil {
-		out, err, panicked = safePredict(ctx, r.model, in)
-		s.cfg.CPUs.release()
-	} else {
-		err = fmt.Errorf("waiting for a model CPU (--model-cpus %d): %w", s.cfg.CPUs.Size(), err)
+	defer s.stats.inflight.Add(-1)
+	if err := s.cfg.CPUs.acquire(ctx); err != nil {
+		return out, fmt.Errorf("waiting for a model CPU (--model-cpus %d): %w", s.cfg.CPUs.Size(), err), false
 	}
-	s.stats.inflight.Add(-1)
-	cancel()
-	elapsed := time.Since(start)
-	if panicked {
-		s.cfg.Observer.ReplicaCrash()
-	} else if err == nil {
-		s.cfg.Observer.Batch(n, elapsed)
-		if po, ok := s.cfg.Observer.(PaddingObserver); ok && seq {
-			po.Padding(padRatio)
-		}
-	}
+	defer s.cfg.CPUs.release()
+	return safePredict(ctx, m, in)
+}
 
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r.working = false
-	if panicked {
-		s.stats.crashes.Add(1)
-		if !r.retiring { // a retiring replica already left live and is not replaced
-			s.dropLiveLocked(r)
-			if s.cfg.Load != nil {
-				s.reload++ // queued work waits for the replacement
-			}
-		}
-		s.log.Error("replica crashed", "replica", r.id, "err", err)
-		now := time.Now()
-		for _, p := range live {
-			p.it.pending--
-			if p.it.finished {
-				continue
-			}
-			if !p.retried && (p.it.due.IsZero() || p.it.due.Sub(now) > s.cost.Batch(p.hi-p.lo)) {
-				p.retried = true
-				p.it.pending++
-				s.retry = append(s.retry, p)
-				s.queued += p.hi - p.lo
-				continue
-			}
-			s.finishLocked(p.it, &errs.Error{Code: errs.Unavailable, Message: "replica crashed while computing this request; it was not retried in time", RetryAfter: time.Second})
-		}
-		s.strandedLocked()
-		s.broadcastLocked()
-		return true
-	}
-	if err == nil && (out.Rows != n || len(out.Data) != out.Rows*out.Cols) {
-		err = fmt.Errorf("runtime returned %d rows for a batch of %d", out.Rows, n)
-	}
-	if err != nil {
-		code := errs.Internal
-		if errors.Is(err, context.DeadlineExceeded) {
-			code = errs.DeadlineExceeded
-		}
-		for _, p := range live {
-			p.it.pending--
-			s.finishLocked(p.it, errs.Wrap(code, err, "predict %s", s.cfg.Name))
-		}
-		return false
-	}
-	s.stats.batches.Add(1)
-	s.stats.rows.Add(int64(n))
-	if seq {
-		s.padSum += padRatio
-		s.padN++
-	}
-	// Fit the cost model on the replica's cycle when it was busy: the model
-	// call plus what surrounds it (batch forming, wakeups, copying).
-	cost := elapsed
-	if r.busy && !r.lastEnd.IsZero() {
-		if cycle := time.Since(r.lastEnd); cycle > cost && cycle < 4*elapsed+time.Millisecond {
-			cost = cycle
+// crashedLocked handles a replica whose model panicked on live: it leaves
+// the live replicas (to be replaced when the server can load one), and each
+// piece is queued again once if its request's deadline leaves room for
+// it, else answered unavailable.
+func (s *Server) crashedLocked(r *replica, live []piece, err error) {
+	s.stats.crashes.Add(1)
+	if !r.retiring { // a retiring replica already left live and is not replaced
+		s.dropLiveLocked(r)
+		if s.cfg.Load != nil {
+			s.reload++ // queued work waits for the replacement
 		}
 	}
-	s.observeLocked(n, cost)
-	defer func() { r.lastEnd, r.busy = time.Now(), s.queued > 0 }()
+	s.log.Error("replica crashed", "replica", r.id, "err", err)
+	now := time.Now()
+	for _, p := range live {
+		p.it.pending--
+		if p.it.finished {
+			continue
+		}
+		if retryCrashed(p, now, s.cost) {
+			p.retried = true
+			p.it.pending++
+			s.retry = append(s.retry, p)
+			s.queued += p.hi - p.lo
+			continue
+		}
+		s.finishLocked(p.it, &errs.Error{Code: errs.Unavailable, Message: "replica crashed while computing this request; it was not retried in time", RetryAfter: time.Second})
+	}
+	s.strandedLocked()
+	s.broadcastLocked()
+}
+
+// retryCrashed decides whether a piece of a crashed batch is queued
+// again: once only, and only when its request's deadline (if any) leaves
+// more than the estimated cost of computing it.
+func retryCrashed(p piece, now time.Time, cost CostModel) bool {
+	return !p.retried && (p.it.due.IsZero() || p.it.due.Sub(now) > cost.Batch(p.hi-p.lo))
+}
+
+// failLocked answers every request of live with the model call's error:
+// deadline_exceeded when the batch's deadline ended it, else internal.
+func (s *Server) failLocked(live []piece, err error) {
+	code := errs.Internal
+	if errors.Is(err, context.DeadlineExceeded) {
+		code = errs.DeadlineExceeded
+	}
+	for _, p := range live {
+		p.it.pending--
+		s.finishLocked(p.it, errs.Wrap(code, err, "predict %s", s.cfg.Name))
+	}
+}
+
+// batchCost is the service time a batch that took elapsed is fitted as:
+// when the replica was busy since it ended its previous batch at lastEnd,
+// the whole cycle — the model call plus what surrounds it (batch forming,
+// wakeups, copying) — unless that is implausibly long (over 4× the call
+// and a millisecond: the replica was idle after all).
+func batchCost(elapsed time.Duration, busy bool, lastEnd, now time.Time) time.Duration {
+	if busy && !lastEnd.IsZero() {
+		if cycle := now.Sub(lastEnd); cycle > elapsed && cycle < 4*elapsed+time.Millisecond {
+			return cycle
+		}
+	}
+	return elapsed
+}
+
+// deliverLocked copies the batch's output rows into each piece's request
+// and finishes a request when its last piece is answered, with its
+// timing: queued until its first piece was taken, waiting for its batch
+// to start, computing until the end of its last batch.
+func (s *Server) deliverLocked(live []piece, out runtime.Output, start time.Time, elapsed time.Duration) {
 	row := 0
 	for _, p := range live {
 		it := p.it
@@ -966,7 +1034,6 @@ func (s *Server) run(r *replica, batch []piece) (crashed bool) {
 			s.finishLocked(it, nil)
 		}
 	}
-	return false
 }
 
 func safePredict(ctx context.Context, m runtime.Model, in runtime.Batch) (out runtime.Output, err error, panicked bool) {

@@ -27,6 +27,7 @@ type fakeModel struct {
 	mu      sync.Mutex
 	calls   int
 	batches [][]float32 // first column of each row, per batch
+	starts  []time.Time // when each Predict began
 	closed  int         // Close calls
 }
 
@@ -52,6 +53,7 @@ func (m *fakeModel) Predict(ctx context.Context, in runtime.Batch) (runtime.Outp
 		col[i] = in.Row(i)[0]
 	}
 	m.batches = append(m.batches, col)
+	m.starts = append(m.starts, time.Now())
 	m.mu.Unlock()
 	if m.gate != nil {
 		<-m.gate
@@ -227,6 +229,51 @@ func TestOnlineBeforeLow(t *testing.T) {
 		}
 		if len(order) != 3 || order[0] != 1 || order[1] != 3 || order[2] != 2 {
 			t.Errorf("compute order %v, want [1 3 2]: low ran before queued online work", order)
+		}
+	})
+}
+
+// The batch delay counts from the oldest request in the batch, not from
+// its first piece: a low-priority request that waited through another
+// batch, taken after a newer online one, runs as soon as the replica is
+// free instead of waiting the delay again from the online one's arrival.
+func TestBatchDelayFromTheOldestRequest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const delay = 20 * time.Millisecond
+		m := &fakeModel{gate: make(chan struct{})}
+		s := newServer(t, Config{MaxBatchSize: 8, MaxBatchDelay: delay}, m)
+		t0 := time.Now()
+		done := make(chan error, 3)
+		submit := func(v float32, p Priority) {
+			go func() {
+				_, err := s.Submit(context.Background(), Work{Rows: rows(v), Priority: p})
+				done <- err
+			}()
+			synctest.Wait()
+		}
+		submit(1, Online)
+		time.Sleep(delay) // its batch closes and is held at the gate
+		synctest.Wait()
+		submit(2, Low) // arrives at 20 ms while the replica is busy
+		time.Sleep(40 * time.Millisecond)
+		submit(3, Online) // arrives at 60 ms
+		m.gate <- struct{}{}
+		synctest.Wait() // the first batch is answered; the replica forms the next
+		m.mu.Lock()
+		calls, batches, starts := m.calls, m.batches, m.starts
+		m.mu.Unlock()
+		if calls != 2 {
+			t.Fatalf("%d batches started at %v, want the second at once: request 2 has waited %v, over maxBatchDelay %v",
+				calls, time.Since(t0), time.Since(t0)-delay, delay)
+		}
+		if got := starts[1].Sub(t0); got != 60*time.Millisecond || len(batches[1]) != 2 || batches[1][0] != 3 || batches[1][1] != 2 {
+			t.Errorf("second batch %v started at %v, want [3 2] at 60ms", batches[1], got)
+		}
+		m.gate <- struct{}{}
+		for range 3 {
+			if err := <-done; err != nil {
+				t.Error(err)
+			}
 		}
 	})
 }
