@@ -35,11 +35,13 @@ var Priceless = math.Inf(1)
 const AdmitMargin = 1.5
 
 // Displaces reports whether a new copy that would take rate requests per
-// second may evict r to make room: r is not called at all, or it is
+// second may evict r to make room: r is not called at all, r is idle (not
+// called for the minimum residency: Idle; its decayed rate still
+// remembers old traffic, but its memory serves nobody now), or it is
 // called less than rate / AdmitMargin (r.Rate, per copy). Keep's rules
 // (hot, busy, young, rollback target) still apply on top.
-func Displaces(rate float64, r Resident) bool {
-	if r.Rate <= 0 {
+func (p Policy) Displaces(rate float64, r Resident, now time.Time) bool {
+	if r.Rate <= 0 || p.Idle(r, now) {
 		return true
 	}
 	return r.Rate*AdmitMargin < rate

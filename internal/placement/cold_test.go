@@ -11,19 +11,56 @@ func TestColdWait(t *testing.T) {
 		left        time.Duration
 		hasDeadline bool
 		load        time.Duration
+		src         LoadSource
 		want        bool
 	}{
-		{"no deadline waits", 0, false, time.Hour, true},
-		{"deadline covers load and margin", 1300 * time.Millisecond, true, time.Second, true},
-		{"deadline covers the load but not the margin", 1100 * time.Millisecond, true, time.Second, false},
-		{"short deadline refused", 100 * time.Millisecond, true, time.Second, false},
-		{"tiny load: the 20ms floor", 25 * time.Millisecond, true, time.Millisecond, true},
-		{"tiny load under the floor", 15 * time.Millisecond, true, time.Millisecond, false},
-		{"passed deadline", -time.Second, true, 0, false},
+		{"no deadline waits", 0, false, time.Hour, LoadMeasured, true},
+		{"deadline covers load and margin", 1300 * time.Millisecond, true, time.Second, LoadMeasured, true},
+		{"deadline covers the load but not the margin", 1100 * time.Millisecond, true, time.Second, LoadMeasured, false},
+		{"short deadline refused", 100 * time.Millisecond, true, time.Second, LoadDeclared, false},
+		{"tiny load: the 20ms floor", 25 * time.Millisecond, true, time.Millisecond, LoadEstimated, true},
+		{"tiny load under the floor", 15 * time.Millisecond, true, time.Millisecond, LoadMeasured, false},
+		{"passed deadline", -time.Second, true, 0, LoadMeasured, false},
+		{"unknown load time: waits what the deadline allows", 300 * time.Millisecond, true, 0, LoadUnknown, true},
+		{"unknown load time, no time left", 10 * time.Millisecond, true, 0, LoadUnknown, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := ColdWait(tt.left, tt.hasDeadline, tt.load); got != tt.want {
-				t.Fatalf("ColdWait(%v, %v, %v) = %v, want %v", tt.left, tt.hasDeadline, tt.load, got, tt.want)
+			if got := ColdWait(tt.left, tt.hasDeadline, tt.load, tt.src); got != tt.want {
+				t.Fatalf("ColdWait(%v, %v, %v, %s) = %v, want %v", tt.left, tt.hasDeadline, tt.load, tt.src, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestLoadEstimate(t *testing.T) {
+	var fast LoadRate // 10 MB in 100 ms over two loads: 100 MB/s
+	fast.Add(4_000_000, 40*time.Millisecond)
+	fast.Add(6_000_000, 60*time.Millisecond)
+	fast.Add(0, time.Second) // unknown size: no information
+	fast.Add(1_000_000, 0)   // took nothing: no information
+	if fast.Loads != 2 || fast.BytesPerSecond() != 100e6 {
+		t.Fatalf("LoadRate = %+v (%g B/s), want 2 loads at 100 MB/s", fast, fast.BytesPerSecond())
+	}
+	for _, tt := range []struct {
+		name     string
+		measured time.Duration
+		hint     time.Duration
+		bytes    int64
+		rate     LoadRate
+		want     time.Duration
+		src      LoadSource
+	}{
+		{"its own last load first", 7 * time.Millisecond, time.Second, 1 << 30, fast, 7 * time.Millisecond, LoadMeasured},
+		{"then the declared load time", 0, 300 * time.Millisecond, 1 << 30, fast, 300 * time.Millisecond, LoadDeclared},
+		{"then the size at the runtime's measured speed", 0, 0, 50_000_000, fast, 500 * time.Millisecond, LoadEstimated},
+		{"a tiny artifact: at least a millisecond", 0, 0, 10, fast, time.Millisecond, LoadEstimated},
+		{"no load of the runtime measured: unknown, not a second", 0, 0, 50_000_000, LoadRate{}, 0, LoadUnknown},
+		{"size unknown: unknown", 0, 0, 0, fast, 0, LoadUnknown},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, src := LoadEstimate(tt.measured, tt.hint, tt.bytes, tt.rate)
+			if got != tt.want || src != tt.src {
+				t.Fatalf("LoadEstimate = %v (%s), want %v (%s)", got, src, tt.want, tt.src)
 			}
 		})
 	}

@@ -113,7 +113,7 @@ func (p Policy) Choose(req Request, workers []Worker, now time.Time) Decision {
 				s.mine += r.Replicas
 				continue
 			}
-			if Displaces(req.Rate, r) {
+			if p.Displaces(req.Rate, r, now) {
 				s.left = append(s.left, r)
 			}
 		}

@@ -94,6 +94,11 @@ func TestKeep(t *testing.T) {
 		{with(r, func(r *Resident) { r.Busy = true }), KeepBusy},
 		{with(r, func(r *Resident) { r.RollbackTarget = true }), KeepRollback},
 		{with(r, func(r *Resident) { r.LoadedAt = t0 }), KeepYoung},
+		// Placed ahead of traffic and never called: no request paid for
+		// its load, so the residency does not hold its memory.
+		{with(r, func(r *Resident) { r.LoadedAt, r.LastUsed = t0, time.Time{} }), ""},
+		// Loaded for a request that has not called it yet: protected.
+		{with(r, func(r *Resident) { r.LoadedAt, r.LastUsed, r.OnDemand = t0, time.Time{}, true }), KeepYoung},
 		{with(r, func(r *Resident) { r.Memory = 0 }), KeepEmpty},
 	} {
 		if got := p.Keep(tt.r, t0); got != tt.want {
@@ -319,9 +324,87 @@ func TestDisplaces(t *testing.T) {
 		{"called as much", 2, warm, false},
 		{"called less", 1, warm, false},
 		{"priceless", Priceless, warm, true},
+		// Its decayed rate remembers old traffic, but nobody called it
+		// for the minimum residency: its memory serves nobody now.
+		{"idle for the residency: any request displaces it", 0.01, idle("a@1", 10*mib, 2, 2), true},
+		{"never called since its load", 0.01, with(warm, func(r *Resident) { r.LastUsed = time.Time{} }), true},
+		{"idle but busy (queued work): the rates decide", 0.01, with(idle("a@1", 10*mib, 2, 5), func(r *Resident) { r.Busy = true }), false},
 	} {
-		if got := Displaces(c.rate, c.r); got != c.want {
+		if got := (Policy{}).Displaces(c.rate, c.r, t0); got != c.want {
 			t.Errorf("%s: Displaces = %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+// A cold request's load (one replica, its decayed rate) on a full worker:
+// what placement evicts for it, or why it cannot.
+func TestColdRequestEvicts(t *testing.T) {
+	p := Policy{MinResidency: 2 * time.Minute}
+	const rate = 0.02                        // one request a minute ago
+	startCopy := func(key string) Resident { // placed at start 30 s ago, never called
+		return Resident{Key: key, Memory: 48 * mib, Replicas: 1, LoadedAt: t0.Add(-30 * time.Second), LoadTime: 300 * time.Millisecond}
+	}
+	used := func(key string, rps float64, ago time.Duration) Resident {
+		return Resident{Key: key, Memory: 48 * mib, Replicas: 1, LoadedAt: t0.Add(-time.Hour), LastUsed: t0.Add(-ago), LoadTime: 300 * time.Millisecond, Rate: rps}
+	}
+	for _, tt := range []struct {
+		name   string
+		loaded []Resident
+		want   []string // nil: not placed
+	}{
+		{"idle start copies go, even young", []Resident{used("hot@1", 5, time.Second), startCopy("a@1")}, []string{"a@1"}},
+		{"the cheapest to reload of the idle ones", []Resident{with(startCopy("slow@1"), func(r *Resident) { r.LoadTime = 5 * time.Second; r.Rate = 0.001 }), startCopy("quick@1")}, []string{"quick@1"}},
+		{"idle for the residency, whatever its old rate", []Resident{used("hot@1", 5, time.Second), used("was-hot@1", 3, 3*time.Minute)}, []string{"was-hot@1"}},
+		{"least recently used among equals", []Resident{used("b@1", 0, 10*time.Minute), used("c@1", 0, 20*time.Minute)}, []string{"c@1"}},
+		{"a young copy loaded on demand stays", []Resident{with(startCopy("d@1"), func(r *Resident) { r.OnDemand = true })}, nil},
+		{"a young copy that served stays", []Resident{with(startCopy("e@1"), func(r *Resident) { r.LastUsed = t0.Add(-time.Second) })}, nil},
+		{"a rollback target stays", []Resident{with(startCopy("prev@1"), func(r *Resident) { r.RollbackTarget = true })}, nil},
+		{"a hot version stays", []Resident{with(startCopy("h@1"), func(r *Resident) { r.Hot = true })}, nil},
+		{"a version called more than the request stays", []Resident{used("warm@1", 1, time.Second), used("warm@2", 1, 2*time.Second)}, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var used int64
+			for _, r := range tt.loaded {
+				used += r.Memory
+			}
+			w := Worker{ID: "w1", Budget: used, Used: used, Loaded: tt.loaded}
+			d := p.Choose(Request{Key: "cold@1", Memory: 48 * mib, Replicas: 1, Ranked: []string{"w1"}, ShardSize: 1, Rate: rate}, []Worker{w}, t0)
+			if tt.want == nil {
+				if len(d.Assignments) != 0 || d.Unplaced != 1 {
+					t.Fatalf("Choose = %+v, want nothing placed", d)
+				}
+				return
+			}
+			if len(d.Assignments) != 1 || !slices.Equal(d.Assignments[0].Evict, tt.want) {
+				t.Fatalf("Choose = %+v, want one copy evicting %v", d, tt.want)
+			}
+		})
+	}
+}
+
+func TestTrim(t *testing.T) {
+	young := func(key string, mem int64) Resident { // loaded 10 s ago, called since
+		return Resident{Key: key, Memory: mem, Replicas: 1, LoadedAt: t0.Add(-10 * time.Second), LastUsed: t0, LoadTime: time.Second, Rate: 1}
+	}
+	for _, tt := range []struct {
+		name   string
+		loaded []Resident
+		over   int64
+		want   []string
+		enough bool
+	}{
+		{"within the budget: nothing", []Resident{young("a@1", 10*mib)}, 0, nil, true},
+		{"the residency does not hold a worker over its budget", []Resident{young("a@1", 10*mib)}, mib, []string{"a@1"}, true},
+		{"cheapest per byte first", []Resident{young("a@1", 10*mib), with(young("b@1", 10*mib), func(r *Resident) { r.Rate = 0.1 })}, mib, []string{"b@1"}, true},
+		{"idle before busy", []Resident{with(young("busy@1", 10*mib), func(r *Resident) { r.Busy = true; r.Rate = 0 }), young("a@1", 10*mib)}, mib, []string{"a@1"}, true},
+		{"busy when the idle cannot free enough", []Resident{with(young("busy@1", 10*mib), func(r *Resident) { r.Busy = true }), young("a@1", mib)}, 5 * mib, []string{"busy@1"}, true},
+		{"hot and rollback targets stay", []Resident{with(young("hot@1", 10*mib), func(r *Resident) { r.Hot = true }), with(young("prev@1", 10*mib), func(r *Resident) { r.RollbackTarget = true })}, mib, nil, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := (Policy{}).Trim(tt.loaded, tt.over, t0)
+			if !slices.Equal(got.Victims, tt.want) || got.Enough != tt.enough {
+				t.Fatalf("Trim = %+v, want %v enough %v", got, tt.want, tt.enough)
+			}
+		})
 	}
 }

@@ -46,6 +46,10 @@ type Resident struct {
 	// RollbackTarget: a deployment may roll back to it and its window has
 	// not ended.
 	RollbackTarget bool
+	// OnDemand: it was loaded for a request (a cold request's load), not
+	// placed ahead of traffic. Such a copy is used the moment it is ready,
+	// so the minimum residency protects it even before its first call.
+	OnDemand bool
 }
 
 // Policy holds eviction's anti-thrash rule.
@@ -87,6 +91,14 @@ const (
 )
 
 // Keep says why r must stay on its worker at now ("" when it may go).
+//
+// The minimum residency protects a copy that serves: one loaded on demand
+// or called since its load. A copy placed ahead of traffic (a warm
+// version at start) that nobody has called is speculation, not a load a
+// request paid for: it may go at once for a request that needs its room
+// (the 80-model run of issue 17: every start copy was young for two
+// minutes, so no cold request could evict anything and 1,728 were
+// refused with cold_start while idle copies held the memory).
 func (p Policy) Keep(r Resident, now time.Time) string {
 	switch {
 	case r.Hot:
@@ -95,12 +107,23 @@ func (p Policy) Keep(r Resident, now time.Time) string {
 		return KeepBusy
 	case r.RollbackTarget:
 		return KeepRollback
-	case now.Sub(r.LoadedAt) < p.minResidency():
+	case now.Sub(r.LoadedAt) < p.minResidency() && (r.OnDemand || !r.LastUsed.IsZero()):
 		return KeepYoung
 	case r.Memory <= 0:
 		return KeepEmpty
 	}
 	return ""
+}
+
+// Idle reports whether r has not been called for the minimum residency
+// (or never since its load): its copy holds memory nobody is using.
+// Admission lets any request displace an idle resident, whatever its
+// decayed rate still says (Displaces).
+func (p Policy) Idle(r Resident, now time.Time) bool {
+	if r.Busy {
+		return false
+	}
+	return r.LastUsed.IsZero() || now.Sub(r.LastUsed) >= p.minResidency()
 }
 
 // Eviction is Victims' answer.
@@ -122,13 +145,37 @@ type Eviction struct {
 // already cover, so no more is unloaded than needed. need <= 0 needs no
 // victims.
 func (p Policy) Victims(loaded []Resident, need int64, now time.Time) Eviction {
+	return victims(loaded, need, func(r Resident) bool { return p.Keep(r, now) == "" })
+}
+
+// Trim chooses what a worker over its memory budget unloads to free over
+// bytes: the budget is a promise, so the minimum residency does not
+// protect a copy here (a load that measured larger than its reservation
+// must not leave the worker over its budget for minutes). Hot versions
+// and rollback targets still stay; a busy copy goes only when the idle
+// ones cannot free enough (its queued work drains first). The order is
+// Victims' (reload cost per byte, then least recently used).
+func (p Policy) Trim(loaded []Resident, over int64, now time.Time) Eviction {
+	may := func(busy bool) func(Resident) bool {
+		return func(r Resident) bool {
+			return !r.Hot && !r.RollbackTarget && r.Memory > 0 && (busy || !r.Busy)
+		}
+	}
+	if ev := victims(loaded, over, may(false)); ev.Enough {
+		return ev
+	}
+	return victims(loaded, over, may(true))
+}
+
+// victims is Victims over the residents ok says may go.
+func victims(loaded []Resident, need int64, ok func(Resident) bool) Eviction {
 	if need <= 0 {
 		return Eviction{Enough: true}
 	}
 	var cands []Resident
 	var avail int64
 	for _, r := range loaded {
-		if p.Keep(r, now) == "" {
+		if ok(r) {
 			cands = append(cands, r)
 			avail += r.Memory
 		}
