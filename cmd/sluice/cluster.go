@@ -52,13 +52,17 @@ func (h workersHost) Start(ctx context.Context, req control.HostRequest) (contro
 		return nil, hosting.Timings{}, fmt.Errorf("load %s: %w", v.ID(), err)
 	}
 	var loadTime time.Duration
+	var memory int64
 	if v.Runtime == "synthetic" {
 		if c, err := synthetic.Decode(head.Bytes()); err == nil {
-			loadTime = c.LoadTime // the first on-demand load's expected time
+			// What the artifact declares: the first load's expected time
+			// and each replica's memory (the reservation before a load is
+			// measured, when the manifest sets no serving.memory).
+			loadTime, memory = c.LoadTime, c.Memory
 		}
 	}
 	rv, tm, err := h.pool.Start(ctx, cluster.VersionSpec{Model: v.Model, N: v.N, Manifest: v.Manifest, ArtifactSHA: v.ArtifactSHA,
-		ArtifactBytes: v.ArtifactBytes, Spec: req.Spec, Observer: req.Observer, LoadTime: loadTime})
+		ArtifactBytes: v.ArtifactBytes, Spec: req.Spec, Observer: req.Observer, LoadTime: loadTime, Memory: memory})
 	if err != nil {
 		return nil, tm, err
 	}

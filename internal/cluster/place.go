@@ -11,6 +11,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"github.com/sluiceml/sluice/internal/errs"
 	"github.com/sluiceml/sluice/internal/hop"
 	"github.com/sluiceml/sluice/internal/hosting"
@@ -36,8 +39,13 @@ type VersionSpec struct {
 	ArtifactBytes int64
 	Spec          *modelpkg.Spec
 	// LoadTime is what a load is expected to take before one was measured
-	// (the synthetic runtime's loadTime; 0: placement.DefaultLoadTime).
+	// (the synthetic runtime's loadTime; 0: none declared, see
+	// placement.LoadEstimate).
 	LoadTime time.Duration
+	// Memory is one replica's memory as the artifact declares it (the
+	// synthetic runtime's memory; 0: none): the reservation before a load
+	// was measured when the manifest sets no serving.memory.
+	Memory int64
 	// Observer is told of replica crashes and expired requests on the
 	// workers (from their heartbeats' counters; nil: nobody).
 	Observer serving.Observer
@@ -52,6 +60,7 @@ type copyOn struct {
 	replicas int
 	// guarded by Pool.mu
 	loading  bool
+	onDemand bool // loaded for a request (placement.Resident.OnDemand)
 	loadedAt time.Time
 	memory   int64 // reserved (the estimate) while loading; then measured
 	loadTime time.Duration
@@ -249,7 +258,7 @@ func (p *Pool) replicaMemoryLocked(v *Version) int64 {
 			}
 		}
 	}
-	var override int64
+	override := v.spec.Memory
 	if m := v.spec.Spec.Manifest.Serving.Memory; m != nil {
 		override = m.Bytes
 	}
@@ -283,8 +292,9 @@ func (p *Pool) heldLocked(w *worker, loaded *[]placement.Resident, now time.Time
 		if loaded == nil {
 			continue
 		}
-		r := placement.Resident{Key: v.key, Memory: cp.memory, Replicas: 1, LoadedAt: cp.loadedAt, LoadTime: p.loadTimeLocked(v),
-			Busy: cp.loading || cp.inflight.Load() > 0 || w.busy[v.key], Hot: v.tier == modelpkg.TierHot}
+		lt, _ := p.loadTimeLocked(v)
+		r := placement.Resident{Key: v.key, Memory: cp.memory, Replicas: 1, LoadedAt: cp.loadedAt, LoadTime: lt,
+			Busy: cp.loading || cp.inflight.Load() > 0 || w.busy[v.key], Hot: v.tier == modelpkg.TierHot, OnDemand: cp.onDemand}
 		if ns := cp.lastUsed.Load(); ns > 0 {
 			r.LastUsed = time.Unix(0, ns)
 		}
@@ -320,6 +330,12 @@ func (p *Pool) viewLocked(v *Version, now time.Time) []placement.Worker {
 		}
 		pw := placement.Worker{ID: w.id, Budget: budgetOf(w)}
 		pw.Used, _ = p.heldLocked(w, &pw.Loaded, now)
+		if w.full {
+			// It refused a load for its budget: it holds more than its
+			// reports said. Nothing more goes there without evicting
+			// until its next report.
+			pw.Used = max(pw.Used, pw.Budget)
+		}
 		out = append(out, pw)
 	}
 	return out
@@ -394,7 +410,7 @@ func (p *Pool) reconcileLocked(v *Version, now time.Time) (jobs []func(), noRoom
 			victims = append(victims, u)
 			p.evictLocked(u, w, v.key)
 		}
-		cp := &copyOn{session: w.session, replicas: reps, loading: true, memory: mem}
+		cp := &copyOn{session: w.session, replicas: reps, loading: true, memory: mem, onDemand: v.onDemand}
 		v.on[w.id] = cp
 		session := w.session
 		jobs = append(jobs, func() {
@@ -458,6 +474,26 @@ func (p *Pool) load(w *worker, session int64, v *Version, cp *copyOn) {
 		return
 	}
 	now := p.now()
+	if status.Code(err) == codes.ResourceExhausted {
+		// The worker refused the load: what it holds (measured) leaves no
+		// room for the reservation. Not the version's failure: the copy
+		// goes, the worker counts as full until it reports again (trim
+		// brings it back within its budget), and a request waiting for
+		// this load gets another placement once.
+		delete(v.on, w.id)
+		w.full = true
+		p.log.Warn("worker refused a load: over its memory budget", "worker", w.id, "version", v.key, "err", status.Convert(err).Message())
+		p.run(p.trimLocked(w, now))
+		if v.pending != nil && v.replaced < maxReplacements {
+			v.replaced++
+			v.want = max(v.want, 1)
+			v.onDemand = true
+			jobs, _ := p.reconcileLocked(v, now)
+			v.onDemand = false
+			p.run(jobs)
+		}
+		return
+	}
 	if err != nil {
 		e, _ := hop.FromStatus(err)
 		delete(v.on, w.id)
@@ -474,6 +510,11 @@ func (p *Pool) load(w *worker, session int64, v *Version, cp *copyOn) {
 	p.setReadyLocked(w, v.key, true)
 	delete(w.failed, v.key)
 	v.failed, v.failedAt, v.lastLoad = "", time.Time{}, cp.loadTime
+	v.replaced = 0
+	rt := v.spec.Spec.Manifest.Runtime
+	lr := p.loadRates[rt]
+	lr.Add(v.spec.ArtifactBytes, cp.loadTime)
+	p.loadRates[rt] = lr
 	v.loads++
 	w.loads[v.key]++
 	if p.cfg.Metrics != nil {
@@ -520,9 +561,10 @@ func (p *Pool) unloadOn(w *worker, v *Version, why string) {
 // trimLocked brings worker w back within its memory budget when what it
 // holds grew past it after placement decided (a load measured larger
 // than its reservation): it books evictions for the excess, chosen by
-// placement's Victims among what may go, and returns their unloads. A
-// worker with nothing evictable stays over its budget until something
-// is (the next call finds it).
+// placement's Trim (the minimum residency does not hold a worker over
+// its budget; hot versions and rollback targets stay), and returns their
+// unloads. A worker with nothing evictable stays over its budget until
+// something is (the next call finds it), and refuses loads meanwhile.
 func (p *Pool) trimLocked(w *worker, now time.Time) []func() {
 	if !w.live || w.status == nil || w.status.MemoryBudgetBytes <= 0 {
 		return nil
@@ -533,7 +575,7 @@ func (p *Pool) trimLocked(w *worker, now time.Time) []func() {
 	if over <= 0 {
 		return nil
 	}
-	ev := p.cfg.Placement.Victims(loaded, over, now)
+	ev := p.cfg.Placement.Trim(loaded, over, now)
 	if !ev.Enough {
 		return nil
 	}
@@ -608,17 +650,21 @@ func (p *Pool) rateLocked(v *Version, now time.Time) float64 {
 	return v.demand.PerSecond(now, p.cfg.Placement.HalfLife)
 }
 
-// loadTimeLocked is what loading v is expected to take: its last measured
-// load, else the spec's hint, else placement.DefaultLoadTime.
-func (p *Pool) loadTimeLocked(v *Version) time.Duration {
-	switch {
-	case v.lastLoad > 0:
-		return v.lastLoad
-	case v.spec.LoadTime > 0:
-		return v.spec.LoadTime
+// loadTimeLocked is what loading v is expected to take and where the
+// figure comes from (placement.LoadEstimate): its last measured load on
+// any worker, else the artifact's declared load time, else its size at
+// the speed loads of its runtime were measured at, else unknown.
+func (p *Pool) loadTimeLocked(v *Version) (time.Duration, placement.LoadSource) {
+	var rt string
+	if v.spec.Spec != nil {
+		rt = v.spec.Spec.Manifest.Runtime
 	}
-	return placement.DefaultLoadTime
+	return placement.LoadEstimate(v.lastLoad, v.spec.LoadTime, v.spec.ArtifactBytes, p.loadRates[rt])
 }
+
+// maxReplacements bounds how often one on-demand load is placed again
+// after workers refused it for their budgets.
+const maxReplacements = 2
 
 // ensure is called by a request for v when no worker has it ready: it
 // starts one load (shared by every request that comes meanwhile) and
@@ -653,9 +699,11 @@ func (p *Pool) ensure(ctx context.Context, v *Version) error {
 			}
 			v.want = max(v.want, 1)
 			var noRoom string
+			v.onDemand = true
 			jobs, noRoom = p.reconcileLocked(v, now)
+			v.onDemand = false
 			if len(jobs) == 0 {
-				lt := p.loadTimeLocked(v)
+				lt, _ := p.loadTimeLocked(v)
 				p.mu.Unlock()
 				if noRoom == "" {
 					return &errs.Error{Code: errs.NotReady, Message: v.key + " is not ready on any worker", RetryAfter: time.Second}
@@ -666,21 +714,22 @@ func (p *Pool) ensure(ctx context.Context, v *Version) error {
 		}
 		v.pending = make(chan struct{})
 	}
-	ch, lt := v.pending, p.loadTimeLocked(v)
+	ch := v.pending
+	lt, src := p.loadTimeLocked(v)
 	p.mu.Unlock()
 	p.run(jobs)
 	dl, has := ctx.Deadline()
-	if !placement.ColdWait(time.Until(dl), has, lt) {
+	if !placement.ColdWait(time.Until(dl), has, lt, src) {
 		p.coldStart(v, "refused")
-		return &errs.Error{Code: errs.ColdStart, RetryAfter: lt,
-			Message: fmt.Sprintf("%s is not loaded: its load takes about %s, more than the request's deadline leaves; the load has started", v.key, lt.Round(time.Millisecond))}
+		return &errs.Error{Code: errs.ColdStart, RetryAfter: max(lt, time.Second),
+			Message: fmt.Sprintf("%s is not loaded: its load takes about %s (%s), more than the request's deadline leaves; the load has started", v.key, lt.Round(time.Millisecond), src)}
 	}
 	p.coldStart(v, "waited")
 	select {
 	case <-ch:
 		return nil
 	case <-ctx.Done():
-		return &errs.Error{Code: errs.ColdStart, RetryAfter: lt, Message: v.key + " is still loading"}
+		return &errs.Error{Code: errs.ColdStart, RetryAfter: max(lt, time.Second), Message: v.key + " is still loading"}
 	case <-p.ctx.Done():
 		return &errs.Error{Code: errs.ShuttingDown, Message: "shutting down"}
 	}

@@ -106,9 +106,14 @@ func TestEvictionOrder(t *testing.T) {
 		}
 	}
 	clk.advance(time.Minute) // past the minimum residency: the three may go
-	start(t, p, specOf(t, "new", "warm", "10MiB"))
+	fresh := start(t, p, specOf(t, "new", "warm", "10MiB"))
 	if got := a.unloaded(); !slices.Equal(got, []string{"idle@1"}) {
 		t.Fatalf("unloaded %v, want [idle@1]", got)
+	}
+	// Called once: a copy that serves, protected by the minimum
+	// residency (one nobody called would be displaced by any request).
+	if err := submit(fresh, 5*time.Second); err != nil {
+		t.Fatal(err)
 	}
 	wi := p.Workers()[0]
 	if wi.Evictions != 1 || wi.Loads != 4 || ev.evicted.Load() != 1 {
@@ -378,4 +383,117 @@ func TestTrimAfterLargerMeasure(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// A cold request on a worker full of copies placed at start that nobody
+// called gets room: placement evicts one (young as they are: no request
+// paid for their loads) and loads the cold version; no cold_start.
+func TestColdRequestEvictsIdleStartCopies(t *testing.T) {
+	const mib = 1 << 20
+	ev := &countingMetrics{}
+	p, a := oneWorker(t, 30*mib, Config{Metrics: ev, Placement: placement.Policy{MinResidency: time.Hour}})
+	for _, m := range []string{"w1", "w2", "w3"} {
+		start(t, p, specOf(t, m, "warm", "10MiB"))
+	}
+	used := p.versions["w2@1"]
+	if err := submit(used, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	cold := start(t, p, specOf(t, "cold", "cold", "10MiB"))
+	if err := submit(cold, 5*time.Second); err != nil {
+		t.Fatalf("cold request on a worker full of idle start copies: %v", err)
+	}
+	got := a.unloaded()
+	if len(got) != 1 || got[0] == "w2@1" {
+		t.Fatalf("unloaded %v, want one start copy nobody called (not w2@1, which served)", got)
+	}
+	if ev.refused.Load() != 0 || ev.evicted.Load() != 1 {
+		t.Fatalf("%d cold_start refusals, %d evictions; want 0 and 1", ev.refused.Load(), ev.evicted.Load())
+	}
+	// The copy loaded on demand is now protected by the residency: the
+	// next cold version evicts another start copy, not it.
+	cold2 := start(t, p, specOf(t, "cold2", "cold", "10MiB"))
+	if err := submit(cold2, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.unloaded(); len(got) != 2 || slices.Contains(got, "cold@1") || slices.Contains(got, "w2@1") {
+		t.Fatalf("unloaded %v: the on-demand copy and the one that served stay", got)
+	}
+	if used := p.Workers()[0].MemoryUsed; used > 30*mib {
+		t.Fatalf("used %d MiB of 30", used>>20)
+	}
+}
+
+// A cold version whose load time nobody knows (no load measured, no hint,
+// no load of its runtime yet) is not refused on an assumed figure: the
+// request waits for as long as its deadline allows. Once one load was
+// measured, that figure is the version's, and other versions of the
+// runtime are estimated from their artifact size at its speed.
+func TestColdLoadTimeMeasuredNotAssumed(t *testing.T) {
+	ev := &countingMetrics{}
+	p, a := oneWorker(t, 1<<30, Config{Metrics: ev})
+	gate := make(chan struct{})
+	a.mu.Lock()
+	a.gate = gate
+	a.mu.Unlock()
+	vs := specOf(t, "c", "cold", "1MiB")
+	vs.ArtifactBytes = 1000
+	v := start(t, p, vs)
+	p.mu.Lock()
+	lt, src := p.loadTimeLocked(v)
+	p.mu.Unlock()
+	if src != placement.LoadUnknown || lt != 0 {
+		t.Fatalf("before any load: %v (%s), want unknown", lt, src)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- submit(v, 300*time.Millisecond) }()
+	waitUntil(t, func() bool { return ev.waited.Load() == 1 }) // it waits, not refused
+	close(gate)
+	if err := <-errc; err != nil {
+		t.Fatalf("a 300 ms deadline for a load of unknown time: %v", err)
+	}
+	if ev.refused.Load() != 0 {
+		t.Fatalf("%d refusals", ev.refused.Load())
+	}
+	p.mu.Lock()
+	lt, src = p.loadTimeLocked(v)
+	p.mu.Unlock()
+	if src != placement.LoadMeasured || lt != time.Microsecond {
+		t.Fatalf("after its load: %v (%s), want the measured 1µs", lt, src)
+	}
+	other := specOf(t, "d", "cold", "1MiB")
+	other.ArtifactBytes = 3000
+	w := start(t, p, other)
+	p.mu.Lock()
+	lt, src = p.loadTimeLocked(w)
+	p.mu.Unlock()
+	if src != placement.LoadEstimated || lt != time.Millisecond { // 3 µs at 1000 B/µs, at least 1 ms
+		t.Fatalf("another version of the runtime: %v (%s), want estimated from its size", lt, src)
+	}
+}
+
+// A worker that refuses a load for its budget (it measured more than the
+// pool's accounting said) does not fail the version: the pool counts the
+// worker full, evicts what may go there and places the load again, and
+// the waiting request is served.
+func TestLoadRefusedForBudgetPlacedAgain(t *testing.T) {
+	const mib = 1 << 20
+	p, a := oneWorker(t, 20*mib, Config{Placement: placement.Policy{MinResidency: time.Hour}})
+	start(t, p, specOf(t, "idle", "warm", "10MiB"))
+	a.mu.Lock()
+	a.refuse = 1
+	a.mu.Unlock()
+	cold := start(t, p, specOf(t, "cold", "cold", "10MiB"))
+	if err := submit(cold, 5*time.Second); err != nil {
+		t.Fatalf("cold request whose first load was refused for the budget: %v", err)
+	}
+	if got := a.unloaded(); !slices.Equal(got, []string{"idle@1"}) {
+		t.Fatalf("unloaded %v, want [idle@1]: evicted for the load placed again", got)
+	}
+	p.mu.Lock()
+	failed := cold.failed
+	p.mu.Unlock()
+	if failed != "" {
+		t.Fatalf("the refusal was taken for the version's failure: %q", failed)
+	}
 }

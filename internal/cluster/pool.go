@@ -130,6 +130,9 @@ type Pool struct {
 	changed  chan struct{}       // closed and replaced on every change of readiness
 	fenced   map[string]string   // worker id → why it is fenced (members.go)
 	stale    map[*Version]bool   // versions whose route is to be rebuilt (route.go)
+	// loadRates are the measured loads per runtime, for the load time of
+	// versions not loaded yet (placement.LoadEstimate).
+	loadRates map[string]placement.LoadRate
 
 	workerpb.UnimplementedControlPlaneServer
 }
@@ -176,6 +179,9 @@ type worker struct {
 	// loads and evictions count, per version key, the loads onto and the
 	// evictions from this worker since the pool started (across sessions).
 	loads, evictions map[string]int64
+	// full: the worker refused a load for its memory budget since its
+	// last report (placement counts it full until the next one).
+	full bool
 }
 
 // maxEventsPerBeat bounds the events one heartbeat can forward.
@@ -212,7 +218,8 @@ func New(cfg Config) *Pool {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Pool{cfg: cfg, log: cfg.Logger, ctx: ctx, cancel: cancel, workers: map[string]*worker{},
-		versions: map[string]*Version{}, changed: make(chan struct{}), fenced: map[string]string{}, stale: map[*Version]bool{}}
+		versions: map[string]*Version{}, changed: make(chan struct{}), fenced: map[string]string{}, stale: map[*Version]bool{},
+		loadRates: map[string]placement.LoadRate{}}
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
@@ -513,7 +520,7 @@ func (p *Pool) Heartbeat(_ context.Context, st *workerpb.WorkerStatus) (*workerp
 		p.mu.Unlock()
 		return &workerpb.HeartbeatResponse{Known: false}, nil
 	}
-	w.lastBeat, w.status = time.Now(), st
+	w.lastBeat, w.status, w.full = time.Now(), st, false
 	if !w.live && p.fencedLocked(w.id) == "" {
 		w.live, w.why = true, ""
 		w.gone.Store(0)

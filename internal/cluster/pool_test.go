@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/sluiceml/sluice/internal/errs"
 	"github.com/sluiceml/sluice/internal/hop"
@@ -46,6 +48,9 @@ type fakeWorker struct {
 	unloads []string
 	// measured, per model, is the memory its Load reports (0: none).
 	measured map[string]int64
+	// refuse is how many of the next loads are refused for the budget
+	// (ResourceExhausted, as a worker over its budget answers).
+	refuse int
 }
 
 func (f *fakeWorker) SetReplicas(_ context.Context, req *workerpb.SetReplicasRequest) (*workerpb.SetReplicasResponse, error) {
@@ -69,8 +74,14 @@ func (f *fakeWorker) Load(ctx context.Context, req *workerpb.LoadRequest) (*work
 		return nil, hop.Status(lerr)
 	}
 	f.mu.Lock()
-	mem := f.measured[req.Model]
+	mem, refuse := f.measured[req.Model], f.refuse > 0
+	if refuse {
+		f.refuse--
+	}
 	f.mu.Unlock()
+	if refuse {
+		return nil, status.Error(codes.ResourceExhausted, "worker "+f.id+" is at its memory budget")
+	}
 	return &workerpb.LoadResponse{LoadNs: 1000, MemoryBytes: mem, MemoryMeasured: mem > 0}, nil
 }
 

@@ -140,7 +140,7 @@ type Eviction struct {
 // Victims chooses versions to unload from a worker to free need bytes.
 // Evictable residents (Policy.Keep == "") are taken by expected reload
 // cost per byte freed, ReloadCost(r) / r.Memory, lowest first; ties go to
-// the one unused for longest, then the larger, then by key. Once enough
+// the one unused (or, never used, loaded) longest ago, then the larger, then by key. Once enough
 // is chosen, a pass from the last chosen back drops any victim the others
 // already cover, so no more is unloaded than needed. need <= 0 needs no
 // victims.
@@ -149,13 +149,17 @@ func (p Policy) Victims(loaded []Resident, need int64, now time.Time) Eviction {
 }
 
 // Trim chooses what a worker over its memory budget unloads to free over
-// bytes: the budget is a promise, so the minimum residency does not
-// protect a copy here (a load that measured larger than its reservation
-// must not leave the worker over its budget for minutes). Hot versions
-// and rollback targets still stay; a busy copy goes only when the idle
-// ones cannot free enough (its queued work drains first). The order is
-// Victims' (reload cost per byte, then least recently used).
+// bytes: the budget is a promise, so when what may go by Victims' rules
+// cannot free enough, the minimum residency does not protect a copy
+// either (a load that measured larger than its reservation must not leave
+// the worker over its budget for minutes), and then a busy copy goes too
+// (its queued work drains first). Hot versions and rollback targets
+// always stay. Within each step the order is Victims' (reload cost per
+// byte, then least recently used).
 func (p Policy) Trim(loaded []Resident, over int64, now time.Time) Eviction {
+	if ev := p.Victims(loaded, over, now); ev.Enough {
+		return ev
+	}
 	may := func(busy bool) func(Resident) bool {
 		return func(r Resident) bool {
 			return !r.Hot && !r.RollbackTarget && r.Memory > 0 && (busy || !r.Busy)
@@ -165,6 +169,16 @@ func (p Policy) Trim(loaded []Resident, over int64, now time.Time) Eviction {
 		return ev
 	}
 	return victims(loaded, over, may(true))
+}
+
+// recency is when r was last used, or loaded when it was never used: the
+// least recently used or loaded goes first (a copy just loaded is not
+// the first victim for being uncalled yet).
+func recency(r Resident) time.Time {
+	if r.LastUsed.IsZero() {
+		return r.LoadedAt
+	}
+	return r.LastUsed
 }
 
 // victims is Victims over the residents ok says may go.
@@ -188,7 +202,7 @@ func victims(loaded []Resident, need int64, ok func(Resident) bool) Eviction {
 		if c := cmp.Compare(ReloadCost(a)*float64(b.Memory), ReloadCost(b)*float64(a.Memory)); c != 0 {
 			return c
 		}
-		if c := a.LastUsed.Compare(b.LastUsed); c != 0 {
+		if c := recency(a).Compare(recency(b)); c != 0 {
 			return c
 		}
 		if c := cmp.Compare(b.Memory, a.Memory); c != 0 {

@@ -10,7 +10,9 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/sluiceml/sluice/internal/modelpkg"
 	"github.com/sluiceml/sluice/internal/placement"
+	"github.com/sluiceml/sluice/internal/workerpb"
 )
 
 // Memory accounting. A version's memory on a worker is the growth of the
@@ -91,6 +93,61 @@ func memoryOf(grew int64, alone bool, reported int64, known bool, replicas int, 
 		floor = declared
 	}
 	return max(grew, n*floor), true
+}
+
+// reserve books the memory of v's load in the worker's budget, or says
+// why it does not fit: what the loaded versions hold (measured), plus the
+// reservations of the loads running now, plus this load's (serving.memory,
+// else placement.Estimate, times its replicas) must be within the budget.
+// The control plane reserves before it sends a load too; this is the
+// worker's own check on what it measured, so a version whose memory the
+// control plane under-estimated cannot push the worker past its budget
+// with the next loads (issue 17: 1,152 MiB used of 1 GiB at start, every
+// 48 MiB version reserved at a 1 MiB estimate).
+func (w *Worker) reserve(v *version, spec *modelpkg.Spec, req *workerpb.LoadRequest) error {
+	var declared int64
+	if m := spec.Manifest.Serving.Memory; m != nil {
+		declared = m.Bytes
+	}
+	need := int64(max(req.Replicas, 1)) * placement.Estimate(spec.Manifest.Runtime, req.ArtifactBytes, declared)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	held := w.heldLocked(v)
+	if !fits(w.cfg.MemoryBudget, held, need) {
+		return fmt.Errorf("worker %s is at its memory budget: its versions hold %s (measured) and loads under way %s of %s; %s needs about %s",
+			w.cfg.ID, placement.Bytes(held.loaded), placement.Bytes(held.loading), placement.Bytes(w.cfg.MemoryBudget), v.id(), placement.Bytes(need))
+	}
+	v.reserved = need
+	return nil
+}
+
+// held is a worker's memory as its own loads see it.
+type held struct{ loaded, loading int64 }
+
+// heldLocked sums what the versions other than skip hold (measured, once
+// loaded) and reserve (while loading).
+func (w *Worker) heldLocked(skip *version) held {
+	var h held
+	for _, u := range w.versions {
+		if u == skip {
+			continue
+		}
+		select {
+		case <-u.done:
+			if u.err == nil {
+				h.loaded += u.memory
+			}
+		default:
+			h.loading += u.reserved
+		}
+	}
+	return h
+}
+
+// fits says whether a load of need bytes fits a budget with h held (a
+// budget of 0 or less: no bound).
+func fits(budget int64, h held, need int64) bool {
+	return budget <= 0 || h.loaded+h.loading+need <= budget
 }
 
 // GoMemoryLimit is the Go runtime's soft memory limit for a worker whose

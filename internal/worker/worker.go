@@ -40,10 +40,12 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
+	"google.golang.org/grpc/status"
 
 	"github.com/sluiceml/sluice/internal/errs"
 	"github.com/sluiceml/sluice/internal/hop"
@@ -142,6 +144,12 @@ type version struct {
 	measured bool
 
 	unloading bool // guarded by Worker.mu
+	// reserved is what the load holds in the budget while it runs (its
+	// estimate; once done, its memory counts instead), guarded by
+	// Worker.mu; overBudget says
+	// the load was refused for the budget (v.err is why).
+	reserved   int64
+	overBudget bool
 
 	req   *workerpb.LoadRequest // what loaded it: SetReplicas loads more from it
 	scale sync.Mutex            // serializes SetReplicas of this version
@@ -415,6 +423,11 @@ func (w *Worker) Load(ctx context.Context, req *workerpb.LoadRequest) (*workerpb
 	case <-ctx.Done():
 		return nil, hop.Status(errs.New(errs.DeadlineExceeded, "%s is still loading", k))
 	}
+	if v.overBudget {
+		// Not the version's failure: this worker has no room now. The
+		// control plane places it elsewhere or evicts first.
+		return nil, status.Error(codes.ResourceExhausted, v.err.Error())
+	}
 	if v.err != nil {
 		return nil, hop.Status(errs.New(errs.Unavailable, "%s", v.err.Error()))
 	}
@@ -441,6 +454,17 @@ func (w *Worker) load(v *version, req *workerpb.LoadRequest) {
 		log.Error("load failed", "err", v.err)
 		return
 	}
+	if err := w.reserve(v, spec, req); err != nil {
+		v.err, v.overBudget = err, true
+		w.mu.Lock()
+		if w.versions[id] == v {
+			delete(w.versions, id)
+		}
+		w.mu.Unlock()
+		log.Warn("load refused", "err", err)
+		return
+	}
+
 	art, source, err := w.cache.Get(ctx, req.ArtifactSha256, max(req.ArtifactBytes, 0)+1, func(ctx context.Context) (io.ReadCloser, int64, error) {
 		return w.fetch(ctx, req.ArtifactSha256)
 	})
