@@ -391,11 +391,14 @@ func (p *Pool) reconcileLocked(v *Version, now time.Time) (jobs []func(), noRoom
 			break
 		}
 	}
+	// A hot version, and a load a request waits for (its deadline covers
+	// the load), displace by cost whatever is evictable; otherwise
+	// admission compares request rates (placement.Displaces).
 	rate := placement.Priceless
-	if v.tier != modelpkg.TierHot {
+	if v.tier != modelpkg.TierHot && !v.waited {
 		rate = p.rateLocked(v, now) / float64(have+1)
 	}
-	dec := p.cfg.Placement.Choose(placement.Request{Key: v.key, Memory: mem, Replicas: v.want - have, Ranked: grow, ShardSize: p.cfg.ShardSize, Rate: rate}, view, now)
+	dec := p.cfg.Placement.Choose(placement.Request{Key: v.key, Memory: mem, Replicas: v.want - have, Ranked: grow, ShardSize: p.cfg.ShardSize, Rate: rate, ForRequest: v.onDemand}, view, now)
 	for _, a := range dec.Assignments {
 		w := p.workers[a.Worker]
 		if w == nil || v.on[w.id] != nil {
@@ -423,7 +426,7 @@ func (p *Pool) reconcileLocked(v *Version, now time.Time) (jobs []func(), noRoom
 	if len(v.on) == 0 && len(jobs) == 0 {
 		var best int64
 		for _, w := range view {
-			best = max(best, p.cfg.Placement.Room(w, v.key, rate, now))
+			best = max(best, p.cfg.Placement.Room(w, v.key, rate, v.onDemand, now))
 		}
 		noRoom = placement.NoRoom(v.key, ranked[:min(p.cfg.ShardSize, len(ranked))], mem, best)
 	}
@@ -431,6 +434,18 @@ func (p *Pool) reconcileLocked(v *Version, now time.Time) (jobs []func(), noRoom
 		p.broadcastLocked()
 	}
 	return jobs, noRoom
+}
+
+// reconcileForRequestLocked is reconcileLocked for a request that found v
+// loaded nowhere: its copy is placed for a request (KeepFor's rules: start
+// copies nobody called may go) and, when the request waits for it
+// (waits: its deadline covers the load), it displaces by cost alone, not
+// only residents called less: a request whose deadline covers the load
+// is served, not refused with cold_start (issue 17).
+func (p *Pool) reconcileForRequestLocked(v *Version, waits bool, now time.Time) ([]func(), string) {
+	v.onDemand, v.waited = true, waits
+	defer func() { v.onDemand, v.waited = false, false }()
+	return p.reconcileLocked(v, now)
 }
 
 // evictLocked books u's eviction from w (for: the version it makes room
@@ -487,9 +502,7 @@ func (p *Pool) load(w *worker, session int64, v *Version, cp *copyOn) {
 		if v.pending != nil && v.replaced < maxReplacements {
 			v.replaced++
 			v.want = max(v.want, 1)
-			v.onDemand = true
-			jobs, _ := p.reconcileLocked(v, now)
-			v.onDemand = false
+			jobs, _ := p.reconcileForRequestLocked(v, true, now)
 			p.run(jobs)
 		}
 		return
@@ -674,6 +687,7 @@ const maxReplacements = 2
 // the failure.
 func (p *Pool) ensure(ctx context.Context, v *Version) error {
 	now := p.now()
+	dl, has := ctx.Deadline()
 	p.mu.Lock()
 	if v.quarantined != "" {
 		p.mu.Unlock()
@@ -683,6 +697,8 @@ func (p *Pool) ensure(ctx context.Context, v *Version) error {
 		p.mu.Unlock()
 		return nil
 	}
+	lt, src := p.loadTimeLocked(v)
+	waits := placement.ColdWait(time.Until(dl), has, lt, src)
 	var jobs []func()
 	if v.pending == nil {
 		if !p.loadingLocked(v) {
@@ -699,11 +715,8 @@ func (p *Pool) ensure(ctx context.Context, v *Version) error {
 			}
 			v.want = max(v.want, 1)
 			var noRoom string
-			v.onDemand = true
-			jobs, noRoom = p.reconcileLocked(v, now)
-			v.onDemand = false
+			jobs, noRoom = p.reconcileForRequestLocked(v, waits, now)
 			if len(jobs) == 0 {
-				lt, _ := p.loadTimeLocked(v)
 				p.mu.Unlock()
 				if noRoom == "" {
 					return &errs.Error{Code: errs.NotReady, Message: v.key + " is not ready on any worker", RetryAfter: time.Second}
@@ -715,11 +728,9 @@ func (p *Pool) ensure(ctx context.Context, v *Version) error {
 		v.pending = make(chan struct{})
 	}
 	ch := v.pending
-	lt, src := p.loadTimeLocked(v)
 	p.mu.Unlock()
 	p.run(jobs)
-	dl, has := ctx.Deadline()
-	if !placement.ColdWait(time.Until(dl), has, lt, src) {
+	if !waits {
 		p.coldStart(v, "refused")
 		return &errs.Error{Code: errs.ColdStart, RetryAfter: max(lt, time.Second),
 			Message: fmt.Sprintf("%s is not loaded: its load takes about %s (%s), more than the request's deadline leaves; the load has started", v.key, lt.Round(time.Millisecond), src)}

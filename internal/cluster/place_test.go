@@ -119,22 +119,24 @@ func TestEvictionOrder(t *testing.T) {
 	if wi.Evictions != 1 || wi.Loads != 4 || ev.evicted.Load() != 1 {
 		t.Fatalf("worker: %d evictions, %d loads; metrics %d evictions", wi.Evictions, wi.Loads, ev.evicted.Load())
 	}
-	// The evicted version's first request does not displace a version
-	// called more than it (admission): 503 cold_start, and the demand
-	// counts. Once it is called more than that one, it gets in, evicting
-	// it; never the hot one, nor "new", younger than the residency.
+	// A request for the evicted version whose deadline does not cover its
+	// load (1 s) waits for nothing: it may not displace a version called
+	// more than it (admission), so 503 cold_start naming why. One whose
+	// deadline covers the load displaces by cost: "used" goes (the
+	// cheapest evictable); never the hot one, nor "new", younger than the
+	// residency and serving.
 	idle := p.versions["idle@1"]
-	if err := submit(idle, 5*time.Second); errs.CodeOf(err) != errs.ColdStart || !strings.Contains(err.Error(), "called less") {
-		t.Fatalf("evicted version, called less than the residents: %v, want cold_start", err)
+	p.mu.Lock()
+	idle.lastLoad = time.Second
+	p.mu.Unlock()
+	if err := submit(idle, 200*time.Millisecond); errs.CodeOf(err) != errs.ColdStart || !strings.Contains(err.Error(), "called less") {
+		t.Fatalf("evicted version, a deadline under its load time: %v, want cold_start (called less than the residents)", err)
 	}
-	var err error
-	for range 10 {
-		if err = submit(idle, 5*time.Second); err == nil {
-			break
-		}
+	if got := a.unloaded(); !slices.Equal(got, []string{"idle@1"}) {
+		t.Fatalf("unloaded %v after a refusal: nothing more evicted", got)
 	}
-	if err != nil {
-		t.Fatalf("evicted version on demand, once called more than a resident: %v", err)
+	if err := submit(idle, 5*time.Second); err != nil {
+		t.Fatalf("evicted version, a deadline that covers its load: %v", err)
 	}
 	if got := a.unloaded(); !slices.Equal(got, []string{"idle@1", "used@1"}) {
 		t.Fatalf("unloaded %v, want [idle@1 used@1]: the hot version and the young one stay", got)

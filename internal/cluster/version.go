@@ -43,10 +43,11 @@ type Version struct {
 	// pending is closed when the on-demand load that requests wait for
 	// ends (nil: none); replaced counts how often that load was placed
 	// again after a worker refused it for its budget. onDemand is set
-	// while ensure places it (its copies are copyOn.onDemand).
-	pending  chan struct{}
-	replaced int
-	onDemand bool
+	// while a request places it (its copies are copyOn.onDemand), waited
+	// when that request waits for the load (reconcileForRequestLocked).
+	pending          chan struct{}
+	replaced         int
+	onDemand, waited bool
 	// exits are the worker exits it was charged with (once per worker
 	// session: exitSeen); quarantined is the reason once it is poison.
 	exits       []time.Time

@@ -113,17 +113,17 @@ func RetryLoad(failedAt, now time.Time, memory time.Duration) bool {
 }
 
 // Room is the most memory a worker could give a new copy of key that
-// would take rate requests per second, after evicting every version that
-// may go for it: Free plus what Victims could free among the residents
-// it displaces.
-func (p Policy) Room(w Worker, key string, rate float64, now time.Time) int64 {
+// would take rate requests per second (for a request's load or not:
+// VictimsFor), after evicting every version that may go for it: Free
+// plus what VictimsFor could free among the residents it displaces.
+func (p Policy) Room(w Worker, key string, rate float64, forRequest bool, now time.Time) int64 {
 	var others []Resident
 	for _, r := range w.Loaded {
 		if r.Key != key && p.Displaces(rate, r, now) {
 			others = append(others, r)
 		}
 	}
-	ev := p.Victims(others, 1<<62, now)
+	ev := p.VictimsFor(others, 1<<62, now, forRequest)
 	return w.Free() + ev.Freed
 }
 

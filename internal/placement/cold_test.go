@@ -92,7 +92,7 @@ func TestRoom(t *testing.T) {
 		with(idle("hot@1", 40*mib, 0, 5), func(r *Resident) { r.Hot = true }),
 		idle("m@1", 20*mib, 0, 5),
 	}}
-	if got := (Policy{}).Room(w, "m@1", Priceless, t0); got != 40*mib {
+	if got := (Policy{}).Room(w, "m@1", Priceless, false, t0); got != 40*mib {
 		t.Fatalf("Room = %d MiB, want 40 (10 free + a's 30; hot and the version itself stay)", got/mib)
 	}
 }

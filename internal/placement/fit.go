@@ -37,6 +37,10 @@ type Request struct {
 	// version's rate over its copies; Priceless for a hot version): they
 	// displace only residents called less (Displaces).
 	Rate float64
+	// ForRequest: a request waits for this load (a cold version's first
+	// request, or an evicted one's): victims follow KeepFor's rules for a
+	// request (start copies nobody called may go, young as they are).
+	ForRequest bool
 }
 
 // Assignment is one worker's part of a Decision.
@@ -125,12 +129,12 @@ func (p Policy) Choose(req Request, workers []Worker, now time.Time) Decision {
 	var order []*slot // first chosen first
 	for range max(req.Replicas, 0) {
 		for {
-			if s := p.best(slots, req.Memory, now); s != nil {
+			if s := p.best(slots, req.Memory, req.ForRequest, now); s != nil {
 				if s.placed == 0 {
 					order = append(order, s)
 				}
 				if s.free < req.Memory {
-					ev := p.Victims(s.left, req.Memory-s.free, now)
+					ev := p.VictimsFor(s.left, req.Memory-s.free, now, req.ForRequest)
 					for _, k := range ev.Victims {
 						s.gone[k] = true
 					}
@@ -160,7 +164,7 @@ func (p Policy) Choose(req Request, workers []Worker, now time.Time) Decision {
 
 // best is the slot that takes the next replica of mem bytes, or nil when
 // none can even after eviction.
-func (p Policy) best(slots []*slot, mem int64, now time.Time) *slot {
+func (p Policy) best(slots []*slot, mem int64, forRequest bool, now time.Time) *slot {
 	type cand struct {
 		s    *slot
 		fits bool    // without eviction
@@ -172,7 +176,7 @@ func (p Policy) best(slots []*slot, mem int64, now time.Time) *slot {
 			cands = append(cands, cand{s: s, fits: true})
 			continue
 		}
-		ev := p.Victims(s.left, mem-s.free, now)
+		ev := p.VictimsFor(s.left, mem-s.free, now, forRequest)
 		if !ev.Enough {
 			continue
 		}

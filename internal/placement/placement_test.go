@@ -94,16 +94,37 @@ func TestKeep(t *testing.T) {
 		{with(r, func(r *Resident) { r.Busy = true }), KeepBusy},
 		{with(r, func(r *Resident) { r.RollbackTarget = true }), KeepRollback},
 		{with(r, func(r *Resident) { r.LoadedAt = t0 }), KeepYoung},
-		// Placed ahead of traffic and never called: no request paid for
-		// its load, so the residency does not hold its memory.
-		{with(r, func(r *Resident) { r.LoadedAt, r.LastUsed = t0, time.Time{} }), ""},
-		// Loaded for a request that has not called it yet: protected.
-		{with(r, func(r *Resident) { r.LoadedAt, r.LastUsed, r.OnDemand = t0, time.Time{}, true }), KeepYoung},
+		// Ahead of traffic, a young copy stays whether it served or not.
+		{with(r, func(r *Resident) { r.LoadedAt, r.LastUsed = t0, time.Time{} }), KeepYoung},
 		{with(r, func(r *Resident) { r.Memory = 0 }), KeepEmpty},
 	} {
 		if got := p.Keep(tt.r, t0); got != tt.want {
 			t.Errorf("Keep(%+v) = %q, want %q", tt.r, got, tt.want)
 		}
+	}
+}
+
+// For a request's load the residency protects only copies that serve.
+func TestKeepForRequest(t *testing.T) {
+	var p Policy
+	start := Resident{Key: "a@1", Memory: mib, Replicas: 1, LoadedAt: t0.Add(-time.Second)} // placed at start, never called
+	for _, tt := range []struct {
+		name string
+		r    Resident
+		want string
+	}{
+		{"a young start copy nobody called may go", start, ""},
+		{"a young copy that served stays", with(start, func(r *Resident) { r.LastUsed = t0 }), KeepYoung},
+		{"a young copy loaded on demand stays before its first call", with(start, func(r *Resident) { r.OnDemand = true }), KeepYoung},
+		{"hot still stays", with(start, func(r *Resident) { r.Hot = true }), KeepHot},
+		{"a rollback target still stays", with(start, func(r *Resident) { r.RollbackTarget = true }), KeepRollback},
+	} {
+		if got := p.KeepFor(tt.r, t0, true); got != tt.want {
+			t.Errorf("%s: KeepFor = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+	if got := p.KeepFor(start, t0, false); got != KeepYoung {
+		t.Errorf("ahead of traffic: KeepFor = %q, want %q (start placements do not push each other out)", got, KeepYoung)
 	}
 }
 
@@ -368,7 +389,7 @@ func TestColdRequestEvicts(t *testing.T) {
 				used += r.Memory
 			}
 			w := Worker{ID: "w1", Budget: used, Used: used, Loaded: tt.loaded}
-			d := p.Choose(Request{Key: "cold@1", Memory: 48 * mib, Replicas: 1, Ranked: []string{"w1"}, ShardSize: 1, Rate: rate}, []Worker{w}, t0)
+			d := p.Choose(Request{Key: "cold@1", Memory: 48 * mib, Replicas: 1, Ranked: []string{"w1"}, ShardSize: 1, Rate: rate, ForRequest: true}, []Worker{w}, t0)
 			if tt.want == nil {
 				if len(d.Assignments) != 0 || d.Unplaced != 1 {
 					t.Fatalf("Choose = %+v, want nothing placed", d)

@@ -90,16 +90,22 @@ const (
 	KeepEmpty    = "frees no memory"
 )
 
-// Keep says why r must stay on its worker at now ("" when it may go).
-//
-// The minimum residency protects a copy that serves: one loaded on demand
-// or called since its load. A copy placed ahead of traffic (a warm
-// version at start) that nobody has called is speculation, not a load a
-// request paid for: it may go at once for a request that needs its room
-// (the 80-model run of issue 17: every start copy was young for two
-// minutes, so no cold request could evict anything and 1,728 were
-// refused with cold_start while idle copies held the memory).
-func (p Policy) Keep(r Resident, now time.Time) string {
+// Keep says why r must stay on its worker at now ("" when it may go) to
+// make room for a placement ahead of traffic (a warm version at start, a
+// shard growing, an autoscaler's copy): a copy loaded less than the
+// minimum residency ago stays, so such placements cannot push each
+// other out in turn. KeepFor says it for a request's load.
+func (p Policy) Keep(r Resident, now time.Time) string { return p.KeepFor(r, now, false) }
+
+// KeepFor is Keep for a load a request waits for (forRequest) or not.
+// For a request the minimum residency protects only a copy that serves:
+// one loaded on demand or called since its load. A copy placed ahead of
+// traffic that nobody has called is speculation no request paid for: it
+// may go at once for a request that needs its room (the 80-model run of
+// issue 17: every start copy was young for two minutes, so no cold
+// request could evict anything and 1,728 were refused with cold_start
+// while idle copies held the memory).
+func (p Policy) KeepFor(r Resident, now time.Time, forRequest bool) string {
 	switch {
 	case r.Hot:
 		return KeepHot
@@ -107,7 +113,7 @@ func (p Policy) Keep(r Resident, now time.Time) string {
 		return KeepBusy
 	case r.RollbackTarget:
 		return KeepRollback
-	case now.Sub(r.LoadedAt) < p.minResidency() && (r.OnDemand || !r.LastUsed.IsZero()):
+	case now.Sub(r.LoadedAt) < p.minResidency() && (!forRequest || r.OnDemand || !r.LastUsed.IsZero()):
 		return KeepYoung
 	case r.Memory <= 0:
 		return KeepEmpty
@@ -145,7 +151,13 @@ type Eviction struct {
 // already cover, so no more is unloaded than needed. need <= 0 needs no
 // victims.
 func (p Policy) Victims(loaded []Resident, need int64, now time.Time) Eviction {
-	return victims(loaded, need, func(r Resident) bool { return p.Keep(r, now) == "" })
+	return p.VictimsFor(loaded, need, now, false)
+}
+
+// VictimsFor is Victims for a request's load (forRequest: KeepFor's
+// rules) or a placement ahead of traffic.
+func (p Policy) VictimsFor(loaded []Resident, need int64, now time.Time, forRequest bool) Eviction {
+	return victims(loaded, need, func(r Resident) bool { return p.KeepFor(r, now, forRequest) == "" })
 }
 
 // Trim chooses what a worker over its memory budget unloads to free over
