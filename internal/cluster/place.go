@@ -308,14 +308,20 @@ func (p *Pool) heldLocked(w *worker, loaded *[]placement.Resident, now time.Time
 	}
 	if w.status != nil {
 		for _, vs := range w.status.Versions {
-			if k := key(vs.Model, vs.Version); !placed[k] && !w.unloading[k] {
-				used += vs.MemoryBytes
+			// A version being unloaded left the accounting when its
+			// eviction was booked: the load it made room for starts only
+			// once its Unload answered (the job runs them in order).
+			if k := key(vs.Model, vs.Version); !placed[k] {
+				if _, unl := w.unloading[k]; !unl {
+					used += vs.MemoryBytes
+				}
 			}
 		}
 	}
 	sort.Strings(keys)
 	return used, keys
 }
+
 
 // viewLocked is the live workers as placement sees them for v (workers
 // where v's load failed in this session are left out).
@@ -327,6 +333,9 @@ func (p *Pool) viewLocked(v *Version, now time.Time) []placement.Worker {
 		}
 		if _, failed := w.failed[v.key]; failed {
 			continue
+		}
+		if answered, unl := w.unloading[v.key]; unl && !answered {
+			continue // v is still being unloaded there: it would refuse the load
 		}
 		pw := placement.Worker{ID: w.id, Budget: budgetOf(w)}
 		pw.Used, _ = p.heldLocked(w, &pw.Loaded, now)

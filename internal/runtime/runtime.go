@@ -68,6 +68,14 @@ type MemoryReporter interface {
 	MemoryBytes() int64
 }
 
+// MemoryDeclarer is implemented by runtimes whose artifact says how much
+// memory each loaded model will hold (the synthetic runtime's "memory"):
+// a worker reserves that figure before the load instead of an estimate
+// from the artifact's size. 0: the artifact declares nothing.
+type MemoryDeclarer interface {
+	DeclaredMemory(artifact []byte) int64
+}
+
 // Spec is what a runtime may know about the version it loads besides the
 // artifact bytes.
 type Spec struct {

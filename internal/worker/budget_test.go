@@ -28,7 +28,8 @@ func (m mapSource) Open(_ context.Context, sha string) (io.ReadCloser, int64, er
 }
 
 // A worker refuses a load its budget cannot hold (what its versions hold,
-// measured, plus the load's reservation) with ResourceExhausted, which is
+// measured, plus the load's reservation: here what the artifact declares,
+// the manifest declaring nothing) with ResourceExhausted, which is
 // not the version's failure: after an unload the same load goes through.
 func TestWorkerRefusesLoadsOverItsBudget(t *testing.T) {
 	art := []byte(`{"base":"0s","memory":"40MiB"}`)
@@ -52,7 +53,7 @@ func TestWorkerRefusesLoadsOverItsBudget(t *testing.T) {
 		}
 	}()
 	manifest := func(name string) []byte {
-		return []byte("name: " + name + "\nruntime: synthetic\nartifact: cost.json\ninput:\n  schema: i@1\n  fields: [{name: x, type: float}]\noutput:\n  schema: o@1\n  fields: [{name: y}]\nserving: {warmupBatches: 0, memory: 40MiB}\n")
+		return []byte("name: " + name + "\nruntime: synthetic\nartifact: cost.json\ninput:\n  schema: i@1\n  fields: [{name: x, type: float}]\noutput:\n  schema: o@1\n  fields: [{name: y}]\nserving: {warmupBatches: 0}\n")
 	}
 	load := func(name string) error {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluiceml/sluice/internal/modelpkg"
 	"github.com/sluiceml/sluice/internal/placement"
+	"github.com/sluiceml/sluice/internal/runtime"
 	"github.com/sluiceml/sluice/internal/workerpb"
 )
 
@@ -104,12 +105,8 @@ func memoryOf(grew int64, alone bool, reported int64, known bool, replicas int, 
 // control plane under-estimated cannot push the worker past its budget
 // with the next loads (issue 17: 1,152 MiB used of 1 GiB at start, every
 // 48 MiB version reserved at a 1 MiB estimate).
-func (w *Worker) reserve(v *version, spec *modelpkg.Spec, req *workerpb.LoadRequest) error {
-	var declared int64
-	if m := spec.Manifest.Serving.Memory; m != nil {
-		declared = m.Bytes
-	}
-	need := int64(max(req.Replicas, 1)) * placement.Estimate(spec.Manifest.Runtime, req.ArtifactBytes, declared)
+func (w *Worker) reserve(v *version, spec *modelpkg.Spec, req *workerpb.LoadRequest, art []byte) error {
+	need := int64(max(req.Replicas, 1)) * reservation(spec, art)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	held := w.heldLocked(v)
@@ -119,6 +116,21 @@ func (w *Worker) reserve(v *version, spec *modelpkg.Spec, req *workerpb.LoadRequ
 	}
 	v.reserved = need
 	return nil
+}
+
+// reservation is one replica's memory before its load is measured:
+// serving.memory, else what the artifact declares (runtime.MemoryDeclarer),
+// else placement.Estimate from the artifact's size.
+func reservation(spec *modelpkg.Spec, art []byte) int64 {
+	var declared int64
+	if m := spec.Manifest.Serving.Memory; m != nil {
+		declared = m.Bytes
+	} else if rt, err := runtime.Lookup(spec.Manifest.Runtime); err == nil {
+		if d, ok := rt.(runtime.MemoryDeclarer); ok {
+			declared = d.DeclaredMemory(art)
+		}
+	}
+	return placement.Estimate(spec.Manifest.Runtime, int64(len(art)), declared)
 }
 
 // held is a worker's memory as its own loads see it.

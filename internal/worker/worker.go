@@ -454,16 +454,6 @@ func (w *Worker) load(v *version, req *workerpb.LoadRequest) {
 		log.Error("load failed", "err", v.err)
 		return
 	}
-	if err := w.reserve(v, spec, req); err != nil {
-		v.err, v.overBudget = err, true
-		w.mu.Lock()
-		if w.versions[id] == v {
-			delete(w.versions, id)
-		}
-		w.mu.Unlock()
-		log.Warn("load refused", "err", err)
-		return
-	}
 
 	art, source, err := w.cache.Get(ctx, req.ArtifactSha256, max(req.ArtifactBytes, 0)+1, func(ctx context.Context) (io.ReadCloser, int64, error) {
 		return w.fetch(ctx, req.ArtifactSha256)
@@ -475,6 +465,16 @@ func (w *Worker) load(v *version, req *workerpb.LoadRequest) {
 	}
 	if source == "fetched" && w.cfg.Artifacts != nil {
 		source = "fetched from " + w.cfg.ArtifactsName
+	}
+	if err := w.reserve(v, spec, req, art); err != nil {
+		v.err, v.overBudget = err, true
+		w.mu.Lock()
+		if w.versions[id] == v {
+			delete(w.versions, id)
+		}
+		w.mu.Unlock()
+		log.Warn("load refused", "err", err)
+		return
 	}
 	mark, before := w.meter.begin()
 	srv, tm, err := hosting.Start(ctx, hosting.Config{ID: id, Spec: spec, Runtime: spec.Manifest.Runtime, Artifact: art,

@@ -265,6 +265,16 @@ type Runtime struct{}
 
 // Load decodes cost.json, waits LoadTime (or until ctx ends) and sizes
 // the model from spec.
+// DeclaredMemory is what each loaded model of the artifact holds (its
+// "memory"; 0 when it declares none or does not decode): runtime.MemoryDeclarer.
+func (Runtime) DeclaredMemory(data []byte) int64 {
+	c, err := Decode(data)
+	if err != nil {
+		return 0
+	}
+	return c.Memory
+}
+
 func (Runtime) Load(ctx context.Context, spec runtime.Spec, data []byte) (runtime.Model, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
