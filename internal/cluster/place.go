@@ -322,7 +322,6 @@ func (p *Pool) heldLocked(w *worker, loaded *[]placement.Resident, now time.Time
 	return used, keys
 }
 
-
 // viewLocked is the live workers as placement sees them for v (workers
 // where v's load failed in this session are left out).
 func (p *Pool) viewLocked(v *Version, now time.Time) []placement.Worker {
