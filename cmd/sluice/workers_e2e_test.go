@@ -330,7 +330,7 @@ func closedLoopRate(url, body string, n int, d time.Duration) float64 {
 // their deadline), and the worker comes back with its versions.
 func TestWorkerKilledUnderLoadWithCPUHog(t *testing.T) {
 	srv := startServer(t, "--data", t.TempDir(), "--workers", "2")
-	waitFor(t, 20*time.Second, func() bool { return readyEverywhere(workers(t, srv.url), 2, "fraud@1", "iris@1", "churn@1") })
+	testwait.Until(t, 20*time.Second, func() bool { return readyEverywhere(workers(t, srv.url), 2, "fraud@1", "iris@1", "churn@1") })
 	url := srv.url + "/v1/models/fraud:predict"
 	body := `{"instances":[{"amount":800.0,"accountAgeDays":91,"declines5m":3,"country":"US"}],"deadlineMs":1000}`
 	startHog(t)
@@ -347,7 +347,7 @@ func TestWorkerKilledUnderLoadWithCPUHog(t *testing.T) {
 	}
 	killed := time.Now()
 	var back time.Duration
-	waitFor(t, 30*time.Second, func() bool {
+	testwait.Until(t, 30*time.Second, func() bool {
 		wl := workers(t, srv.url)
 		for _, w := range wl.Workers {
 			if w.ID == victim.ID && (w.PID == victim.PID || w.State != "ready") {
@@ -377,7 +377,7 @@ func TestWorkerKilledUnderLoadWithCPUHog(t *testing.T) {
 	// One record per logical request, retried or not; a retry shows in
 	// its attempts.
 	var recs []api.Record
-	waitFor(t, 20*time.Second, func() bool {
+	testwait.Until(t, 20*time.Second, func() bool {
 		recs = fraudRecordsSince(t, srv.url, loadStart)
 		return len(recs) >= len(outs)
 	})

@@ -449,7 +449,7 @@ func TestColdLoadTimeMeasuredNotAssumed(t *testing.T) {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- submit(v, 300*time.Millisecond) }()
-	waitUntil(t, func() bool { return ev.waited.Load() == 1 }) // it waits, not refused
+	testwait.Until(t, 10*time.Second, func() bool { return ev.waited.Load() == 1 }) // it waits, not refused
 	close(gate)
 	if err := <-errc; err != nil {
 		t.Fatalf("a 300 ms deadline for a load of unknown time: %v", err)
