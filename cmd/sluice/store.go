@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluiceml/sluice/internal/pgdb"
 	"github.com/sluiceml/sluice/internal/records"
+	"github.com/sluiceml/sluice/internal/records/recordsdb"
 	"github.com/sluiceml/sluice/internal/registry"
 )
 
@@ -88,7 +89,7 @@ func openRegistry(ctx context.Context, storeURL, data string, initStore bool, ar
 // database of storeURL.
 func openRecords(ctx context.Context, storeURL, data string, initStore, durable bool, log *slog.Logger) (recordStore, error) {
 	if storeURL == "" {
-		rs, err := records.OpenWith(data, records.Options{InitStore: initStore, Durable: durable})
+		rs, err := recordsdb.OpenWith(data, recordsdb.Options{InitStore: initStore, Durable: durable})
 		if err != nil {
 			return nil, err
 		}
@@ -97,5 +98,5 @@ func openRecords(ctx context.Context, storeURL, data string, initStore, durable 
 		}
 		return rs, nil
 	}
-	return records.OpenPostgres(ctx, storeURL, durable)
+	return recordsdb.OpenPostgres(ctx, storeURL, durable)
 }

@@ -261,67 +261,90 @@ func TestImportTable(t *testing.T) {
 	}
 }
 
-// forbidden are the packages a worker must not link, and why: it hosts
-// replicas and answers the hop, nothing else (docs/design.md: a worker
-// knows nothing of tenants, deployments or HTTP; the data plane knows
-// nothing of the store).
-var forbidden = []struct{ prefix, why string }{
+// rule is a package that must not link some others, and why.
+type rule struct{ prefix, why string }
+
+// stores are the packages of the stores: the data plane knows nothing of
+// them (docs/design.md).
+var stores = []rule{
 	{"github.com/jackc/pgx", "PostgreSQL driver (the stores)"},
 	{"modernc.org/sqlite", "SQLite driver (the stores)"},
 	{module + "/internal/pgdb", "PostgreSQL stores"},
-	{module + "/internal/records", "prediction records store"},
+	{module + "/internal/records/recordsdb", "prediction records' databases"},
 	{module + "/internal/registry", "registry store"},
-	{module + "/internal/tenant", "tenants"},
-	{module + "/internal/routing", "deployments' routing"},
-	{module + "/internal/control", "deployment controller"},
-	{module + "/internal/gateway", "the gateway's predict call"},
-	{module + "/internal/oip", "the gateway-facing OIP transport model (the worker speaks internal/hop)"},
-	{module + "/internal/server", "HTTP transport"},
 }
 
-// allowedUnder are packages under a forbidden prefix that a worker may
-// link: the generated OIP code is the hop's wire too.
+// workerForbidden are the packages a worker must not link: it hosts
+// replicas and answers the hop, nothing else (docs/design.md: a worker
+// knows nothing of tenants, deployments or HTTP).
+var workerForbidden = append(slices.Clip(stores),
+	rule{module + "/internal/records", "prediction records"},
+	rule{module + "/internal/tenant", "tenants"},
+	rule{module + "/internal/routing", "deployments' routing"},
+	rule{module + "/internal/control", "deployment controller"},
+	rule{module + "/internal/kube", "Kubernetes pool controller"},
+	rule{module + "/internal/gateway", "the gateway's predict call"},
+	rule{module + "/internal/oip", "the gateway-facing OIP transport model (the worker speaks internal/hop)"},
+	rule{module + "/internal/server", "HTTP transport"},
+)
+
+// allowedUnder are packages under a forbidden prefix that may be linked
+// all the same: the generated OIP code is the hop's wire too.
 var allowedUnder = map[string]bool{module + "/internal/oip/inferencepb": true}
 
 // The worker links no store, tenant, routing, gateway or registry package.
 func TestWorkerLinksNoStore(t *testing.T) {
+	checkDeps(t, root(t), "./internal/worker", workerForbidden,
+		"a worker knows nothing of tenants, deployments, stores or HTTP; move what it needs into a package that imports none (as internal/hop)")
+}
+
+// The data plane links no store and no control plane package: serving
+// goes on with the last snapshot when they are down.
+func TestDataPlaneLinksNoStore(t *testing.T) {
+	forbidden := append(slices.Clip(stores),
+		rule{module + "/internal/control", "deployment controller"},
+		rule{module + "/internal/kube", "Kubernetes pool controller"})
 	dir := root(t)
-	deps := strings.Fields(goCmd(t, dir, "list", "-deps", "./internal/worker"))
-	if !slices.Contains(deps, module+"/internal/worker") {
-		t.Fatalf("go list -deps ./internal/worker did not list the worker itself: %v", deps)
+	for _, p := range []string{"gateway", "routing", "serving", "hosting", "cluster", "hop", "oip", "server/oipgrpc"} {
+		checkDeps(t, dir, "./internal/"+p, forbidden,
+			"the data plane knows nothing of the store and never waits on the control plane; reach it through an interface the caller passes in")
 	}
+}
+
+// checkDeps fails for every package of forbidden that pkg links, naming
+// the importers where pkg's graph enters it.
+func checkDeps(t *testing.T, dir, pkg string, forbidden []rule, fix string) {
+	t.Helper()
+	out := goCmd(t, dir, "list", "-deps", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, pkg)
 	why := map[string]string{}
-	for _, d := range deps {
-		if allowedUnder[d] {
-			continue
-		}
-		for _, f := range forbidden {
-			if d == f.prefix || strings.HasPrefix(d, f.prefix+"/") {
-				why[d] = f.why
-			}
-		}
-	}
-	if len(why) == 0 {
-		return
-	}
-	// Name the importer of each forbidden package, to say where the edge is.
-	out := goCmd(t, dir, "list", "-deps", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./internal/worker")
 	by := map[string][]string{}
+	var self string
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		f := strings.Fields(line)
+		self = f[0] // go list -deps lists pkg last
 		for _, imp := range f[1:] {
 			by[imp] = append(by[imp], f[0])
 		}
+		if allowedUnder[f[0]] {
+			continue
+		}
+		for _, r := range forbidden {
+			if f[0] == r.prefix || strings.HasPrefix(f[0], r.prefix+"/") {
+				why[f[0]] = r.why
+			}
+		}
 	}
-	// Report where the worker's own graph enters the forbidden one, not
-	// every package behind that edge.
+	if want := module + "/" + strings.TrimPrefix(pkg, "./"); self != want {
+		t.Fatalf("go list -deps %s listed %s last, want %s", pkg, self, want)
+	}
+	// Report where pkg's own graph enters the forbidden one, not every
+	// package behind that edge.
 	for _, d := range slices.Sorted(maps.Keys(why)) {
-		from := slices.DeleteFunc(by[d], func(imp string) bool { _, bad := why[imp]; return bad })
+		from := slices.DeleteFunc(slices.Clone(by[d]), func(imp string) bool { _, bad := why[imp]; return bad })
 		if len(from) == 0 {
 			continue
 		}
-		by[d] = from
-		t.Errorf("the worker links %s (%s), imported by %s: a worker knows nothing of tenants, deployments, stores or HTTP; move what it needs into a package that imports none (as internal/hop)", d, why[d], strings.Join(by[d], ", "))
+		t.Errorf("%s links %s (%s), imported by %s: %s", self, d, why[d], strings.Join(from, ", "), fix)
 	}
 }
 

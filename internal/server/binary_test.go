@@ -22,6 +22,7 @@ import (
 	"github.com/sluiceml/sluice/examples"
 	pb "github.com/sluiceml/sluice/internal/oip/inferencepb"
 	"github.com/sluiceml/sluice/internal/records"
+	"github.com/sluiceml/sluice/internal/records/recordsdb"
 	"github.com/sluiceml/sluice/internal/server/oipgrpc"
 )
 
@@ -29,7 +30,7 @@ import (
 // prediction records in a real SQLite store.
 func recordedServer(t *testing.T) (string, pb.GRPCInferenceServiceClient, records.Store) {
 	t.Helper()
-	store, err := records.Open(t.TempDir())
+	store, err := recordsdb.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/sluiceml/sluice/examples"
 	"github.com/sluiceml/sluice/internal/api"
 	"github.com/sluiceml/sluice/internal/records"
+	"github.com/sluiceml/sluice/internal/records/recordsdb"
 )
 
 func getJSON(t *testing.T, u string, v any) result {
@@ -120,7 +121,7 @@ func TestHistoryOfUnknownModel(t *testing.T) {
 // TestRecordsPages: GET /v1/records pages newest first by ?limit= (at most
 // 10000) and nextCursor, records created at the same time included.
 func TestRecordsPages(t *testing.T) {
-	store, err := records.Open(t.TempDir())
+	store, err := recordsdb.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

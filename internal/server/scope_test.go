@@ -14,6 +14,7 @@ import (
 	"github.com/sluiceml/sluice/internal/api"
 	"github.com/sluiceml/sluice/internal/modelpkg"
 	"github.com/sluiceml/sluice/internal/records"
+	"github.com/sluiceml/sluice/internal/records/recordsdb"
 	"github.com/sluiceml/sluice/internal/tenant"
 )
 
@@ -59,7 +60,7 @@ func TestControlCallsScopedByTenantModels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := records.Open(t.TempDir())
+	store, err := recordsdb.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

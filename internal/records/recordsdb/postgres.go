@@ -1,4 +1,4 @@
-package records
+package recordsdb
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sluiceml/sluice/internal/pgdb"
+	"github.com/sluiceml/sluice/internal/records"
 )
 
 // Postgres is the records Store in a PostgreSQL database that several
@@ -28,8 +29,8 @@ type Postgres struct {
 }
 
 var (
-	_ Store     = (*Postgres)(nil)
-	_ RowRanger = (*Postgres)(nil)
+	_ records.Store     = (*Postgres)(nil)
+	_ records.RowRanger = (*Postgres)(nil)
 )
 
 // pgMigrations are the records' schema versions, applied in order.
@@ -111,7 +112,7 @@ func (s *Postgres) RowBase(ctx context.Context) (int64, error) {
 }
 
 // Write runs ops in order in one transaction.
-func (s *Postgres) Write(ctx context.Context, ops []Op) error {
+func (s *Postgres) Write(ctx context.Context, ops []records.Op) error {
 	if len(ops) == 0 {
 		return nil
 	}
@@ -172,7 +173,7 @@ func (s *Postgres) Write(ctx context.Context, ops []Op) error {
 
 // insertRun inserts a run of records in one statement (arrays unnested:
 // one round trip however many rows), their models, then their replays.
-func (s *Postgres) insertRun(ctx context.Context, tx pgx.Tx, run []Op, picked *int64) error {
+func (s *Postgres) insertRun(ctx context.Context, tx pgx.Tx, run []records.Op, picked *int64) error {
 	n := len(run)
 	var (
 		ids                             = make([]int64, n)
@@ -238,7 +239,7 @@ func (s *Postgres) insertRun(ctx context.Context, tx pgx.Tx, run []Op, picked *i
 }
 
 // List returns the records f selects, newest first.
-func (s *Postgres) List(ctx context.Context, f Filter) ([]Record, error) {
+func (s *Postgres) List(ctx context.Context, f records.Filter) ([]records.Record, error) {
 	ctx, cancel := op(ctx)
 	defer cancel()
 	var where []string
@@ -282,10 +283,10 @@ func (s *Postgres) List(ctx context.Context, f Filter) ([]Record, error) {
 	}
 	limit := f.Limit
 	if limit <= 0 {
-		limit = DefaultLimit
+		limit = records.DefaultLimit
 	}
-	if limit > MaxLimit {
-		limit = MaxLimit
+	if limit > records.MaxLimit {
+		limit = records.MaxLimit
 	}
 	q := `SELECT id, request_id, tenant, model, version, latency_ms, outcome, input_hash, created_at, attempts, input FROM records`
 	if len(where) > 0 {
@@ -298,9 +299,9 @@ func (s *Postgres) List(ctx context.Context, f Filter) ([]Record, error) {
 		return nil, fmt.Errorf("records: list: %w", err)
 	}
 	defer rows.Close()
-	var out []Record
+	var out []records.Record
 	for rows.Next() {
-		var r Record
+		var r records.Record
 		var created int64
 		if err := rows.Scan(&r.Row, &r.RequestID, &r.Tenant, &r.Model, &r.Version, &r.LatencyMs, &r.Outcome, &r.InputHash, &created, &r.Attempts, &r.Input); err != nil {
 			return nil, fmt.Errorf("records: list: %w", err)
@@ -360,10 +361,10 @@ func (s *Postgres) MaxRow(ctx context.Context) (int64, error) {
 
 // Lookup returns tenant's saved answer of requestID whose window has not
 // ended at now, or nil. Readers never wait for writers in PostgreSQL.
-func (s *Postgres) Lookup(ctx context.Context, tenant, requestID string, now time.Time) (*Found, error) {
+func (s *Postgres) Lookup(ctx context.Context, tenant, requestID string, now time.Time) (*records.Found, error) {
 	ctx, cancel := op(ctx)
 	defer cancel()
-	var k Found
+	var k records.Found
 	var until int64
 	err := s.pool.QueryRow(ctx, `SELECT row_id, key, status, answer, until FROM replays WHERE tenant = $1 AND request_id = $2 AND until > $3`,
 		tenant, requestID, now.UnixMicro()).Scan(&k.Row, &k.Key, &k.Status, &k.Answer, &until)

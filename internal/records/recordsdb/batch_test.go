@@ -1,4 +1,4 @@
-package records
+package recordsdb
 
 import (
 	"cmp"
@@ -10,6 +10,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/sluiceml/sluice/internal/records"
 )
 
 // TestListMatchesReference writes records in many small batches, with
@@ -21,13 +23,13 @@ func TestListMatchesReference(t *testing.T) {
 	s := openTest(t)
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(1, 2))
-	var all []Record
+	var all []records.Record
 	row := int64(0)
 	for w := 0; w < 60; w++ {
-		var ops []Op
+		var ops []records.Op
 		for range 1 + rng.IntN(12) {
 			row++
-			r := Record{Row: row, RequestID: []string{"r%d", "%06x"}[rng.IntN(2)], // a string, or hex (packed) Tenant: []string{"acme", "beta"}[rng.IntN(2)],
+			r := records.Record{Row: row, RequestID: []string{"r%d", "%06x"}[rng.IntN(2)], // a string, or hex (packed) Tenant: []string{"acme", "beta"}[rng.IntN(2)],
 				Model: []string{"fraud", "churn", "team/x"}[rng.IntN(3)], Version: 1 + rng.IntN(2), Outcome: []string{"ok", "invalid_argument"}[rng.IntN(2)],
 				InputHash: fmt.Sprintf("%064x", rng.Uint64()), LatencyMs: float64(rng.IntN(1000)) / 10, Attempts: 1,
 				// Mostly increasing, sometimes far back, often equal: the
@@ -37,12 +39,12 @@ func TestListMatchesReference(t *testing.T) {
 			if rng.IntN(5) == 0 {
 				r.Input = []byte(fmt.Sprint(`{"x":`, rng.IntN(9), `}`))
 			}
-			ops = append(ops, Op{Row: row, Record: r})
+			ops = append(ops, records.Op{Row: row, Record: r})
 			all = append(all, r)
 		}
 		if len(all) > 3 && rng.IntN(3) == 0 {
 			b := all[rng.IntN(len(all))]
-			ops = append(ops, Op{Bump: true, Row: b.Row, Record: Record{Tenant: b.Tenant, RequestID: b.RequestID}})
+			ops = append(ops, records.Op{Bump: true, Row: b.Row, Record: records.Record{Tenant: b.Tenant, RequestID: b.RequestID}})
 			for i := range all {
 				if all[i].Row == b.Row {
 					all[i].Attempts++
@@ -67,13 +69,13 @@ func TestListMatchesReference(t *testing.T) {
 	if want := int64(len(all) - len(kept)); n != want {
 		t.Errorf("DeleteBefore = %d, want %d", n, want)
 	}
-	slices.SortFunc(kept, func(a, b Record) int {
+	slices.SortFunc(kept, func(a, b records.Record) int {
 		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
 			return c
 		}
 		return cmp.Compare(b.Row, a.Row)
 	})
-	ref := func(f Filter) []string {
+	ref := func(f records.Filter) []string {
 		var out []string
 		for _, r := range kept {
 			if f.Tenant != "" && r.Tenant != f.Tenant || f.Model != "" && r.Model != f.Model || f.RequestID != "" && r.RequestID != f.RequestID ||
@@ -85,11 +87,11 @@ func TestListMatchesReference(t *testing.T) {
 		}
 		return out
 	}
-	filters := []Filter{{}, {Tenant: "acme"}, {Model: "churn"}, {RequestID: "r7"}, {RequestID: "000007"}, {RequestID: "00000"}, {RequestID: "00000x"}, {Version: 2, Outcome: "ok"},
+	filters := []records.Filter{{}, {Tenant: "acme"}, {Model: "churn"}, {RequestID: "r7"}, {RequestID: "000007"}, {RequestID: "00000"}, {RequestID: "00000x"}, {Version: 2, Outcome: "ok"},
 		{Since: t0.Add(300 * time.Second)}, {Models: []string{"team/*"}}, {Models: []string{}}, {Tenant: "beta", Models: []string{"fraud", "churn"}}}
 	for _, f := range filters {
 		want := ref(f)
-		for _, limit := range []int{1, 3, 7, 50, MaxLimit} {
+		for _, limit := range []int{1, 3, 7, 50, records.MaxLimit} {
 			f := f
 			f.Limit = limit
 			var got []string
@@ -105,7 +107,7 @@ func TestListMatchesReference(t *testing.T) {
 					break
 				}
 				last := rs[len(rs)-1]
-				f.Before = &Position{CreatedAt: last.CreatedAt, Row: last.Row}
+				f.Before = &records.Position{CreatedAt: last.CreatedAt, Row: last.Row}
 			}
 			if fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Errorf("filter %+v, pages of %d:\n got %v\nwant %v", f, limit, got, want)
@@ -115,7 +117,7 @@ func TestListMatchesReference(t *testing.T) {
 }
 
 // fingerprint is every stored field of r.
-func fingerprint(r Record) string {
+func fingerprint(r records.Record) string {
 	return fmt.Sprint(r.Row, r.RequestID, r.Tenant, r.Model, r.Version, r.Outcome, r.LatencyMs, r.CreatedAt.UnixMicro(), r.Attempts, r.InputHash, string(r.Input))
 }
 
@@ -155,7 +157,7 @@ CREATE INDEX records_created ON records (created_at)`); err != nil {
 	if m, err := s.MaxRow(ctx); err != nil || m != 2*n {
 		t.Errorf("MaxRow = %d, %v; want %d", m, err, 2*n)
 	}
-	rs, err := s.List(ctx, Filter{Limit: MaxLimit})
+	rs, err := s.List(ctx, records.Filter{Limit: records.MaxLimit})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,10 +173,10 @@ CREATE INDEX records_created ON records (created_at)`); err != nil {
 	if err := s.db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE name IN ('records', 'records_created')`).Scan(&tables); err != nil || tables != 0 {
 		t.Errorf("the old table is still there (%d, %v)", tables, err)
 	}
-	if err := s.Write(ctx, []Op{{Record: Record{RequestID: "new"}}}); err != nil {
+	if err := s.Write(ctx, []records.Op{{Record: records.Record{RequestID: "new"}}}); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := s.List(ctx, Filter{RequestID: "new"}); len(got) != 1 || got[0].Row != 2*n+1 {
+	if got, _ := s.List(ctx, records.Filter{RequestID: "new"}); len(got) != 1 || got[0].Row != 2*n+1 {
 		t.Errorf("a record after the conversion: %+v, want row %d", got, 2*n+1)
 	}
 }
@@ -183,15 +185,15 @@ CREATE INDEX records_created ON records (created_at)`); err != nil {
 // never panics; an encoded batch decodes to what was encoded.
 func FuzzBatchReader(f *testing.F) {
 	var e batchEncoder
-	e.add(7, &Record{RequestID: "a", Tenant: "t", Model: "m", Version: 3, LatencyMs: 2.5, Outcome: "ok", InputHash: fmt.Sprintf("%064x", 42), Input: []byte("x")}, 99, 2)
-	e.add(8, &Record{RequestID: "b", InputHash: "not hex"}, -5, 1)
+	e.add(7, &records.Record{RequestID: "a", Tenant: "t", Model: "m", Version: 3, LatencyMs: 2.5, Outcome: "ok", InputHash: fmt.Sprintf("%064x", 42), Input: []byte("x")}, 99, 2)
+	e.add(8, &records.Record{RequestID: "b", InputHash: "not hex"}, -5, 1)
 	f.Add(e.blob(nil))
 	f.Add([]byte{batchVersion, 3, 1})
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, blob []byte) {
 		var v recordView
 		br := newBatchReader(blob)
-		var rs []Record
+		var rs []records.Record
 		for br.next(&v) {
 			rs = append(rs, v.record())
 		}

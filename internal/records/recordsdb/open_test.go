@@ -1,4 +1,4 @@
-package records_test
+package recordsdb_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/sluiceml/sluice/internal/records"
+	"github.com/sluiceml/sluice/internal/records/recordsdb"
 )
 
 // A records.db truncated to nothing is refused, naming the file and the
@@ -15,7 +16,7 @@ import (
 func TestOpenRefusesTruncatedDatabase(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	s, err := records.Open(dir) // fresh: no file yet
+	s, err := recordsdb.Open(dir) // fresh: no file yet
 	if err != nil {
 		t.Fatalf("fresh directory: %v", err)
 	}
@@ -27,10 +28,10 @@ func TestOpenRefusesTruncatedDatabase(t *testing.T) {
 	if err := os.Truncate(db, 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := records.Open(dir); err == nil || !strings.Contains(err.Error(), db) || !strings.Contains(err.Error(), "--init-store") {
+	if _, err := recordsdb.Open(dir); err == nil || !strings.Contains(err.Error(), db) || !strings.Contains(err.Error(), "--init-store") {
 		t.Fatalf("Open of a truncated records.db = %v; want a refusal naming %s and --init-store", err, db)
 	}
-	s, err = records.OpenWith(dir, records.Options{InitStore: true})
+	s, err = recordsdb.OpenWith(dir, recordsdb.Options{InitStore: true})
 	if err != nil {
 		t.Fatalf("OpenWith(InitStore): %v", err)
 	}

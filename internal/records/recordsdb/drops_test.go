@@ -1,4 +1,4 @@
-package records
+package recordsdb
 
 import (
 	"context"
@@ -7,13 +7,15 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sluiceml/sluice/internal/records"
 )
 
 // fullDisk is a Store on a full disk: every write fails as SQLite's does
 // when the file system answers ENOSPC.
-type fullDisk struct{ Store }
+type fullDisk struct{ records.Store }
 
-func (fullDisk) Write(ctx context.Context, ops []Op) error {
+func (fullDisk) Write(ctx context.Context, ops []records.Op) error {
 	return fmt.Errorf("records: insert %s: %w", ops[0].Record.RequestID, syscall.ENOSPC)
 }
 
@@ -21,12 +23,12 @@ func (fullDisk) Write(ctx context.Context, ops []Op) error {
 // reported by Warning (for readiness) until WarnFor after the last loss.
 func TestWriterCountsAndReportsDrops(t *testing.T) {
 	clk := &clock{t: t0}
-	w := NewWriter(fullDisk{openTest(t)}, Config{Buffer: 2, BatchSize: 100, FlushEvery: time.Hour, Now: clk.Now})
+	w := records.NewWriter(fullDisk{openTest(t)}, records.Config{Buffer: 2, BatchSize: 100, FlushEvery: time.Hour, Now: clk.Now})
 	if got := w.Warning(); got != "" {
 		t.Errorf("Warning before any drop = %q", got)
 	}
 	for i := range 3 {
-		w.Add(Record{RequestID: fmt.Sprint("req-", i), Tenant: "acme"})
+		w.Add(records.Record{RequestID: fmt.Sprint("req-", i), Tenant: "acme"})
 	}
 	if w.Overflows() != 1 || !strings.Contains(w.Warning(), "1 because the buffer was full") {
 		t.Errorf("after an overflow: overflows %d, Warning %q", w.Overflows(), w.Warning())
@@ -44,8 +46,8 @@ func TestWriterCountsAndReportsDrops(t *testing.T) {
 			t.Errorf("Warning %q carries %q (readyz is public)", warn, secret)
 		}
 	}
-	clk.Advance(WarnFor + time.Second)
+	clk.Advance(records.WarnFor + time.Second)
 	if got := w.Warning(); got != "" {
-		t.Errorf("Warning %s after the last drop = %q, want none", WarnFor, got)
+		t.Errorf("Warning %s after the last drop = %q, want none", records.WarnFor, got)
 	}
 }

@@ -1,4 +1,4 @@
-package records_test
+package recordsdb_test
 
 import (
 	"context"
@@ -13,13 +13,14 @@ import (
 
 	"github.com/sluiceml/sluice/internal/pgdb/pgtest"
 	"github.com/sluiceml/sluice/internal/records"
+	"github.com/sluiceml/sluice/internal/records/recordsdb"
 	"github.com/sluiceml/sluice/internal/records/recordstest"
 	"github.com/sluiceml/sluice/internal/testwait"
 )
 
-func openPostgres(t *testing.T, url string) *records.Postgres {
+func openPostgres(t *testing.T, url string) *recordsdb.Postgres {
 	t.Helper()
-	s, err := records.OpenPostgres(context.Background(), url, false)
+	s, err := recordsdb.OpenPostgres(context.Background(), url, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +42,7 @@ func TestPostgresTwoWriters(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var ws []*records.Writer
 	var wg sync.WaitGroup
-	for _, s := range []*records.Postgres{a, b} {
+	for _, s := range []*recordsdb.Postgres{a, b} {
 		w := records.NewWriter(s, records.Config{BatchSize: 50, FlushEvery: 20 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
 		ws = append(ws, w)
 		wg.Add(1)

@@ -1,4 +1,4 @@
-package records
+package recordsdb
 
 import (
 	"context"
@@ -9,19 +9,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluiceml/sluice/internal/records"
 	"github.com/sluiceml/sluice/internal/testwait"
 )
 
 // gatedStore holds every Write until the test opens the gate, so a test
 // can see what waits for the disk.
 type gatedStore struct {
-	Store
+	records.Store
 	gate    chan struct{}
 	mu      sync.Mutex // guards batches
 	batches int
 }
 
-func (g *gatedStore) Write(ctx context.Context, ops []Op) error {
+func (g *gatedStore) Write(ctx context.Context, ops []records.Op) error {
 	<-g.gate
 	g.mu.Lock()
 	g.batches++
@@ -36,11 +37,13 @@ func TestDurableCommitWaitsForTheWrite(t *testing.T) {
 		t.Run(fmt.Sprintf("durable=%v", durable), func(t *testing.T) {
 			s := openTest(t)
 			g := &gatedStore{Store: s, gate: make(chan struct{})}
-			w := NewWriter(g, Config{Durable: durable, FlushEvery: time.Hour, Now: func() time.Time { return t0 }})
+			w := records.NewWriter(g, records.Config{Durable: durable, FlushEvery: time.Hour, Now: func() time.Time { return t0 }})
 			stop := runWriter(t, w)
 			defer stop()
 			done := make(chan error, 1)
-			go func() { done <- w.Commit(context.Background(), Record{RequestID: "r1", Tenant: "acme", Outcome: "ok"}) }()
+			go func() {
+				done <- w.Commit(context.Background(), records.Record{RequestID: "r1", Tenant: "acme", Outcome: "ok"})
+			}()
 			if !durable {
 				if err := <-done; err != nil {
 					t.Fatalf("async Commit: %v", err)
@@ -63,7 +66,7 @@ func TestDurableCommitWaitsForTheWrite(t *testing.T) {
 			if err := <-done; err != nil {
 				t.Fatalf("durable Commit: %v", err)
 			}
-			rs, err := s.List(context.Background(), Filter{RequestID: "r1"})
+			rs, err := s.List(context.Background(), records.Filter{RequestID: "r1"})
 			if err != nil || len(rs) != 1 {
 				t.Fatalf("after Commit returned: %v %v, want the record in the store", rs, err)
 			}
@@ -80,7 +83,7 @@ func TestDurableGroupCommit(t *testing.T) {
 	s := openTest(t)
 	g := &gatedStore{Store: s, gate: make(chan struct{})}
 	close(g.gate)
-	w := NewWriter(g, Config{Durable: true, BatchSize: 50})
+	w := records.NewWriter(g, records.Config{Durable: true, BatchSize: 50})
 	stop := runWriter(t, w)
 	defer stop()
 	const n = 400
@@ -91,11 +94,11 @@ func TestDurableGroupCommit(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			id := fmt.Sprint("g-", i)
-			if err := w.Commit(context.Background(), Record{RequestID: id, Tenant: "acme", Outcome: "ok"}); err != nil {
+			if err := w.Commit(context.Background(), records.Record{RequestID: id, Tenant: "acme", Outcome: "ok"}); err != nil {
 				errc <- err
 				return
 			}
-			if rs, err := s.List(context.Background(), Filter{RequestID: id}); err != nil || len(rs) != 1 {
+			if rs, err := s.List(context.Background(), records.Filter{RequestID: id}); err != nil || len(rs) != 1 {
 				errc <- fmt.Errorf("%s: Commit returned but the store has %d records (%v)", id, len(rs), err)
 			}
 		}()
@@ -119,10 +122,10 @@ func TestDurableGroupCommit(t *testing.T) {
 // stopped writer.
 func TestDurableCommitFailures(t *testing.T) {
 	t.Run("write fails", func(t *testing.T) {
-		w := NewWriter(fullDisk{openTest(t)}, Config{Durable: true})
+		w := records.NewWriter(fullDisk{openTest(t)}, records.Config{Durable: true})
 		stop := runWriter(t, w)
 		defer stop()
-		err := w.Commit(context.Background(), Record{RequestID: "r1", Tenant: "acme"})
+		err := w.Commit(context.Background(), records.Record{RequestID: "r1", Tenant: "acme"})
 		if err == nil || !strings.Contains(err.Error(), "no space left") {
 			t.Fatalf("Commit on a full disk: %v", err)
 		}
@@ -135,33 +138,33 @@ func TestDurableCommitFailures(t *testing.T) {
 	})
 	t.Run("buffer full", func(t *testing.T) {
 		g := &gatedStore{Store: openTest(t), gate: make(chan struct{})}
-		w := NewWriter(g, Config{Durable: true, Buffer: 1, BatchSize: 1})
+		w := records.NewWriter(g, records.Config{Durable: true, Buffer: 1, BatchSize: 1})
 		stop := runWriter(t, w)
 		defer func() { close(g.gate); stop() }()
-		go w.Commit(context.Background(), Record{RequestID: "in-batch", Tenant: "acme"})
-		testwait.Until(t, 10*time.Second, func() bool { return w.writing.Load() == 1 })
-		go w.Commit(context.Background(), Record{RequestID: "buffered", Tenant: "acme"})
+		go w.Commit(context.Background(), records.Record{RequestID: "in-batch", Tenant: "acme"})
+		testwait.Until(t, 10*time.Second, func() bool { return w.Pending() == 1 && w.Buffered() == 0 }) // one in the batch being written
+		go w.Commit(context.Background(), records.Record{RequestID: "buffered", Tenant: "acme"})
 		testwait.Until(t, 10*time.Second, func() bool { return w.Buffered() == 1 })
-		if err := w.Commit(context.Background(), Record{RequestID: "refused", Tenant: "acme"}); !errors.Is(err, ErrNotWritten) {
+		if err := w.Commit(context.Background(), records.Record{RequestID: "refused", Tenant: "acme"}); !errors.Is(err, records.ErrNotWritten) {
 			t.Fatalf("Commit with a full buffer: %v, want ErrNotWritten", err)
 		}
 	})
 	t.Run("writer stopped", func(t *testing.T) {
-		w := NewWriter(openTest(t), Config{Durable: true})
+		w := records.NewWriter(openTest(t), records.Config{Durable: true})
 		stop := runWriter(t, w)
 		stop()
-		if err := w.Commit(context.Background(), Record{RequestID: "late", Tenant: "acme"}); !errors.Is(err, ErrNotWritten) {
+		if err := w.Commit(context.Background(), records.Record{RequestID: "late", Tenant: "acme"}); !errors.Is(err, records.ErrNotWritten) {
 			t.Fatalf("Commit after Run returned: %v, want ErrNotWritten", err)
 		}
 	})
 	t.Run("caller gives up", func(t *testing.T) {
 		g := &gatedStore{Store: openTest(t), gate: make(chan struct{})}
-		w := NewWriter(g, Config{Durable: true})
+		w := records.NewWriter(g, records.Config{Durable: true})
 		stop := runWriter(t, w)
 		defer func() { close(g.gate); stop() }()
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		if err := w.Commit(ctx, Record{RequestID: "gone", Tenant: "acme"}); !errors.Is(err, context.Canceled) {
+		if err := w.Commit(ctx, records.Record{RequestID: "gone", Tenant: "acme"}); !errors.Is(err, context.Canceled) {
 			t.Fatalf("Commit with a cancelled context: %v", err)
 		}
 	})

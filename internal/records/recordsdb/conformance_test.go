@@ -1,15 +1,16 @@
-package records_test
+package recordsdb_test
 
 import (
 	"testing"
 
 	"github.com/sluiceml/sluice/internal/records"
+	"github.com/sluiceml/sluice/internal/records/recordsdb"
 	"github.com/sluiceml/sluice/internal/records/recordstest"
 )
 
 func TestSQLiteConformance(t *testing.T) {
 	recordstest.Run(t, func(t *testing.T) records.Store {
-		s, err := records.Open(t.TempDir())
+		s, err := recordsdb.Open(t.TempDir())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,9 +1,10 @@
-package records
+package recordsdb
 
 import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"github.com/sluiceml/sluice/internal/records"
 	"math"
 	"time"
 )
@@ -128,7 +129,7 @@ func packedIs(p []byte, s string) bool {
 }
 
 // add appends r at row; created is r's time (unix µs), attempts ≥ 1.
-func (e *batchEncoder) add(row int64, r *Record, created int64, attempts int) {
+func (e *batchEncoder) add(row int64, r *records.Record, created int64, attempts int) {
 	b := binary.AppendVarint(e.buf, row-e.prevRow)
 	b = appendHexOrStr(b, r.RequestID)
 	b = e.appendWord(b, r.Tenant)
@@ -162,7 +163,7 @@ func (e *batchEncoder) add(row int64, r *Record, created int64, attempts int) {
 }
 
 // addRecord re-encodes a decoded record.
-func (e *batchEncoder) addRecord(r *Record) {
+func (e *batchEncoder) addRecord(r *records.Record) {
 	e.add(r.Row, r, r.CreatedAt.UnixMicro(), r.Attempts)
 }
 
@@ -209,8 +210,8 @@ func (v *recordView) idIs(s string) bool {
 	return string(v.requestID) == s
 }
 
-func (v *recordView) record() Record {
-	r := Record{Row: v.row, RequestID: v.id(), Tenant: string(v.tenant), Model: string(v.model),
+func (v *recordView) record() records.Record {
+	r := records.Record{Row: v.row, RequestID: v.id(), Tenant: string(v.tenant), Model: string(v.model),
 		Version: int(v.version), LatencyMs: v.latency, Outcome: string(v.outcome),
 		CreatedAt: time.UnixMicro(v.created).UTC(), Attempts: int(v.attempts)}
 	if v.rawHash {
