@@ -527,13 +527,25 @@ func TestStoreOutage(t *testing.T) {
 	if err == nil || !strings.Contains(stderr, "503 unavailable") || !strings.Contains(stderr, "metadata store unavailable") {
 		t.Fatalf("control call during the outage: %v %q", err, stderr)
 	}
-	// Past the bake, the rollout wants to move but cannot record it: the
-	// controller says so and retries.
-	testwait.Until(t, 30*time.Second, func() bool {
-		return strings.Contains(srv.logs.String(), `msg="rollout step not recorded; will retry" model=lin`)
+	// Past the bake, with its gates passing, the rollout wants to move but
+	// cannot record it: it stays at its step (the controller retries).
+	testwait.UntilNil(t, 30*time.Second, func() error {
+		r := rolloutOfModel(t, srv.url, "lin")
+		if r.Phase != "canary" || r.Percent != 50 {
+			t.Fatalf("the rollout moved without recording it: %s at %d%%", r.Phase, r.Percent)
+		}
+		for _, g := range r.Gates {
+			if !g.Ready || !g.Pass {
+				return fmt.Errorf("gate %+v", g)
+			}
+		}
+		if r.NextStepInMs > 0 || time.Since(locked) < time.Second {
+			return fmt.Errorf("the bake has %.0f ms to go", r.NextStepInMs)
+		}
+		return nil
 	})
-	if r := rolloutOfModel(t, srv.url, "lin"); r.Phase != "canary" {
-		t.Fatalf("the rollout moved without recording it: %s", r.Phase)
+	if r := rolloutOfModel(t, srv.url, "lin"); r.Phase != "canary" || r.Percent != 50 {
+		t.Fatalf("the rollout moved without recording it: %s at %d%%", r.Phase, r.Percent)
 	}
 	if _, err := conn.ExecContext(context.Background(), "ROLLBACK"); err != nil {
 		t.Fatal(err)

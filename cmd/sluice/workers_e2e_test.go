@@ -247,9 +247,6 @@ func TestWorkerKilledUnderLoad(t *testing.T) {
 	if len(failed) > 0 {
 		t.Fatalf("%d of %d requests failed around the kill, e.g. %v\n%s", len(failed), len(outs), failed[:min(5, len(failed))], srv.logs)
 	}
-	if !strings.Contains(srv.logs.String(), "worker exited; restarting") {
-		t.Errorf("the supervisor did not log the exit:\n%s", srv.logs)
-	}
 	t.Logf("%d requests, all 200, across the kill of %s (pid %d)", len(outs), victim.ID, victim.PID)
 	srv.stop(t)
 }
@@ -465,8 +462,19 @@ func TestExitEveryModelLeavesGatewayUp(t *testing.T) {
 		wl := workers(t, srv.url)
 		return holders(wl, "syn@1") == 2 && holders(wl, other+"@1") == 2
 	})
+	// Each worker process seen in /v1/workers: a worker that exits comes
+	// back under its id with a new pid.
+	procs := map[string]bool{}
+	seen := func() int {
+		for _, w := range workers(t, srv.url).Workers {
+			procs[fmt.Sprint(w.ID, "/", w.PID)] = true
+		}
+		return len(procs)
+	}
+	started := seen()
 	var ok, failed int
 	for i := 0; i < 40; i++ {
+		seen()
 		status, out, err := postJSON(srv.url+"/v1/models/syn:predict", `{"instances":[{"x":1}],"deadlineMs":2000}`)
 		if err != nil {
 			t.Fatalf("the gateway stopped answering after %d calls: %v\n%s", i, err, srv.logs)
@@ -485,31 +493,46 @@ func TestExitEveryModelLeavesGatewayUp(t *testing.T) {
 			t.Fatalf("%s after %d syn calls: %d %v %s\n%s", other, i+1, status, err, out, srv.logs)
 		}
 	}
-	if n := strings.Count(srv.logs.String(), "worker exited; restarting"); n < 2 {
-		t.Errorf("exitEvery 5 over 40 calls: %d worker exits logged, expected several", n)
-	}
+	// exitEvery 5 over 40 calls: several workers exited, and the
+	// supervisor restarts them.
+	testwait.UntilNil(t, 20*time.Second, func() error {
+		if n := seen() - started; n < 2 {
+			return fmt.Errorf("%d worker processes replaced in /v1/workers, expected several", n)
+		}
+		return nil
+	})
 	// After 3 exits in 5 minutes syn is quarantined: unloaded everywhere
 	// and failed with the reason; its calls answer 503 not_ready naming
 	// it, and no worker exits any more.
 	const reason = "quarantined: made its worker exit 3 times in 5m"
-	for end := time.Now().Add(20 * time.Second); !strings.Contains(srv.logs.String(), "version quarantined"); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(end) {
-			t.Fatalf("syn was not quarantined:\n%s", srv.logs)
+	testwait.UntilNil(t, 20*time.Second, func() error {
+		if v := getVersionOf(t, srv.url, "syn", 1); v.State == "failed" && strings.Contains(v.Reason, reason) {
+			return nil
 		}
 		// Its workers come back; more calls make them exit again.
 		if _, out, err := postJSON(srv.url+"/v1/models/syn:predict", `{"instances":[{"x":1}],"deadlineMs":2000}`); err != nil {
 			t.Fatalf("the gateway stopped answering: %v %s\n%s", err, out, srv.logs)
 		}
+		seen()
+		return fmt.Errorf("syn@1 is %+v, not failed %q", getVersionOf(t, srv.url, "syn", 1), reason)
+	})
+	if q, _ := metricSample(t, srv.url, `sluice_quarantines_total{model="syn",version="1"}`); q != 1 {
+		t.Errorf("sluice_quarantines_total of syn@1 = %v, want 1", q)
 	}
-	exits := strings.Count(srv.logs.String(), "worker exited; restarting")
+	// The workers it made exit come back, and then stay.
+	testwait.Until(t, 20*time.Second, func() bool {
+		wl := workers(t, srv.url)
+		return readyEverywhere(wl, 3) && holders(wl, other+"@1") == 2
+	})
+	exits := seen() - started
 	for i := 0; i < 20; i++ {
 		status, out, err := postJSON(srv.url+"/v1/models/syn:predict", `{"instances":[{"x":1}],"deadlineMs":2000}`)
 		if err != nil || status != 503 || !strings.Contains(string(out), "not_ready") || !strings.Contains(string(out), reason) {
 			t.Fatalf("syn after its quarantine: %d %v %s", status, err, out)
 		}
 	}
-	if n := strings.Count(srv.logs.String(), "worker exited; restarting"); n != exits {
-		t.Errorf("%d worker exits after the quarantine", n-exits)
+	if n := seen() - started; n != exits || !readyEverywhere(workers(t, srv.url), 3) {
+		t.Errorf("%d worker processes replaced after the quarantine, workers %+v", n-exits, workers(t, srv.url).Workers)
 	}
 	out, _, err := sluice(t, "models", "--server", srv.url)
 	if err != nil || !regexp.MustCompile(`syn\s.*failed`).MatchString(out) || !strings.Contains(out, reason) {
@@ -728,8 +751,8 @@ func TestAutoscaleUpWithWorkers(t *testing.T) {
 	close(stop)
 	<-done
 	t.Logf("syn@1 scaled to %d replicas under 300 req/s of a 10 ms model", replicas())
-	if !strings.Contains(srv.logs.String(), "replicas set") {
-		t.Errorf("no scaling logged:\n%s", srv.logs)
+	if d, ok := metricSample(t, srv.url, `sluice_replicas_desired{model="syn",version="1"}`); !ok || d < 4 {
+		t.Errorf("sluice_replicas_desired of syn@1 = %v (%v), want the autoscaler's 4 or more", d, ok)
 	}
 	srv.stop(t)
 }
