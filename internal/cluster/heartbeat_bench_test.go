@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime/pprof"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,8 +16,8 @@ import (
 
 // BenchmarkPredictUnderHeartbeats measures the predict path (Submit of a
 // one-row request to a version on two loopback gRPC workers) while 100
-// other workers, each reporting 1,000 versions, heartbeat 10 times a
-// second into the same pool (1,000 heartbeats and a million version
+// other workers, each reporting 1,000 versions (50,000 versions in shards
+// of two), heartbeat 10 times a second into the same pool (1,000 heartbeats and a million version
 // reports a second, applied in-process: Pool.Heartbeat is called as the
 // gRPC handler would call it). Every heartbeat also flips one of its
 // versions out of readiness and the next one back, so routes are rebuilt
@@ -27,15 +28,21 @@ import (
 //
 // SLUICE_BENCH_CPUPROFILE=FILE writes a CPU profile of the heartbeats=on
 // run after its setup.
+//
+// heartbeats=lock-held sends no heartbeat but holds Pool.mu nearly all the
+// time (1 ms at a time, asleep: no CPU taken), as a control plane that
+// never lets go would: its p99 matches heartbeats=off only if the predict
+// path takes no lock.
 func BenchmarkPredictUnderHeartbeats(b *testing.B) {
-	for _, on := range []bool{false, true} {
-		b.Run(fmt.Sprintf("heartbeats=%v", map[bool]string{false: "off", true: "on"}[on]), func(b *testing.B) {
-			benchPredict(b, on, 100, 1000, 100*time.Millisecond)
+	for _, mode := range []string{"off", "on", "lock-held"} {
+		b.Run("heartbeats="+mode, func(b *testing.B) {
+			benchPredict(b, mode, 100, 1000, 100*time.Millisecond)
 		})
 	}
 }
 
-func benchPredict(b *testing.B, beats bool, nWorkers, nVersions int, interval time.Duration) {
+func benchPredict(b *testing.B, mode string, nWorkers, perWorker int, interval time.Duration) {
+	beats := mode == "on"
 	p := New(Config{HeartbeatInterval: time.Hour})
 	defer p.Close()
 	fa, fb := startFake(b, "a"), startFake(b, "b")
@@ -58,7 +65,8 @@ func benchPredict(b *testing.B, beats bool, nWorkers, nVersions int, interval ti
 	}
 	// The other workers (their addresses are never dialled: the pool
 	// connects lazily and nothing is sent to them) and their versions,
-	// placed by hand: every worker holds every version.
+	// placed by hand as shards of two: nWorkers×perWorker/2 versions,
+	// each on two workers, each worker holding perWorker of them.
 	statuses := make([]*workerpb.WorkerStatus, nWorkers)
 	for i := range statuses {
 		st := &workerpb.WorkerStatus{Id: fmt.Sprintf("w%03d", i), Address: fmt.Sprintf("127.0.0.1:%d", 40000+i), Pid: int64(100 + i)}
@@ -69,21 +77,25 @@ func benchPredict(b *testing.B, beats bool, nWorkers, nVersions int, interval ti
 	}
 	spec := testSpec(b)
 	p.mu.Lock()
-	for n := range nVersions {
+	for n := range nWorkers * perWorker / 2 {
 		vs := spec
-		vs.Model, vs.N = fmt.Sprintf("bulk%04d", n), 1
+		vs.Model, vs.N = fmt.Sprintf("bulk%05d", n), 1
 		v := newVersion(p, vs)
 		p.versions[v.key] = v
-		v.want = nWorkers
-		for _, st := range statuses {
+		v.want = 2
+		first := n % nWorkers
+		for _, i := range []int{first, (first + 1 + (n/nWorkers)%(nWorkers-1)) % nWorkers} {
+			st := statuses[i]
 			v.on[st.Id] = &copyOn{session: p.workers[st.Id].session, replicas: 1, memory: 1 << 20}
+			st.Versions = append(st.Versions, &workerpb.VersionStatus{Model: vs.Model, Version: 1, State: "ready",
+				ReadyReplicas: 1, QueuedInstances: int64(n % 7), CostANs: 1000, CostBNs: 100, MaxBatch: 8})
 		}
 	}
 	p.mu.Unlock()
 	for _, st := range statuses {
-		for n := range nVersions {
-			st.Versions = append(st.Versions, &workerpb.VersionStatus{Model: fmt.Sprintf("bulk%04d", n), Version: 1, State: "ready",
-				ReadyReplicas: 1, QueuedInstances: int64(n % 7), CostANs: 1000, CostBNs: 100, MaxBatch: 8})
+		slices.SortFunc(st.Versions, func(a, b *workerpb.VersionStatus) int { return strings.Compare(a.Model, b.Model) })
+		if len(st.Versions) < perWorker*9/10 {
+			b.Fatalf("%s holds %d versions, want about %d", st.Id, len(st.Versions), perWorker)
 		}
 	}
 	// Ready everywhere at once (as their heartbeats would make them, one
@@ -102,8 +114,8 @@ func benchPredict(b *testing.B, beats bool, nWorkers, nVersions int, interval ti
 			b.Fatal(err)
 		}
 	}
-	if v := p.versions["bulk0000@1"]; len(routed(v)) != nWorkers {
-		b.Fatalf("bulk0000@1 routed to %d workers, want %d", len(routed(v)), nWorkers)
+	if v := p.versions["bulk00000@1"]; len(routed(v)) != 2 {
+		b.Fatalf("bulk00000@1 routed to %d workers, want 2", len(routed(v)))
 	}
 	if pprofOut := os.Getenv("SLUICE_BENCH_CPUPROFILE"); pprofOut != "" && beats {
 		f, err := os.Create(pprofOut)
@@ -137,9 +149,9 @@ func benchPredict(b *testing.B, beats bool, nWorkers, nVersions int, interval ti
 					}
 					t.Reset(interval)
 					// One version leaves readiness, the one before comes back.
-					flip := n % nVersions
+					flip := n % len(st.Versions)
 					st.Versions[flip].State = "unloading"
-					st.Versions[(flip+nVersions-1)%nVersions].State = "ready"
+					st.Versions[(flip+len(st.Versions)-1)%len(st.Versions)].State = "ready"
 					if resp, err := p.Heartbeat(context.Background(), st); err != nil || !resp.Known {
 						b.Errorf("heartbeat of %s: %v %v", st.Id, resp, err)
 						return
@@ -149,6 +161,22 @@ func benchPredict(b *testing.B, beats bool, nWorkers, nVersions int, interval ti
 			}()
 		}
 		time.Sleep(2 * interval) // every worker beating
+	}
+	if mode == "lock-held" {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				p.mu.Lock()
+				time.Sleep(time.Millisecond)
+				p.mu.Unlock()
+			}
+		}()
 	}
 	lat := make([]time.Duration, 0, b.N)
 	w := rows(1)

@@ -825,7 +825,7 @@ func (p *Pool) unload(ctx context.Context, v *Version) error {
 		if w.live {
 			ctls = append(ctls, w.ctl)
 		}
-		delete(w.ready, v.key)
+		p.setReadyLocked(w, v.key, false)
 	}
 	v.on = map[string]*copyOn{}
 	p.rerouteLocked(v)

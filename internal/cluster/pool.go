@@ -129,7 +129,7 @@ type Pool struct {
 	versions map[string]*Version // desired: loaded on every worker
 	changed  chan struct{}       // closed and replaced on every change of readiness
 	fenced   map[string]string   // worker id → why it is fenced (members.go)
-	stale    map[*Version]bool   // versions whose route is to be rebuilt (route.go)
+	stale    []*Version          // versions whose route is to be rebuilt (route.go)
 	// loadRates are the measured loads per runtime, for the load time of
 	// versions not loaded yet (placement.LoadEstimate).
 	loadRates map[string]placement.LoadRate
@@ -170,6 +170,13 @@ type worker struct {
 	// queue and server there (route.go): the map is guarded by Pool.mu,
 	// a slot's fields are atomic (heartbeats store, the predict path loads).
 	slots map[string]*slot
+	// gen counts the changes of what the pool made ready on this worker
+	// (setReadyLocked: placement, loads, evictions, deaths); last is the
+	// last report applied, in its order, at lastGen. An entry of the next
+	// report equal to the one at its place in last, with no change since,
+	// has nothing to apply (applyStatusLocked).
+	gen, lastGen uint64
+	last         []reported
 	// unloading holds the versions the pool is taking off this worker:
 	// their memory left its accounting when the unload was decided, so a
 	// report that still lists them (built before the unload ended) is not
@@ -218,7 +225,7 @@ func New(cfg Config) *Pool {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Pool{cfg: cfg, log: cfg.Logger, ctx: ctx, cancel: cancel, workers: map[string]*worker{},
-		versions: map[string]*Version{}, changed: make(chan struct{}), fenced: map[string]string{}, stale: map[*Version]bool{},
+		versions: map[string]*Version{}, changed: make(chan struct{}), fenced: map[string]string{},
 		loadRates: map[string]placement.LoadRate{}}
 	p.wg.Add(1)
 	go func() {
@@ -388,6 +395,7 @@ func (p *Pool) Register(_ context.Context, req *workerpb.RegisterRequest) (*work
 		w.ready, w.failed, w.busy = map[string]bool{}, map[string]string{}, map[string]bool{}
 		w.unloading = map[string]bool{}
 		w.slots = map[string]*slot{}
+		w.last = nil
 		if w.loads == nil {
 			w.loads, w.evictions = map[string]int64{}, map[string]int64{}
 		}
@@ -437,12 +445,24 @@ func (p *Pool) applyStatusLocked(w *worker, st *workerpb.WorkerStatus) events {
 			}
 		}
 	}
-	// A report lists every version its worker holds, at every beat: the
-	// slot (found with a key built in buf, so a known version costs no
-	// allocation) keeps what the other maps would, and they are written
-	// only when it changed.
+	// A report lists every version its worker holds, at every beat, most
+	// of them as the last time: an entry equal to the one at its place in
+	// the last report, when nothing changed on the worker since, is
+	// skipped. Otherwise its slot (found with a key built in buf, so a
+	// known version costs no allocation) keeps what the other maps would,
+	// and they are written only when it changed.
+	same := w.lastGen == w.gen
 	var buf [64]byte
-	for _, vs := range st.Versions {
+	for i, vs := range st.Versions {
+		e := reportedOf(vs)
+		if i < len(w.last) {
+			if same && w.last[i] == e {
+				continue
+			}
+			w.last[i] = e
+		} else {
+			w.last = append(w.last, e)
+		}
 		kb := strconv.AppendInt(append(append(buf[:0], vs.Model...), '@'), vs.Version, 10)
 		s := w.slots[string(kb)]
 		if s == nil {
@@ -486,7 +506,25 @@ func (p *Pool) applyStatusLocked(w *worker, st *workerpb.WorkerStatus) events {
 			}
 		}
 	}
+	w.last = w.last[:len(st.Versions)]
+	w.lastGen = w.gen
 	return evs
+}
+
+// reported is what applyStatusLocked reads of one entry of a report.
+type reported struct {
+	model                                            string
+	version                                          int64
+	state                                            string
+	ready, maxBatch                                  int32
+	queued, inflight, crashes, expired, costA, costB int64
+	memory                                           int64
+}
+
+func reportedOf(vs *workerpb.VersionStatus) reported {
+	return reported{model: vs.Model, version: vs.Version, state: vs.State, ready: vs.ReadyReplicas, maxBatch: vs.MaxBatch,
+		queued: vs.QueuedInstances, inflight: int64(vs.InflightBatches), crashes: vs.Crashes, expired: vs.ExpiredInQueue,
+		costA: vs.CostANs, costB: vs.CostBNs, memory: vs.MemoryBytes}
 }
 
 // event is the growth of one version's counters in one report.

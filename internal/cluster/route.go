@@ -72,7 +72,10 @@ func (w *worker) slotLocked(k string) *slot {
 }
 
 // setReadyLocked sets whether w holds version k ready and marks its route.
+// Every change of a copy on w goes through it (w.gen: applyStatusLocked
+// then reads w's next report in full).
 func (p *Pool) setReadyLocked(w *worker, k string, ok bool) {
+	w.gen++
 	if ok {
 		w.ready[k] = true
 	} else {
@@ -84,7 +87,12 @@ func (p *Pool) setReadyLocked(w *worker, k string, ok bool) {
 }
 
 // rerouteLocked marks v's route to be rebuilt at the next publishLocked.
-func (p *Pool) rerouteLocked(v *Version) { p.stale[v] = true }
+func (p *Pool) rerouteLocked(v *Version) {
+	if !v.stale {
+		v.stale = true
+		p.stale = append(p.stale, v)
+	}
+}
 
 // rerouteWorkerLocked marks the route of every version w holds ready (its
 // liveness, session or connection changed).
@@ -98,9 +106,15 @@ func (p *Pool) rerouteWorkerLocked(w *worker) {
 
 // publishLocked rebuilds and swaps the marked routes.
 func (p *Pool) publishLocked() {
-	for v := range p.stale {
+	for _, v := range p.stale {
+		v.stale = false
 		v.route.Store(p.routeLocked(v))
-		delete(p.stale, v)
+	}
+	clear(p.stale)
+	if cap(p.stale) > 1024 {
+		p.stale = nil // after a registration marked thousands: do not keep their room
+	} else {
+		p.stale = p.stale[:0]
 	}
 }
 

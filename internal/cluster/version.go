@@ -57,6 +57,7 @@ type Version struct {
 	// route is the predict path's snapshot of the workers holding the
 	// version ready (route.go): published under Pool.mu, read without it.
 	route atomic.Pointer[route]
+	stale bool // in Pool.stale (guarded by Pool.mu)
 
 	// Instances seen by Submit, for the autoscaler (cumulative).
 	arrived, refused, missed atomic.Int64
