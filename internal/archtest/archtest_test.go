@@ -311,6 +311,26 @@ func TestDataPlaneLinksNoStore(t *testing.T) {
 	}
 }
 
+// Runtimes know nothing of HTTP: no transport, gateway or store behind
+// a runtime.
+func TestRuntimesLinkNoTransport(t *testing.T) {
+	forbidden := append(slices.Clip(stores),
+		rule{module + "/internal/server", "HTTP transport"},
+		rule{module + "/internal/api", "the public API's wire types"},
+		rule{module + "/internal/oip", "the gateway-facing OIP transport model"},
+		rule{module + "/internal/gateway", "the gateway's predict call"},
+		rule{module + "/internal/tenant", "tenants"})
+	dir := root(t)
+	rts := strings.Fields(goCmd(t, dir, "list", "./internal/runtime/..."))
+	if len(rts) < 2 {
+		t.Fatalf("go list ./internal/runtime/... found %v", rts)
+	}
+	for _, p := range rts {
+		checkDeps(t, dir, "./"+strings.TrimPrefix(p, module+"/"), forbidden,
+			"runtimes know nothing of HTTP, tenants or the store; a runtime turns batches into outputs")
+	}
+}
+
 // checkDeps fails for every package of forbidden that pkg links, naming
 // the importers where pkg's graph enters it.
 func checkDeps(t *testing.T, dir, pkg string, forbidden []rule, fix string) {
