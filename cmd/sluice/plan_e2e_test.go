@@ -28,24 +28,27 @@ func TestPlanCommand(t *testing.T) {
 		}
 	}
 
-	// The server's learned cost model (warmup batches fit it). Workers do
-	// not report it: then the command says so and names the other ways.
+	// The server's learned cost model (warmup batches fit it); with
+	// workers, the one they report in their heartbeats, through the same
+	// API.
+	testwait.Until(t, 10*time.Second, func() bool {
+		v := getVersion(t, srv.url, 1)
+		return v.Config != nil && (v.Config.CostBaseMs > 0 || v.Config.CostPerInstanceMs > 0)
+	})
 	out, stderr, err = sluice(t, "plan", "calc", "--peak", "50000", "--slo", "50ms", "--json", "--server", srv.url)
+	if err != nil {
+		t.Fatalf("plan from the cost model: %v\n%s%s", err, out, stderr)
+	}
+	var o planOutput
+	if err := json.Unmarshal([]byte(out), &o); err != nil {
+		t.Fatalf("plan --json: %v\n%s", err, out)
+	}
+	wantWorkers := 1
 	if e2eWorkers != "" {
-		if err == nil || !strings.Contains(stderr, "use --measure or --per-replica") {
-			t.Fatalf("plan with workers: err %v, want the no-cost-model message:\n%s%s", err, out, stderr)
-		}
-	} else {
-		if err != nil {
-			t.Fatalf("plan from the cost model: %v\n%s%s", err, out, stderr)
-		}
-		var o planOutput
-		if err := json.Unmarshal([]byte(out), &o); err != nil {
-			t.Fatalf("plan --json: %v\n%s", err, out)
-		}
-		if o.PerReplicaSource != "cost-model" || o.PerReplica <= 0 || o.Version != 1 || o.Workers != 1 || o.Plan.AtPeak < 1 || o.Plan.FailureCovered {
-			t.Fatalf("plan from the cost model: %+v", o)
-		}
+		wantWorkers = 2
+	}
+	if o.PerReplicaSource != "cost-model" || o.PerReplica <= 0 || o.Version != 1 || o.Workers != wantWorkers || o.Plan.AtPeak < 1 || o.Plan.FailureCovered != (wantWorkers > 1) {
+		t.Fatalf("plan from the cost model: %+v", o)
 	}
 
 	// With workers, the replicas are counted from their heartbeats.
@@ -61,7 +64,7 @@ func TestPlanCommand(t *testing.T) {
 		"--measure-duration", "300ms", "--measure-steps", "1", "--server", srv.url)
 	switch {
 	case err == nil:
-		if !strings.Contains(out, "measured: open-loop bisection") || !strings.Contains(stderr, "probe 20.0 requests/s") {
+		if !strings.Contains(out, "measured: open-loop bisection") || !strings.Contains(out, "judged by the server's answers") || !strings.Contains(stderr, "probe 20.0 requests/s") {
 			t.Errorf("plan --measure output:\n%s%s", out, stderr)
 		}
 	case !strings.Contains(stderr, "not even 20.0 requests/s was sustained"):

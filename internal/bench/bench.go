@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptrace"
@@ -127,6 +128,11 @@ type Result struct {
 	Latency Percentiles `json:"latency"`
 	// Uncorrected is measured from when the request got its connection.
 	Uncorrected Percentiles `json:"uncorrectedLatency"`
+	// ServerLatency is the server's own time for each 2xx answer (its
+	// Server-Timing total: from the request read to the answer written),
+	// which no lag of this generator or its machine is part of; zero when
+	// the server sends no Server-Timing.
+	ServerLatency Percentiles `json:"serverLatency"`
 	// DispatchLag is how late the generator dispatched requests relative to
 	// their intended times.
 	DispatchLag Percentiles `json:"dispatchLag"`
@@ -294,6 +300,7 @@ type collector struct {
 	mu          sync.Mutex
 	corrected   *samples
 	uncorrected *samples
+	server      *samples
 	byStatus    map[int]int
 	byCode      map[string]int
 	transport   map[string]int
@@ -320,6 +327,7 @@ func run(ctx context.Context, client *http.Client, cfg Config, p *payloads) Resu
 	col := &collector{
 		corrected:   newSamples(cfg.MaxSamples, cfg.Seed+1),
 		uncorrected: newSamples(cfg.MaxSamples, cfg.Seed+2),
+		server:      newSamples(cfg.MaxSamples, cfg.Seed+4),
 		byStatus:    map[int]int{},
 		byCode:      map[string]int{},
 		transport:   map[string]int{},
@@ -383,6 +391,7 @@ loop:
 	}
 	res.Latency = col.corrected.percentiles()
 	res.Uncorrected = col.uncorrected.percentiles()
+	res.ServerLatency = col.server.percentiles()
 	res.DispatchLag = lag.percentiles()
 	if s := window.Seconds(); s > 0 {
 		res.SendRate = float64(res.Sent) / s
@@ -409,6 +418,28 @@ loop:
 		warn("%d requests got no HTTP answer (%s)", res.TransportErrors, fmtCounts(col.transport))
 	}
 	return res
+}
+
+// ServerTotal is the "total" entry of a Server-Timing header
+// ("preprocess;dur=0.012, …, total;dur=1.234", milliseconds), and whether
+// there was one.
+func ServerTotal(h string) (time.Duration, bool) {
+	for _, part := range strings.Split(h, ",") {
+		name, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if name != "total" {
+			continue
+		}
+		for _, p := range strings.Split(params, ";") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(p), "dur="); ok {
+				ms, err := strconv.ParseFloat(v, 64)
+				if err != nil || ms < 0 || math.IsNaN(ms) || math.IsInf(ms, 0) {
+					return 0, false
+				}
+				return time.Duration(ms * float64(time.Millisecond)), true
+			}
+		}
+	}
+	return 0, false
 }
 
 // coarseWait is the part of a wait left to the (interruptible, but only
@@ -491,6 +522,9 @@ func (c *collector) do(ctx context.Context, client *http.Client, cfg Config, tar
 		c.byCode[code]++
 	}
 	if resp.StatusCode/100 == 2 {
+		if d, ok := ServerTotal(resp.Header.Get("Server-Timing")); ok {
+			c.server.add(d)
+		}
 		c.ok++
 		if deadline == 0 || corrected <= deadline {
 			c.good++

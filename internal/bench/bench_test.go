@@ -536,3 +536,24 @@ func TestSamples(t *testing.T) {
 		t.Fatal("empty samples should give zero percentiles")
 	}
 }
+
+func TestServerTotal(t *testing.T) {
+	for _, tt := range []struct {
+		h    string
+		want time.Duration
+		ok   bool
+	}{
+		{"preprocess;dur=0.012, queue;dur=0.100, batch_wait;dur=0.000, compute;dur=0.250, total;dur=1.234", 1234 * time.Microsecond, true},
+		{"total;dur=0", 0, true},
+		{"total;desc=\"x\";dur=2.5", 2500 * time.Microsecond, true},
+		{"queue;dur=3", 0, false},
+		{"", 0, false},
+		{"total;dur=abc", 0, false},
+		{"total;dur=-1", 0, false},
+	} {
+		got, ok := ServerTotal(tt.h)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("ServerTotal(%q) = %v, %v; want %v, %v", tt.h, got, ok, tt.want, tt.ok)
+		}
+	}
+}

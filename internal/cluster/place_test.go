@@ -14,6 +14,7 @@ import (
 	"github.com/sluiceml/sluice/internal/errs"
 	"github.com/sluiceml/sluice/internal/modelpkg"
 	"github.com/sluiceml/sluice/internal/placement"
+	"github.com/sluiceml/sluice/internal/serving"
 	"github.com/sluiceml/sluice/internal/testwait"
 	"github.com/sluiceml/sluice/internal/workerpb"
 )
@@ -497,5 +498,26 @@ func TestLoadRefusedForBudgetPlacedAgain(t *testing.T) {
 	p.mu.Unlock()
 	if failed != "" {
 		t.Fatalf("the refusal was taken for the version's failure: %q", failed)
+	}
+}
+
+// A version's stats carry the cost model its workers report (the one
+// fitted on the most batches), as the in-process stats do: sluice plan
+// reads it through the same API.
+func TestStatsCarryTheWorkersCostModel(t *testing.T) {
+	p, a := oneWorker(t, 1<<30, Config{})
+	v := start(t, p, specOf(t, "m", "warm", "1MiB"))
+	if c := v.Stats().Cost; c != (serving.CostModel{}) {
+		t.Fatalf("before any report: cost %+v", c)
+	}
+	st := &workerpb.WorkerStatus{Id: "a", Address: a.addr, Pid: 1, MemoryBudgetBytes: 1 << 30, Versions: []*workerpb.VersionStatus{
+		{Model: "m", Version: 1, State: "ready", ReadyReplicas: 1, Batches: 40, CostANs: 2e6, CostBNs: 3e5, MaxBatch: 8},
+	}}
+	if _, err := p.Heartbeat(t.Context(), st); err != nil {
+		t.Fatal(err)
+	}
+	got := v.Stats()
+	if got.Cost != (serving.CostModel{A: 2 * time.Millisecond, B: 300 * time.Microsecond}) || got.Batches != 40 {
+		t.Fatalf("stats %+v, want the reported cost 2ms + 0.3ms·n over 40 batches", got)
 	}
 }

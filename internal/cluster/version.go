@@ -209,12 +209,14 @@ func (v *Version) call(ctx context.Context, c candidate, w serving.Work) (servin
 	return serving.Result{Out: out, Timing: serving.Timing{Queue: ns(hop.ParamQueueNs), BatchWait: ns(hop.ParamBatchNs), Compute: ns(hop.ParamComputeNs)}}, nil, true
 }
 
-// Stats sums the version's figures over the live workers' last reports.
+// Stats sums the version's figures over the live workers' last reports;
+// its cost model is the one the workers report (the best fitted).
 func (v *Version) Stats() serving.Stats {
 	p := v.pool
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var st serving.Stats
+	var fitted int64 // batches behind st.Cost
 	for _, w := range p.workers {
 		if !w.live || w.status == nil {
 			continue
@@ -222,6 +224,13 @@ func (v *Version) Stats() serving.Stats {
 		for _, vs := range w.status.Versions {
 			if key(vs.Model, vs.Version) != v.key {
 				continue
+			}
+			// The cost model each worker learned for its copy (one
+			// replica's A + B·n, as in process): the one fitted on the
+			// most batches, so sluice plan and the API read it as they
+			// do in process.
+			if (vs.CostANs > 0 || vs.CostBNs > 0) && (st.Cost == (serving.CostModel{}) || vs.Batches > fitted) {
+				st.Cost, fitted = serving.CostModel{A: time.Duration(vs.CostANs), B: time.Duration(vs.CostBNs)}, vs.Batches
 			}
 			st.ReadyReplicas += int(vs.ReadyReplicas)
 			st.Restarting += int(vs.RestartingReplicas)
