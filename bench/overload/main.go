@@ -434,11 +434,13 @@ func closedLoop(server, model string, body []byte, n int, d, timeout time.Durati
 	url := strings.TrimRight(server, "/") + "/v1/models/" + model + ":predict"
 	lat := make([][]float64, n)
 	errsN := make([]int, n)
+	statusN := make([]map[int]int, n) // non-2xx answers by status; 0: no answer
 	var wg sync.WaitGroup
 	start := time.Now()
 	end := start.Add(d)
 	for w := range n {
 		wg.Add(1)
+		statusN[w] = map[int]int{}
 		go func() {
 			defer wg.Done()
 			for time.Now().Before(end) {
@@ -446,12 +448,14 @@ func closedLoop(server, model string, body []byte, n int, d, timeout time.Durati
 				resp, err := client.Post(url, "application/json", bytes.NewReader(body))
 				if err != nil {
 					errsN[w]++
+					statusN[w][0]++
 					continue
 				}
 				io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
 				if resp.StatusCode/100 != 2 {
 					errsN[w]++
+					statusN[w][resp.StatusCode]++
 					continue
 				}
 				lat[w] = append(lat[w], float64(time.Since(t))/1e6)
@@ -462,15 +466,19 @@ func closedLoop(server, model string, body []byte, n int, d, timeout time.Durati
 	el := time.Since(start).Seconds()
 	var all []float64
 	ne := 0
+	byStatus := map[int]int{}
 	for w := range n {
 		all = append(all, lat[w]...)
 		ne += errsN[w]
+		for st, k := range statusN[w] {
+			byStatus[st] += k
+		}
 	}
 	p := pct(all)
-	fmt.Printf("closed loop, %d workers, %.1fs: %d ok (%.1f/s), %d errors; latency %s\n", n, el, len(all), float64(len(all))/el, ne, fmtPct(p))
+	fmt.Printf("closed loop, %d workers, %.1fs: %d ok (%.1f/s), %d errors %v (status 0: no answer); latency %s\n", n, el, len(all), float64(len(all))/el, ne, byStatus, fmtPct(p))
 	if jsonOut != "" {
 		b, _ := json.MarshalIndent(map[string]any{"model": model, "workers": n, "seconds": el, "ok": len(all), "errors": ne,
-			"throughput": float64(len(all)) / el, "latencyMs": p}, "", " ")
+			"errorsByStatus": byStatus, "throughput": float64(len(all)) / el, "latencyMs": p}, "", " ")
 		if err := os.WriteFile(jsonOut, append(b, '\n'), 0o644); err != nil {
 			log.Fatal(err)
 		}
