@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/sluiceml/sluice/internal/testwait"
@@ -280,4 +281,52 @@ func TestDeadWorkersCopiesPlacedAgain(t *testing.T) {
 		t.Errorf("the request after the death: calls %d → %d, loads %d on %s", before, fs[other].calls.Load(), fs[other].loads.Load(), other)
 	}
 	checkRoutes(t, p)
+}
+
+// The watch loop takes a worker whose heartbeats stopped out of the
+// route after MissedHeartbeats intervals, and its next heartbeat puts it
+// back (fake time: testing/synctest).
+func TestMissedHeartbeatsLeaveTheRoute(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(Config{HeartbeatInterval: 100 * time.Millisecond, MissedHeartbeats: 3})
+		defer p.Close()
+		v := newVersion(p, testSpec(t))
+		p.mu.Lock()
+		p.versions[v.key] = v
+		for i, id := range []string{"a", "b"} {
+			w := &worker{id: id, addr: id + ":1", pid: int64(i + 1), session: 1, live: true, lastBeat: time.Now(),
+				ready: map[string]bool{}, failed: map[string]string{}, busy: map[string]bool{}, unloading: map[string]bool{},
+				slots: map[string]*slot{}, loads: map[string]int64{}, evictions: map[string]int64{}}
+			p.workers[id] = w
+			v.on[id] = &copyOn{session: 1, replicas: 1}
+			p.setReadyLocked(w, v.key, true)
+		}
+		p.publishLocked()
+		p.mu.Unlock()
+		beatB := func() {
+			st := &workerpb.WorkerStatus{Id: "b", Address: "b:1", Pid: 2, Versions: []*workerpb.VersionStatus{
+				{Model: "m", Version: 1, State: "ready", ReadyReplicas: 1}}}
+			if resp, err := p.Heartbeat(context.Background(), st); err != nil || !resp.Known {
+				t.Fatalf("heartbeat of b: %v %v", resp, err)
+			}
+		}
+		// b beats every interval, a says nothing.
+		for range 5 {
+			time.Sleep(100 * time.Millisecond)
+			beatB()
+			synctest.Wait()
+		}
+		if got := routed(v); !slices.Equal(got, []string{"b"}) {
+			t.Fatalf("after 500 ms of silence from a: routed to %v, want [b]", got)
+		}
+		st := &workerpb.WorkerStatus{Id: "a", Address: "a:1", Pid: 1, Versions: []*workerpb.VersionStatus{
+			{Model: "m", Version: 1, State: "ready", ReadyReplicas: 1}}}
+		if resp, err := p.Heartbeat(context.Background(), st); err != nil || !resp.Known {
+			t.Fatalf("heartbeat of a: %v %v", resp, err)
+		}
+		if got := routed(v); !slices.Equal(got, []string{"a", "b"}) {
+			t.Fatalf("after a's heartbeat: routed to %v, want [a b]", got)
+		}
+		checkRoutes(t, p)
+	})
 }
