@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -32,6 +33,7 @@ type pkg struct {
 	Imports      []string
 	TestImports  []string
 	XTestImports []string
+	DepOnly      bool // not in ./..., only a dependency
 	Error        *struct{ Err string }
 }
 
@@ -49,9 +51,17 @@ func root(t *testing.T) string {
 // goCmd runs the go command in dir and returns its standard output.
 func goCmd(t *testing.T, dir string, args ...string) string {
 	t.Helper()
+	out, err := run(dir, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func run(dir string, args ...string) (string, error) {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		t.Fatalf("the go command is needed to list the module's packages: %v", err)
+		return "", fmt.Errorf("the go command is needed to list the module's packages: %v", err)
 	}
 	cmd := exec.Command(goBin, args...)
 	cmd.Dir = dir
@@ -59,33 +69,65 @@ func goCmd(t *testing.T, dir string, args ...string) string {
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+		return "", fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
 	}
-	return string(out)
+	return string(out), nil
 }
 
-// packages lists the module's packages with their imports.
-func packages(t *testing.T, dir string) []pkg {
+// graph is the module's packages and everything they link, as one
+// `go list -deps` reports them (listed once for all the tests).
+type graph struct {
+	dir string
+	mod []pkg           // the module's packages, as ./... lists them
+	all map[string]*pkg // by import path: these and every dependency
+}
+
+var (
+	graphOnce sync.Once
+	theGraph  *graph
+	graphErr  error
+)
+
+// load lists the module's packages with their imports, and their
+// dependencies' imports.
+func load(t *testing.T) *graph {
 	t.Helper()
-	out := goCmd(t, dir, "list", "-e", "-json=ImportPath,Name,Imports,TestImports,XTestImports,Error", "./...")
-	var ps []pkg
+	dir := root(t)
+	graphOnce.Do(func() {
+		theGraph, graphErr = list(dir)
+	})
+	if graphErr != nil {
+		t.Fatal(graphErr)
+	}
+	return theGraph
+}
+
+func list(dir string) (*graph, error) {
+	out, err := run(dir, "list", "-e", "-deps", "-json=ImportPath,Name,Imports,TestImports,XTestImports,DepOnly,Error", "./...")
+	if err != nil {
+		return nil, err
+	}
+	g := &graph{dir: dir, all: map[string]*pkg{}}
 	dec := json.NewDecoder(strings.NewReader(out))
 	for {
 		var p pkg
 		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
 			break
 		} else if err != nil {
-			t.Fatalf("go list -json: %v", err)
+			return nil, fmt.Errorf("go list -json: %v", err)
 		}
-		if p.Error != nil {
-			t.Fatalf("go list: %s: %s", p.ImportPath, p.Error.Err)
+		if p.Error != nil && !p.DepOnly {
+			return nil, fmt.Errorf("go list: %s: %s", p.ImportPath, p.Error.Err)
 		}
-		ps = append(ps, p)
+		g.all[p.ImportPath] = &p
+		if !p.DepOnly {
+			g.mod = append(g.mod, p)
+		}
 	}
-	if len(ps) == 0 {
-		t.Fatal("go list ./... found no packages")
+	if len(g.mod) == 0 {
+		return nil, errors.New("go list ./... found no packages")
 	}
-	return ps
+	return g, nil
 }
 
 // short is the name a package has in docs/design.md: its path in the
@@ -189,11 +231,11 @@ func cell(names []string) string {
 // import table of docs/design.md. Commands (package main: cmd/, bench/)
 // are the roots that wire everything together and have no row.
 func TestImportTable(t *testing.T) {
-	dir := root(t)
-	ps := packages(t, dir)
+	g := load(t)
+	dir := g.dir
 	var libs []pkg
 	byName := map[string]string{}
-	for _, p := range ps {
+	for _, p := range g.mod {
 		if p.Name == "main" {
 			continue
 		}
@@ -294,7 +336,7 @@ var allowedUnder = map[string]bool{module + "/internal/oip/inferencepb": true}
 
 // The worker links no store, tenant, routing, gateway or registry package.
 func TestWorkerLinksNoStore(t *testing.T) {
-	checkDeps(t, root(t), "./internal/worker", workerForbidden,
+	checkDeps(t, load(t), module+"/internal/worker", workerForbidden,
 		"a worker knows nothing of tenants, deployments, stores or HTTP; move what it needs into a package that imports none (as internal/hop)")
 }
 
@@ -304,9 +346,9 @@ func TestDataPlaneLinksNoStore(t *testing.T) {
 	forbidden := append(slices.Clip(stores),
 		rule{module + "/internal/control", "deployment controller"},
 		rule{module + "/internal/kube", "Kubernetes pool controller"})
-	dir := root(t)
+	g := load(t)
 	for _, p := range []string{"gateway", "routing", "serving", "hosting", "cluster", "hop", "oip", "server/oipgrpc"} {
-		checkDeps(t, dir, "./internal/"+p, forbidden,
+		checkDeps(t, g, module+"/internal/"+p, forbidden,
 			"the data plane knows nothing of the store and never waits on the control plane; reach it through an interface the caller passes in")
 	}
 }
@@ -320,42 +362,55 @@ func TestRuntimesLinkNoTransport(t *testing.T) {
 		rule{module + "/internal/oip", "the gateway-facing OIP transport model"},
 		rule{module + "/internal/gateway", "the gateway's predict call"},
 		rule{module + "/internal/tenant", "tenants"})
-	dir := root(t)
-	rts := strings.Fields(goCmd(t, dir, "list", "./internal/runtime/..."))
+	g := load(t)
+	var rts []string
+	for _, p := range g.mod {
+		if rt := module + "/internal/runtime"; p.ImportPath == rt || strings.HasPrefix(p.ImportPath, rt+"/") {
+			rts = append(rts, p.ImportPath)
+		}
+	}
 	if len(rts) < 2 {
-		t.Fatalf("go list ./internal/runtime/... found %v", rts)
+		t.Fatalf("found the runtimes %v, want internal/runtime and its subpackages", rts)
 	}
 	for _, p := range rts {
-		checkDeps(t, dir, "./"+strings.TrimPrefix(p, module+"/"), forbidden,
+		checkDeps(t, g, p, forbidden,
 			"runtimes know nothing of HTTP, tenants or the store; a runtime turns batches into outputs")
 	}
 }
 
 // checkDeps fails for every package of forbidden that pkg links, naming
 // the importers where pkg's graph enters it.
-func checkDeps(t *testing.T, dir, pkg string, forbidden []rule, fix string) {
+func checkDeps(t *testing.T, g *graph, pkg string, forbidden []rule, fix string) {
 	t.Helper()
-	out := goCmd(t, dir, "list", "-deps", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, pkg)
-	why := map[string]string{}
+	if g.all[pkg] == nil {
+		t.Fatalf("%s is not a package of the module: update this test", pkg)
+	}
+	// Walk pkg's imports (not its tests'): what it links.
+	seen := map[string]bool{pkg: true}
 	by := map[string][]string{}
-	var self string
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		f := strings.Fields(line)
-		self = f[0] // go list -deps lists pkg last
-		for _, imp := range f[1:] {
-			by[imp] = append(by[imp], f[0])
-		}
-		if allowedUnder[f[0]] {
+	for queue := []string{pkg}; len(queue) > 0; queue = queue[1:] {
+		p := g.all[queue[0]]
+		if p == nil {
 			continue
 		}
-		for _, r := range forbidden {
-			if f[0] == r.prefix || strings.HasPrefix(f[0], r.prefix+"/") {
-				why[f[0]] = r.why
+		for _, imp := range p.Imports {
+			by[imp] = append(by[imp], p.ImportPath)
+			if !seen[imp] {
+				seen[imp] = true
+				queue = append(queue, imp)
 			}
 		}
 	}
-	if want := module + "/" + strings.TrimPrefix(pkg, "./"); self != want {
-		t.Fatalf("go list -deps %s listed %s last, want %s", pkg, self, want)
+	why := map[string]string{}
+	for d := range seen {
+		if allowedUnder[d] {
+			continue
+		}
+		for _, r := range forbidden {
+			if d == r.prefix || strings.HasPrefix(d, r.prefix+"/") {
+				why[d] = r.why
+			}
+		}
 	}
 	// Report where pkg's own graph enters the forbidden one, not every
 	// package behind that edge.
@@ -364,7 +419,8 @@ func checkDeps(t *testing.T, dir, pkg string, forbidden []rule, fix string) {
 		if len(from) == 0 {
 			continue
 		}
-		t.Errorf("%s links %s (%s), imported by %s: %s", self, d, why[d], strings.Join(from, ", "), fix)
+		slices.Sort(from)
+		t.Errorf("%s links %s (%s), imported by %s: %s", pkg, d, why[d], strings.Join(from, ", "), fix)
 	}
 }
 
@@ -375,8 +431,8 @@ var layoutEntry = regexp.MustCompile(`^( *)([a-z0-9_]+(?:/[a-z0-9_]+)*)/(\s|$)`)
 // The layout in docs/design.md names every package under internal/, and
 // no package that is gone.
 func TestLayoutNamesEveryPackage(t *testing.T) {
-	dir := root(t)
-	design, err := os.ReadFile(filepath.Join(dir, "docs", "design.md"))
+	g := load(t)
+	design, err := os.ReadFile(filepath.Join(g.dir, "docs", "design.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -423,8 +479,10 @@ func TestLayoutNamesEveryPackage(t *testing.T) {
 		t.Fatal("docs/design.md: found no package under internal/ in the code block of ## Layout")
 	}
 	have := map[string]bool{}
-	for _, p := range strings.Fields(goCmd(t, dir, "list", "./internal/...")) {
-		have[strings.TrimPrefix(p, module+"/internal/")] = true
+	for _, p := range g.mod {
+		if rel, ok := strings.CutPrefix(p.ImportPath, module+"/internal/"); ok {
+			have[rel] = true
+		}
 	}
 	for _, p := range slices.Sorted(maps.Keys(have)) {
 		if _, ok := listed[p]; !ok {
