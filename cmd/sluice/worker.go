@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sluiceml/sluice/internal/app"
 	"github.com/sluiceml/sluice/internal/bytesize"
 	"github.com/sluiceml/sluice/internal/cpuprio"
 	"github.com/sluiceml/sluice/internal/runtime/onnx"
@@ -47,7 +48,7 @@ func newWorkerCmd() *cobra.Command {
 				onnx.SetLibraryPath(onnxLib)
 			}
 			allowWorkerOnlyRuntimes()
-			stopPprof, err := startPprof(pprofAddr, log)
+			stopPprof, err := app.StartPprof(pprofAddr, log)
 			if err != nil {
 				return err
 			}
@@ -70,12 +71,12 @@ func newWorkerCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			gcTuner, err := startGCFloor(gcFloor, log)
+			floor, err := parseGCFloor(gcFloor)
 			if err != nil {
 				return err
 			}
-			defer gcTuner.Stop()
-			if cfg.CPUs, err = modelCPUs(modelCPUsFlag, modelSched, log); err != nil {
+			defer app.StartGCFloor(floor, log).Stop()
+			if cfg.CPUs, err = app.ModelCPUs(modelCPUsFlag, modelSched, log); err != nil {
 				return err
 			}
 			if err := cpuprio.CheckNice("--nice", nice); err != nil {

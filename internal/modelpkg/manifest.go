@@ -13,8 +13,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"regexp"
+	"sort"
 	"strings"
 	"time"
 
@@ -228,6 +230,240 @@ func Parse(file string, data []byte) (*Spec, error) {
 			probs[i].Line = idx.Line(probs[i].Path)
 		}
 		return nil, &Error{File: file, Problems: probs}
+	}
+	return spec, nil
+}
+
+func validate(m *Manifest) (*Spec, []Problem) {
+	var probs []Problem
+	add := func(path, format string, args ...any) {
+		probs = append(probs, Problem{Path: path, Message: fmt.Sprintf(format, args...)})
+	}
+	switch {
+	case m.Name == "":
+		add("name", "is required")
+	case !ValidName(m.Name):
+		add("name", "%q is not a valid model name (lowercase letters, digits and '-', starting with a letter or digit, at most 63 characters)", m.Name)
+	}
+	if m.Runtime == "" {
+		add("runtime", "is required (one of: %s)", strings.Join(runtime.Names(), ", "))
+	} else if _, err := runtime.Lookup(m.Runtime); err != nil {
+		add("runtime", "unknown runtime %q (one of: %s)", m.Runtime, strings.Join(runtime.Names(), ", "))
+	}
+	switch {
+	case m.Artifact == "":
+		add("artifact", "is required: the file name of the model artifact in the package")
+	case m.Artifact == ManifestFile || strings.ContainsAny(m.Artifact, `/\`) || m.Artifact == "." || m.Artifact == ".." || strings.HasPrefix(m.Artifact, "."):
+		add("artifact", "%q must be a plain file name inside the package (no directories, not hidden, not model.yaml)", m.Artifact)
+	}
+	if d := m.Drift; d != nil {
+		switch {
+		case d.Reference == "":
+			add("drift.reference", "is required: a file in the package with one JSON instance per line")
+		case strings.ContainsAny(d.Reference, `/\`) || strings.HasPrefix(d.Reference, ".") || d.Reference == ManifestFile || d.Reference == m.Artifact:
+			add("drift.reference", "%q must be a plain file name inside the package, other than model.yaml and the artifact", d.Reference)
+		}
+		if d.Bins == 0 {
+			d.Bins = 10
+		}
+		if d.Bins < 2 || d.Bins > 100 {
+			add("drift.bins", "must be between 2 and 100, got %d", d.Bins)
+		}
+		if d.Window.Duration == 0 {
+			d.Window.Duration = 10 * time.Minute
+		}
+		if d.Window.Duration < time.Second || d.Window.Duration > 7*24*time.Hour {
+			add("drift.window", "must be between 1s and 168h, got %s", d.Window)
+		}
+		if d.MinSamples == 0 {
+			d.MinSamples = 100
+		}
+		if d.MinSamples < 1 {
+			add("drift.minSamples", "must be >= 1, got %d", d.MinSamples)
+		}
+	}
+	if lg := m.Logging; lg != nil {
+		if !(lg.SampleRate >= 0 && lg.SampleRate <= 1) {
+			add("logging.sampleRate", "must be between 0 and 1, got %v", lg.SampleRate)
+		}
+		if len(lg.Fields) == 0 {
+			add("logging.fields", "must name the input fields to store (only named fields are ever stored)")
+		}
+		declared := map[string]bool{}
+		for _, f := range m.Input.Fields {
+			declared[f.Name] = true
+		}
+		for i, f := range lg.Fields {
+			if !declared[f] {
+				add(fmt.Sprintf("logging.fields[%d]", i), "%q is not an input field", f)
+			}
+		}
+	}
+	if m.Release != nil {
+		probs = append(probs, m.Release.Check("release")...)
+		m.Release.Defaults()
+	}
+	if m.ONNX != nil {
+		if m.Runtime != "onnx" {
+			add("onnx", "session options apply to runtime onnx only (runtime is %q)", m.Runtime)
+		}
+		if m.ONNX.IntraOpThreads < 0 || m.ONNX.IntraOpThreads > 256 {
+			add("onnx.intraOpThreads", "must be between 0 (default) and 256, got %d", m.ONNX.IntraOpThreads)
+		}
+		if m.ONNX.InterOpThreads < 0 || m.ONNX.InterOpThreads > 256 {
+			add("onnx.interOpThreads", "must be between 0 (default) and 256, got %d", m.ONNX.InterOpThreads)
+		}
+	}
+	if m.Input.Schema == "" {
+		add("input.schema", "is required (a schema version like \"fraud-input@3\"); it is echoed as schemaVersion")
+	}
+	if m.Output.Schema == "" {
+		add("output.schema", "is required (a schema version like \"fraud-output@1\")")
+	}
+	outNames := make([]string, len(m.Output.Fields))
+	outIdx := map[string]int{}
+	if len(m.Output.Fields) == 0 {
+		add("output.fields", "must name at least one output column")
+	}
+	for i, f := range m.Output.Fields {
+		p := fmt.Sprintf("output.fields[%d].name", i)
+		if f.Name == "" {
+			add(p, "is required")
+		} else if _, dup := outIdx[f.Name]; dup {
+			add(p, "duplicate output name %q", f.Name)
+		}
+		outIdx[f.Name] = i
+		outNames[i] = f.Name
+	}
+	s := &m.Serving
+	if s.MaxInstancesPerRequest == 0 {
+		s.MaxInstancesPerRequest = DefaultMaxInstancesPerRequest
+	}
+	if s.MaxInstancesPerRequest < 0 || s.MaxInstancesPerRequest > 1_000_000 {
+		add("serving.maxInstancesPerRequest", "must be between 1 and 1000000, got %d", s.MaxInstancesPerRequest)
+	}
+	if s.DefaultDeadline.Duration == 0 {
+		s.DefaultDeadline.Duration = DefaultDeadline
+	}
+	if s.DefaultDeadline.Duration < 0 {
+		add("serving.defaultDeadline", "must be > 0, got %s", s.DefaultDeadline)
+	}
+	replicasSet := s.Replicas != 0
+	if s.Replicas == 0 {
+		s.Replicas = DefaultReplicas
+	}
+	if s.Replicas < 0 || s.Replicas > MaxReplicas {
+		add("serving.replicas", "must be between 1 and %d, got %d", MaxReplicas, s.Replicas)
+	}
+	if s.Memory != nil && s.Memory.Bytes == 0 {
+		add("serving.memory", "must be more than 0 (leave it out to use the estimate from the artifact's size)")
+	}
+	probs = append(probs, checkPlacement(m, replicasSet)...)
+	if s.MaxBatchSize == 0 {
+		s.MaxBatchSize = DefaultMaxBatchSize
+	}
+	if s.MaxBatchSize < 0 || s.MaxBatchSize > 1_000_000 {
+		add("serving.maxBatchSize", "must be between 1 and 1000000, got %d", s.MaxBatchSize)
+	}
+	if s.MaxBatchDelay.Duration < 0 || s.MaxBatchDelay.Duration > time.Second {
+		add("serving.maxBatchDelay", "must be between 0 (opportunistic batching) and 1s, got %s", s.MaxBatchDelay)
+	}
+	if s.MaxQueueInstances == 0 {
+		// The default grows to fit an explicit maxInstancesPerRequest: one
+		// full-size request must always be queueable.
+		s.MaxQueueInstances = max(DefaultMaxQueueInstances, s.MaxInstancesPerRequest)
+	}
+	if s.MaxQueueInstances < 0 {
+		add("serving.maxQueueInstances", "must be > 0, got %d", s.MaxQueueInstances)
+	} else if s.MaxQueueInstances < s.MaxInstancesPerRequest {
+		add("serving.maxQueueInstances", "must be >= serving.maxInstancesPerRequest (%d), got %d: a full-size request could never be queued", s.MaxInstancesPerRequest, s.MaxQueueInstances)
+	}
+	if s.WarmupBatches == nil {
+		n := DefaultWarmupBatches
+		s.WarmupBatches = &n
+	}
+	if w := *s.WarmupBatches; w < 0 || w > 10_000 {
+		add("serving.warmupBatches", "must be between 0 (no warmup) and 10000, got %d", w)
+	}
+
+	sch, sprobs := schema.Compile(m.Input.Fields, m.Preprocess)
+	for _, p := range sprobs {
+		add(p.Path, "%s", p.Message)
+	}
+	if sch != nil {
+		probs = append(probs, checkSequence(m, sch)...)
+	}
+	spec := &Spec{Manifest: *m, Schema: sch, OutputNames: outNames}
+	if sch == nil {
+		return nil, probs
+	}
+	for i, g := range m.Golden {
+		p := fmt.Sprintf("golden[%d]", i)
+		if g.Instance.Kind != yaml.MappingNode {
+			add(p+".instance", "must be a mapping of input field names to values")
+			continue
+		}
+		keys := make([]string, 0, len(g.Instance.Content)/2)
+		vals := map[string]any{}
+		bad := false
+		for j := 0; j+1 < len(g.Instance.Content); j += 2 {
+			k := g.Instance.Content[j].Value
+			var v any
+			if err := g.Instance.Content[j+1].Decode(&v); err != nil {
+				add(p+".instance."+k, "%v", err)
+				bad = true
+				continue
+			}
+			keys = append(keys, k)
+			vals[k] = v
+		}
+		if bad {
+			continue
+		}
+		inst, err := schema.InstanceOf(keys, vals)
+		if err != nil {
+			add(p+".instance", "%v", err)
+			continue
+		}
+		var row []float32
+		var toks []int64
+		if _, _, isSeq := sch.Sequence(); isSeq {
+			toks, err = sch.Tokens(p+".instance", inst)
+		} else {
+			row = make([]float32, sch.Width())
+			err = sch.Row(p+".instance", inst, row)
+		}
+		if err != nil {
+			probs = append(probs, Problem{Path: fieldOf(err, p+".instance"), Message: msgOf(err)})
+			continue
+		}
+		if len(g.Expect) == 0 {
+			add(p+".expect", "must name at least one output and its expected value")
+		}
+		keysOut := make([]string, 0, len(g.Expect))
+		for k := range g.Expect {
+			keysOut = append(keysOut, k)
+		}
+		sort.Strings(keysOut)
+		for _, k := range keysOut {
+			if _, ok := outIdx[k]; !ok {
+				add(p+".expect."+k, "unknown output %q (outputs: %s)", k, strings.Join(outNames, ", "))
+			}
+			if v := g.Expect[k]; math.IsNaN(v) || math.IsInf(v, 0) {
+				add(p+".expect."+k, "must be a finite number")
+			}
+		}
+		tol := 1e-6
+		if g.Tolerance != nil {
+			tol = *g.Tolerance
+			if !(tol >= 0) || math.IsInf(tol, 0) {
+				add(p+".tolerance", "must be a finite number >= 0, got %v", tol)
+			}
+		}
+		spec.Golden = append(spec.Golden, GoldenCase{Row: row, Tokens: toks, Expect: g.Expect, Tolerance: tol})
+	}
+	if len(probs) > 0 {
+		return nil, probs
 	}
 	return spec, nil
 }

@@ -81,7 +81,12 @@ drift: {reference: reference.jsonl, bins: 10, minSamples: 200}
 	if z.Flagged || z.PSI > 0.1 || y.Flagged || y.PSI > 0.1 {
 		t.Errorf("unshifted z (PSI %.3f) or output (PSI %.3f) flagged", z.PSI, y.PSI)
 	}
-	if resp, _ := http.Get(ts.URL + "/v1/models/churn/versions/1/drift"); resp != nil && resp.StatusCode != 404 {
+	resp, err := http.Get(ts.URL + "/v1/models/churn/versions/1/drift")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close() // else its connection, and two goroutines, outlive the test
+	if resp.StatusCode != 404 {
 		t.Errorf("a model without drift: %d, want 404", resp.StatusCode)
 	}
 }

@@ -189,8 +189,9 @@ func TestReplicaPanicUnderLoad(t *testing.T) {
 func TestGracefulShutdownUnderLoad(t *testing.T) {
 	ts, ctl := newTestServerFS(t, Config{}, syntheticPackage(`{"base":"5ms","perInstance":"0.1ms","mode":"sleep"}`,
 		"  maxBatchSize: 8\n  maxBatchDelay: 2ms\n  warmupBatches: 3\n"))
-	ts.Close() // use our own listener and Serve, as `sluice serve` does
+	ts.Close() // use our own listener and Listeners, as `sluice serve` does
 	srv := New(Config{}, ctl)
+	defer srv.Close()
 	var mu sync.Mutex
 	started := map[string]bool{} // request ids whose handler ran
 	inner := srv.handler
@@ -204,17 +205,28 @@ func TestGracefulShutdownUnderLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	l := srv.Listeners(ln, nil)
+	if err := l.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, ln, 10*time.Second) }()
+	go func() { served <- l.Wait() }()
+	stopped := make(chan error, 1)
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	out := fire(t, "http://"+ln.Addr().String(), 300, 600, 1000, client, func(i int) {
 		if i == 150 {
-			cancel()
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				stopped <- l.Stop(ctx)
+			}()
 		}
 	})
+	if err := <-stopped; err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
 	if err := <-served; err != nil {
-		t.Fatalf("Serve: %v", err)
+		t.Fatalf("Wait: %v", err)
 	}
 	answered, refused := 0, 0
 	for i, o := range out {

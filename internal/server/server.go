@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"log/slog"
 	"mime"
-	"net"
 	"net/http"
 	"sort"
 	"strconv"
@@ -29,7 +28,6 @@ import (
 	"github.com/sluiceml/sluice/internal/modelpkg"
 	"github.com/sluiceml/sluice/internal/records"
 	"github.com/sluiceml/sluice/internal/registry"
-	"github.com/sluiceml/sluice/internal/server/oipgrpc"
 	"github.com/sluiceml/sluice/internal/telemetry"
 	"github.com/sluiceml/sluice/internal/tenant"
 )
@@ -56,10 +54,7 @@ type Config struct {
 	// Demand, when set, adds each version's demand on the workers to GET
 	// /v1/workers.
 	Demand  DemandSource
-	Version string // the build's version (GET /v2)
-	// GRPCListener, when set, serves OIP v2 gRPC (internal/server/oipgrpc)
-	// beside HTTP, through the same gateway; Serve starts and stops it.
-	GRPCListener net.Listener
+	Version string // the build's version (GET /v2 and gRPC ServerMetadata)
 	// UploadDir holds an upload's artifact while it is published
 	// (default: the system's temporary folder). Put it on a disk, not a
 	// tmpfs: an artifact may be as large as MaxUploadBytes.
@@ -137,7 +132,7 @@ func onlyGet(h handler) handler {
 // Handler returns the root handler.
 func (s *Server) Handler() http.Handler { return s.mux }
 
-// Close stops the shadow workers (Serve does it on shutdown).
+// Close stops the shadow workers: after the listeners stopped.
 func (s *Server) Close() { s.gw.Shadows.Close() }
 
 // SetDraining marks the server not ready (readyz 503) ahead of shutdown.
@@ -612,67 +607,4 @@ func (s *Server) getVersion(w http.ResponseWriter, r *http.Request, model string
 	}
 	writeJSON(w, http.StatusOK, s.versionJSON(st, s.servingVersions()[model] == n))
 	return nil
-}
-
-// Serve serves on ln until ctx ends, then shuts down gracefully: readyz
-// turns 503, the listener closes, in-flight requests finish (bounded by
-// grace), then the controller drains and unloads every version.
-func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration) error {
-	hs := s.HTTPServer()
-	errc := make(chan error, 2)
-	go func() { errc <- hs.Serve(ln) }()
-	var gs *oipgrpc.Server
-	if s.cfg.GRPCListener != nil {
-		gs = oipgrpc.New(oipgrpc.Config{Tenants: s.cfg.Tenants, MaxDeadline: s.cfg.MaxDeadline, MaxRecvBytes: int(s.cfg.MaxBodyBytes),
-			Version: s.cfg.Version, Logger: s.log}, s.gw, s)
-		go func() {
-			if err := gs.Serve(s.cfg.GRPCListener); err != nil {
-				errc <- err
-			}
-		}()
-		s.log.Info("serving grpc", "grpc_addr", s.cfg.GRPCListener.Addr().String())
-	}
-	rctx, stopRecords := context.WithCancel(context.Background())
-	recordsDone := make(chan struct{})
-	go func() {
-		defer close(recordsDone)
-		if s.cfg.Records != nil {
-			_ = s.cfg.Records.Run(rctx) // flushes every buffered record when stopped
-		}
-	}()
-	defer func() { stopRecords(); <-recordsDone }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	s.SetDraining()
-	s.log.Info("shutting down: not ready, finishing in-flight requests", "grace", grace)
-	sctx, cancel := context.WithTimeout(context.Background(), grace)
-	defer cancel()
-	grpcDone := make(chan struct{})
-	go func() {
-		defer close(grpcDone)
-		if gs != nil {
-			gs.Stop(sctx) // graceful within the same grace as HTTP
-		}
-	}()
-	err := hs.Shutdown(sctx)
-	<-grpcDone
-	s.gw.Shadows.Close()
-	if cerr := s.ctl.Close(sctx); cerr != nil && err == nil {
-		err = cerr
-	}
-	stopRecords() // after the queues drained: flush every record
-	<-recordsDone
-	s.log.Info("stopped", "records_written", s.recordsWritten())
-	<-errc
-	return err
-}
-
-func (s *Server) recordsWritten() int64 {
-	if s.cfg.Records == nil {
-		return 0
-	}
-	return s.cfg.Records.Written()
 }

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"bytes"
@@ -22,8 +22,6 @@ import (
 	"github.com/sluiceml/sluice/internal/registry"
 	"github.com/sluiceml/sluice/internal/runtime/synthetic"
 	"github.com/sluiceml/sluice/internal/serving"
-	"github.com/sluiceml/sluice/internal/telemetry"
-	"github.com/sluiceml/sluice/internal/workerpb"
 )
 
 // workersHost adapts a cluster.Pool to the controller's Host seam.
@@ -82,14 +80,6 @@ func (w *limitedWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// placementMetrics is the pool's metrics sink (nil with --no-metrics).
-func placementMetrics(m *telemetry.Metrics, off bool) cluster.Metrics {
-	if off {
-		return nil
-	}
-	return m
-}
-
 // storeArtifacts serves the registry's artifacts to workers (verified as
 // they stream: a damaged artifact ends the stream with an error).
 type storeArtifacts struct{ store registry.Artifacts }
@@ -100,26 +90,8 @@ func (a storeArtifacts) OpenArtifact(ctx context.Context, sha string) (io.ReadCl
 
 // controlPlane is the gRPC listener workers register with.
 type controlPlane struct {
-	ln  net.Listener
-	gs  *grpc.Server
-	err chan error
-}
-
-func startControlPlane(addr string, pool *cluster.Pool) (*controlPlane, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("--control-addr %s: %w", addr, err)
-	}
-	gs := grpc.NewServer(grpc.MaxRecvMsgSize(4 << 20))
-	workerpb.RegisterControlPlaneServer(gs, pool)
-	cp := &controlPlane{ln: ln, gs: gs, err: make(chan error, 1)}
-	go func() { cp.err <- gs.Serve(ln) }()
-	return cp, nil
-}
-
-func (cp *controlPlane) stop() {
-	cp.gs.Stop()
-	<-cp.err
+	ln net.Listener
+	gs *grpc.Server
 }
 
 // localWorkerIDs names the `--workers N` processes.
@@ -158,12 +130,12 @@ func localWorkers(ids []string, join, data, logFormat, logLevel, onnxLib, memory
 	}, nil
 }
 
-// modelCPUs is the process's bound on batches computing at once
+// ModelCPUs is the process's bound on batches computing at once
 // (--model-cpus) with --model-sched applied. With idle, every replica loop
 // runs on its own SCHED_IDLE thread, and the front end needs a P the
 // models cannot hold: GOMAXPROCS is raised to 2 if it is 1 (a process
 // pinned to one core), and a bound of 0 becomes GOMAXPROCS−1.
-func modelCPUs(n int, sched cpuprio.Sched, log *slog.Logger) (*serving.CPUs, error) {
+func ModelCPUs(n int, sched cpuprio.Sched, log *slog.Logger) (*serving.CPUs, error) {
 	if n < 0 {
 		return nil, fmt.Errorf("--model-cpus %d: use 0 (no bound) or the number of batches that may compute at once", n)
 	}

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"fmt"
@@ -9,9 +9,9 @@ import (
 	"time"
 )
 
-// startPprof serves Go's profiles on an opt-in admin listener (never on
+// StartPprof serves Go's profiles on an opt-in admin listener (never on
 // the public one): /debug/pprof/ on addr. It returns a stop function.
-func startPprof(addr string, log *slog.Logger) (func(), error) {
+func StartPprof(addr string, log *slog.Logger) (func(), error) {
 	if addr == "" {
 		return func() {}, nil
 	}

@@ -1,0 +1,13 @@
+package bench
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// TestMain fails the package's tests if a goroutine outlives them: every
+// goroutine this package starts has an owner that stops it.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
