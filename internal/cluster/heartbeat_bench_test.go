@@ -86,7 +86,7 @@ func benchPredict(b *testing.B, mode string, nWorkers, perWorker int, interval t
 		first := n % nWorkers
 		for _, i := range []int{first, (first + 1 + (n/nWorkers)%(nWorkers-1)) % nWorkers} {
 			st := statuses[i]
-			v.on[st.Id] = &copyOn{session: p.workers[st.Id].session, replicas: 1, memory: 1 << 20}
+			p.placeCopyLocked(v, p.workers[st.Id], &copyOn{session: p.workers[st.Id].session, replicas: 1, memory: 1 << 20})
 			st.Versions = append(st.Versions, &workerpb.VersionStatus{Model: vs.Model, Version: 1, State: "ready",
 				ReadyReplicas: 1, QueuedInstances: int64(n % 7), CostANs: 1000, CostBNs: 100, MaxBatch: 8})
 		}

@@ -281,9 +281,13 @@ func (p *Pool) heldLocked(w *worker, loaded *[]placement.Resident, now time.Time
 	var used int64
 	var keys []string
 	placed := map[string]bool{}
-	for _, v := range p.versions {
+	for v := range w.copies {
 		cp := v.on[w.id]
-		if cp == nil || cp.session != w.session {
+		if cp == nil || p.versions[v.key] != v {
+			delete(w.copies, v) // gone since: evicted, failed, closed
+			continue
+		}
+		if cp.session != w.session {
 			continue
 		}
 		placed[v.key] = true
@@ -311,8 +315,9 @@ func (p *Pool) heldLocked(w *worker, loaded *[]placement.Resident, now time.Time
 			// A version being unloaded left the accounting when its
 			// eviction was booked: the load it made room for starts only
 			// once its Unload answered (the job runs them in order).
-			if k := key(vs.Model, vs.Version); !placed[k] {
-				if _, unl := w.unloading[k]; !unl {
+			var buf [64]byte
+			if k := strconv.AppendInt(append(append(buf[:0], vs.Model...), '@'), vs.Version, 10); !placed[string(k)] {
+				if _, unl := w.unloading[string(k)]; !unl {
 					used += vs.MemoryBytes
 				}
 			}
@@ -422,7 +427,7 @@ func (p *Pool) reconcileLocked(v *Version, now time.Time) (jobs []func(), noRoom
 			p.evictLocked(u, w, v.key)
 		}
 		cp := &copyOn{session: w.session, replicas: reps, loading: true, memory: mem, onDemand: v.onDemand}
-		v.on[w.id] = cp
+		p.placeCopyLocked(v, w, cp)
 		session := w.session
 		jobs = append(jobs, func() {
 			for _, u := range victims {

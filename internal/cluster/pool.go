@@ -170,6 +170,11 @@ type worker struct {
 	// queue and server there (route.go): the map is guarded by Pool.mu,
 	// a slot's fields are atomic (heartbeats store, the predict path loads).
 	slots map[string]*slot
+	// copies are the versions with a copy placed here (placeCopyLocked):
+	// a superset, whose entries that no longer hold one heldLocked drops,
+	// so that finding what a worker holds walks its copies, not every
+	// version of the pool.
+	copies map[*Version]bool
 	// gen counts the changes of what the pool made ready on this worker
 	// (setReadyLocked: placement, loads, evictions, deaths); last is the
 	// last report applied, in its order, at lastGen. An entry of the next
@@ -189,6 +194,15 @@ type worker struct {
 	// full: the worker refused a load for its memory budget since its
 	// last report (placement counts it full until the next one).
 	full bool
+}
+
+// placeCopyLocked places v's copy cp on w: every copy is booked through it.
+func (p *Pool) placeCopyLocked(v *Version, w *worker, cp *copyOn) {
+	v.on[w.id] = cp
+	if w.copies == nil {
+		w.copies = map[*Version]bool{}
+	}
+	w.copies[v] = true
 }
 
 // maxEventsPerBeat bounds the events one heartbeat can forward.

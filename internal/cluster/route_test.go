@@ -298,7 +298,7 @@ func TestMissedHeartbeatsLeaveTheRoute(t *testing.T) {
 				ready: map[string]bool{}, failed: map[string]string{}, busy: map[string]bool{}, unloading: map[string]bool{},
 				slots: map[string]*slot{}, loads: map[string]int64{}, evictions: map[string]int64{}}
 			p.workers[id] = w
-			v.on[id] = &copyOn{session: 1, replicas: 1}
+			p.placeCopyLocked(v, w, &copyOn{session: 1, replicas: 1})
 			p.setReadyLocked(w, v.key, true)
 		}
 		p.publishLocked()
