@@ -3,7 +3,6 @@ package serving
 import (
 	"context"
 	"errors"
-	"fmt"
 	goruntime "runtime"
 	"sync"
 	"testing"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/sluiceml/sluice/internal/errs"
 	"github.com/sluiceml/sluice/internal/runtime"
-	"github.com/sluiceml/sluice/internal/testwait"
 )
 
 // submitAsync submits v and sends its error (nil if the answer was right)
@@ -412,40 +410,41 @@ func TestAddRemoveUnderLoad(t *testing.T) {
 // set changed leaves no goroutine behind once closed. (Inside synctest
 // bubbles a leaked goroutine fails the test as a deadlock.)
 func TestNoGoroutineLeft(t *testing.T) {
-	before := goruntime.NumGoroutine()
-	s := New(Config{MaxBatchSize: 4, MaxQueueInstances: 100, Logger: quiet()}, []runtime.Model{&fakeModel{}})
-	for range 3 {
-		if err := s.AddReplica(&fakeModel{}); err != nil {
+	synctest.Test(t, func(t *testing.T) {
+		before := goruntime.NumGoroutine()
+		s := New(Config{MaxBatchSize: 4, MaxQueueInstances: 100, Logger: quiet()}, []runtime.Model{&fakeModel{}})
+		for range 3 {
+			if err := s.AddReplica(&fakeModel{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.RemoveReplica(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if err := s.RemoveReplica(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	for i := range 20 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if _, err := s.Submit(context.Background(), Work{Rows: rows(float32(i))}); err != nil {
-				t.Error(err)
-			}
-		}()
-	}
-	wg.Wait()
-	if err := s.RemoveReplica(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	// Goroutines that called wg.Done may not have exited yet: poll, with a
-	// deadline.
-	testwait.UntilNil(t, 5*time.Second, func() error {
+		var wg sync.WaitGroup
+		for i := range 20 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := s.Submit(context.Background(), Work{Rows: rows(float32(i))}); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+		if err := s.RemoveReplica(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		// Goroutines that called wg.Done may not have exited yet: once every
+		// goroutine of the bubble is blocked or gone, none of the server's is
+		// left (and synctest.Test fails on one blocked for good).
+		synctest.Wait()
 		if n := goruntime.NumGoroutine(); n > before {
 			buf := make([]byte, 1<<16)
-			return fmt.Errorf("%d goroutines before, %d after Close:\n%s", before, n, buf[:goruntime.Stack(buf, true)])
+			t.Fatalf("%d goroutines before, %d after Close:\n%s", before, n, buf[:goruntime.Stack(buf, true)])
 		}
-		return nil
 	})
 }
