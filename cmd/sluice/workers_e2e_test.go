@@ -252,7 +252,7 @@ func TestWorkerKilledUnderLoad(t *testing.T) {
 }
 
 // hogEnv, set in the environment of this test binary, makes it a CPU hog
-// instead of running tests: one goroutine spinning per core until killed
+// instead of running tests: two goroutines spinning per core until killed
 // (startHog).
 const hogEnv = "SLUICE_E2E_CPU_HOG"
 
@@ -262,7 +262,7 @@ func init() {
 	}
 	n := runtime.NumCPU()
 	runtime.GOMAXPROCS(n)
-	for range n - 1 {
+	for range 2*n - 1 { // two spinning threads per core
 		go spin()
 	}
 	spin()
@@ -330,9 +330,10 @@ func TestWorkerKilledUnderLoadWithCPUHog(t *testing.T) {
 	testwait.Until(t, 20*time.Second, func() bool { return readyEverywhere(workers(t, srv.url), 2, "fraud@1", "iris@1", "churn@1") })
 	url := srv.url + "/v1/models/fraud:predict"
 	body := `{"instances":[{"amount":800.0,"accountAgeDays":91,"declines5m":3,"country":"US"}],"deadlineMs":1000}`
-	startHog(t)
+	// Half the capacity the server has alone, then the hog.
 	capacity := closedLoopRate(url, body, 16, 3*time.Second)
 	rate := max(int(capacity/2), 20)
+	startHog(t)
 	victim := workers(t, srv.url).Workers[0]
 	stop := make(chan struct{})
 	done := make(chan []outcome)
@@ -354,7 +355,7 @@ func TestWorkerKilledUnderLoadWithCPUHog(t *testing.T) {
 		back = time.Since(killed)
 		return readyEverywhere(wl, 2, "fraud@1", "iris@1", "churn@1")
 	})
-	time.Sleep(2 * time.Second) // load on the restarted pair
+	time.Sleep(5 * time.Second) // load on the restarted pair
 	close(stop)
 	outs := <-done
 	sent := time.Since(loadStart)
@@ -366,7 +367,7 @@ func TestWorkerKilledUnderLoadWithCPUHog(t *testing.T) {
 			failed = append(failed, fmt.Sprintf("%d %v %s", o.status, o.err, o.body))
 		}
 	}
-	t.Logf("capacity with the hog %.0f/s; %d requests in %s (%.0f/s sent, %d/s asked), statuses %v; %s back with its versions %s after the kill",
+	t.Logf("capacity alone %.0f/s; %d requests in %s (%.0f/s sent, %d/s asked), statuses %v; %s back with its versions %s after the kill",
 		capacity, len(outs), sent.Round(time.Millisecond), float64(len(outs))/sent.Seconds(), rate, codes, victim.ID, back.Round(time.Millisecond))
 	if len(failed) > 0 {
 		t.Fatalf("%d of %d requests failed around the kill, e.g. %v", len(failed), len(outs), failed[:min(5, len(failed))])
