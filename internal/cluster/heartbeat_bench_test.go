@@ -33,8 +33,13 @@ import (
 // time (1 ms at a time, asleep: no CPU taken), as a control plane that
 // never lets go would: its p99 matches heartbeats=off only if the predict
 // path takes no lock.
+//
+// heartbeats=on-budgets is heartbeats=on as a real deployment has it: the
+// workers report a memory budget (2 GiB, twice what they hold: nothing is
+// trimmed) and the pool has Metrics (counting), so every heartbeat also
+// runs the budget check and the memory gauge.
 func BenchmarkPredictUnderHeartbeats(b *testing.B) {
-	for _, mode := range []string{"off", "on", "lock-held"} {
+	for _, mode := range []string{"off", "on", "lock-held", "on-budgets"} {
 		b.Run("heartbeats="+mode, func(b *testing.B) {
 			benchPredict(b, mode, 100, 1000, 100*time.Millisecond)
 		})
@@ -42,8 +47,12 @@ func BenchmarkPredictUnderHeartbeats(b *testing.B) {
 }
 
 func benchPredict(b *testing.B, mode string, nWorkers, perWorker int, interval time.Duration) {
-	beats := mode == "on"
-	p := New(Config{HeartbeatInterval: time.Hour})
+	beats := mode == "on" || mode == "on-budgets"
+	cfg := Config{HeartbeatInterval: time.Hour}
+	if mode == "on-budgets" {
+		cfg.Metrics = &countingMetrics{}
+	}
+	p := New(cfg)
 	defer p.Close()
 	fa, fb := startFake(b, "a"), startFake(b, "b")
 	for i, f := range []*fakeWorker{fa, fb} {
@@ -70,6 +79,9 @@ func benchPredict(b *testing.B, mode string, nWorkers, perWorker int, interval t
 	statuses := make([]*workerpb.WorkerStatus, nWorkers)
 	for i := range statuses {
 		st := &workerpb.WorkerStatus{Id: fmt.Sprintf("w%03d", i), Address: fmt.Sprintf("127.0.0.1:%d", 40000+i), Pid: int64(100 + i)}
+		if mode == "on-budgets" {
+			st.MemoryBudgetBytes = 2 << 30
+		}
 		if _, err := p.Register(context.Background(), &workerpb.RegisterRequest{Status: st}); err != nil {
 			b.Fatal(err)
 		}
