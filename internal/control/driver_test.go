@@ -109,14 +109,34 @@ func TestOneDriverPerRollout(t *testing.T) {
 
 func (s *rolloutStore) Policies(context.Context, string) ([]registry.Policy, error) { return nil, nil }
 func (s *rolloutStore) Events(context.Context, string) ([]registry.Event, error)    { return nil, nil }
+func (s *rolloutStore) PolicyPage(context.Context, string, int, int) ([]registry.Policy, error) {
+	return nil, nil
+}
+func (s *rolloutStore) EventPage(context.Context, string, int64, int) ([]registry.Event, error) {
+	return nil, nil
+}
+func (s *rolloutStore) PolicyAt(_ context.Context, model string, t time.Time) (registry.Policy, error) {
+	return registry.Policy{}, errs.New(errs.NotFound, "model %s had no deployment at %s", model, t)
+}
 
-// The history of a model nobody published is a 404, like its deployment.
+// The history of a model nobody published is a 404, like its deployment:
+// whole (History), its first page (HistoryPage, what the API and the CLI
+// read) and at a time (PolicyAt).
 func TestHistoryOfUnknownModel(t *testing.T) {
 	c := New(Config{Store: &rolloutStore{states: map[string][]byte{}}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	_, _, err := c.History(context.Background(), "nope")
-	if errs.CodeOf(err) != errs.NotFound || !strings.Contains(err.Error(), `model "nope" not found`) {
-		t.Fatalf("History(nope) = %v, want not_found", err)
+	ctx := context.Background()
+	notFound := func(what string, err error) {
+		t.Helper()
+		if errs.CodeOf(err) != errs.NotFound || !strings.Contains(err.Error(), `model "nope" not found`) {
+			t.Errorf("%s = %v, want not_found naming the model", what, err)
+		}
 	}
+	_, _, err := c.History(ctx, "nope")
+	notFound("History(nope)", err)
+	_, _, err = c.HistoryPage(ctx, "nope", 0, 0, 100)
+	notFound("HistoryPage(nope) first page", err)
+	_, err = c.PolicyAt(ctx, "nope", time.Now())
+	notFound("PolicyAt(nope)", err)
 }
 
 func TestRollbackTarget(t *testing.T) {
