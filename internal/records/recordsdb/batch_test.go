@@ -136,7 +136,7 @@ func TestConvertRowTable(t *testing.T) {
 CREATE INDEX records_created ON records (created_at)`); err != nil {
 		t.Fatal(err)
 	}
-	const n = 1203 // three batches of 500 and one of 203
+	const n = 1203        // three batches of 500 and one of 203
 	tx, err := db.Begin() // one commit, not 1,203 (each a sync to disk)
 	if err != nil {
 		t.Fatal(err)
