@@ -49,8 +49,8 @@ func (g *Group) Names() []string {
 	return out
 }
 
-// ErrStopped is what a part's Run returned early with when it returned
-// nil: the part ended on its own.
+// ErrStopped is the error of a run ended by a part's Run that returned
+// nil before its Stop: the part ended on its own.
 var ErrStopped = errors.New("stopped on its own")
 
 // Run starts the parts in order. When one fails to start, the parts
@@ -71,11 +71,10 @@ func (g *Group) Run(ctx context.Context, grace time.Duration) error {
 	started, early := 0, -1 // early: the part whose Run ended the run
 	var cause error
 	earlyEnd := func(e ended) {
-		early = e.i
-		if e.err == nil {
-			e.err = ErrStopped
+		early, cause = e.i, e.err // a part's error says what failed, as a start's does
+		if cause == nil {
+			cause = fmt.Errorf("%s: %w", g.parts[e.i].Name, ErrStopped)
 		}
-		cause = fmt.Errorf("%s: %w", g.parts[e.i].Name, e.err)
 	}
 start:
 	for i, p := range g.parts {

@@ -118,7 +118,7 @@ func TestGroup(t *testing.T) {
 			name:    "a Run that ends with an error stops every part, in reverse",
 			parts:   []spec{{name: "a"}, {name: "b", run: true, runEnds: true, runErr: boom}, {name: "c"}},
 			want:    []string{"start a", "start b", "start c", "run b returned", "stop c", "stop b", "stop a"},
-			wantErr: "b: boom",
+			wantErr: "boom",
 		},
 		{
 			name:    "a Run that ends without an error stops the process too",
