@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"os"
+	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -295,7 +298,7 @@ func probeVerdict(r bench.Result, slo time.Duration) (float64, string) {
 	case r.Sent == 0:
 		return sent, "nothing sent"
 	case float64(r.OK) < bench.SustainedShare*float64(r.Sent):
-		return sent, fmt.Sprintf("%d of %d sent answered 2xx, under %g%% (refused: %d)", r.OK, r.Sent, 100*bench.SustainedShare, r.ByStatus[429]+r.ByStatus[503])
+		return sent, fmt.Sprintf("%d of %d sent answered 2xx, under %g%% (%s)", r.OK, r.Sent, 100*bench.SustainedShare, notOK(r))
 	case p99 > slo:
 		return sent, fmt.Sprintf("%s p99 %v over the SLO %v", which, p99, slo)
 	case r.OfferedRate > 0 && sent < generatorShare*r.OfferedRate:
@@ -304,6 +307,22 @@ func probeVerdict(r bench.Result, slo time.Duration) (float64, string) {
 		return sent, fmt.Sprintf("the load generator sent only %.1f of %.1f requests/s (a limit of this machine, not of the server)", sent, r.OfferedRate)
 	}
 	return sent, ""
+}
+
+// notOK names what the answers that were not 2xx were: their error
+// codes, and the requests that got no answer.
+func notOK(r bench.Result) string {
+	var parts []string
+	for _, code := range slices.Sorted(maps.Keys(r.ByCode)) {
+		parts = append(parts, fmt.Sprintf("%s %d", code, r.ByCode[code]))
+	}
+	if r.TransportErrors > 0 {
+		parts = append(parts, fmt.Sprintf("no answer %d", r.TransportErrors))
+	}
+	if len(parts) == 0 {
+		return "no error codes"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // generatorShare is the share of the target rate a probe must have sent

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -10,7 +11,10 @@ import (
 // probe is a bench result: rate offered, sent per second, requests sent,
 // 2xx answers, the server's p99 and the client's corrected p99.
 func probe(offered, sent float64, n, ok int, server, client time.Duration) bench.Result {
-	r := bench.Result{OfferedRate: offered, SendRate: sent, Sent: n, Scheduled: n, OK: ok, ByStatus: map[int]int{200: ok, 503: n - ok}}
+	r := bench.Result{OfferedRate: offered, SendRate: sent, Sent: n, Scheduled: n, OK: ok, ByStatus: map[int]int{200: ok, 503: n - ok}, ByCode: map[string]int{}}
+	if n > ok {
+		r.ByCode["queue_full"] = n - ok
+	}
 	r.Latency.P99, r.Latency.N = client, n
 	if server > 0 {
 		r.ServerLatency.P99, r.ServerLatency.N = server, ok
@@ -44,6 +48,9 @@ func TestProbeVerdict(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			sent, why := probeVerdict(tt.r, slo)
+			if tt.name == "refusals fail it" && !strings.Contains(why, "queue_full 20") {
+				t.Errorf("why = %q, want the refusals' codes named", why)
+			}
 			if sent != tt.sent || (why == "") != tt.ok {
 				t.Fatalf("probeVerdict = %v, %q; want %v, sustained %v", sent, why, tt.sent, tt.ok)
 			}

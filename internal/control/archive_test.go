@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+	"testing/synctest"
 	"time"
 
 	"github.com/sluiceml/sluice/internal/errs"
@@ -200,50 +201,52 @@ func TestFailedVersionNotRetriedAtStart(t *testing.T) {
 // DeleteModel archives and hides every version, ends the deployment, and a
 // later publish brings the model back as new.
 func TestDeleteModel(t *testing.T) {
-	ctx := context.Background()
-	// The controller just started: traffic before it is unknown, so a
-	// quiet window refuses the delete.
-	h := startWith(t, t.TempDir(), Config{DeleteQuiet: time.Hour})
-	h.scan(folder(map[string]map[string]string{"calc": linear("calc", 1), "other": linear("other", 1)}))
-	h.scan(folder(map[string]map[string]string{"calc": linear("calc", 2), "other": linear("other", 1)}))
-	if _, err := h.ctl.DeleteModel(ctx, "calc", "ops", "retired"); code(err) != errs.AlreadyExists || !strings.Contains(err.Error(), "without predict calls") {
-		t.Fatalf("delete inside the quiet window: %v", err)
-	}
-	h.restart() // DeleteQuiet 0: no check
-	ns, err := h.ctl.DeleteModel(ctx, "calc", "ops", "retired")
-	if err != nil || len(ns) != 2 {
-		t.Fatalf("delete: %v %v", ns, err)
-	}
-	if _, ok := h.ctl.Table.Load().Models["calc"]; ok {
-		t.Fatal("calc is still in the routing table")
-	}
-	for n := 1; n <= 2; n++ {
-		if v, _ := h.store.Get(ctx, "calc", n); v.State != registry.Deleted || v.Reason != "model deleted by ops: retired" {
-			t.Fatalf("stored calc@%d: %s %q", n, v.State, v.Reason)
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		// The controller just started: traffic before it is unknown, so a
+		// quiet window refuses the delete.
+		h := startWith(t, t.TempDir(), Config{DeleteQuiet: time.Hour})
+		h.scan(folder(map[string]map[string]string{"calc": linear("calc", 1), "other": linear("other", 1)}))
+		h.scan(folder(map[string]map[string]string{"calc": linear("calc", 2), "other": linear("other", 1)}))
+		if _, err := h.ctl.DeleteModel(ctx, "calc", "ops", "retired"); code(err) != errs.AlreadyExists || !strings.Contains(err.Error(), "without predict calls") {
+			t.Fatalf("delete inside the quiet window: %v", err)
 		}
-	}
-	if p, _ := h.ctl.Policy("calc"); len(p.Targets) != 0 || p.Actor != "ops" {
-		t.Fatalf("policy after delete: %+v", p)
-	}
-	if es := h.events("calc", "delete"); len(es) != 1 || es[0].Actor != "ops" || es[0].What != "model calc deleted: versions 1, 2 archived and hidden" {
-		t.Fatalf("audit: %+v", es)
-	}
-	if _, err := h.ctl.DeleteModel(ctx, "calc", "ops", ""); code(err) != errs.NotFound {
-		t.Fatalf("delete twice: %v", err)
-	}
-	if st, _ := h.state("other", 1); st != registry.Ready {
-		t.Fatalf("other is %s", st)
-	}
+		h.restart() // DeleteQuiet 0: no check
+		ns, err := h.ctl.DeleteModel(ctx, "calc", "ops", "retired")
+		if err != nil || len(ns) != 2 {
+			t.Fatalf("delete: %v %v", ns, err)
+		}
+		if _, ok := h.ctl.Table.Load().Models["calc"]; ok {
+			t.Fatal("calc is still in the routing table")
+		}
+		for n := 1; n <= 2; n++ {
+			if v, _ := h.store.Get(ctx, "calc", n); v.State != registry.Deleted || v.Reason != "model deleted by ops: retired" {
+				t.Fatalf("stored calc@%d: %s %q", n, v.State, v.Reason)
+			}
+		}
+		if p, _ := h.ctl.Policy("calc"); len(p.Targets) != 0 || p.Actor != "ops" {
+			t.Fatalf("policy after delete: %+v", p)
+		}
+		if es := h.events("calc", "delete"); len(es) != 1 || es[0].Actor != "ops" || es[0].What != "model calc deleted: versions 1, 2 archived and hidden" {
+			t.Fatalf("audit: %+v", es)
+		}
+		if _, err := h.ctl.DeleteModel(ctx, "calc", "ops", ""); code(err) != errs.NotFound {
+			t.Fatalf("delete twice: %v", err)
+		}
+		if st, _ := h.state("other", 1); st != registry.Ready {
+			t.Fatalf("other is %s", st)
+		}
 
-	h.restart()
-	h.scan(folder(map[string]map[string]string{"calc": linear("calc", 2), "other": linear("other", 1)}))
-	if st, _ := h.state("calc", 2); st != registry.Deleted {
-		t.Fatalf("after restart and scan calc@2 is %s", st)
-	}
-	if _, ok := h.ctl.Table.Load().Models["calc"]; ok {
-		t.Fatal("calc came back after restart")
-	}
-	// A changed package is a new version: the model's first again.
-	h.scan(folder(map[string]map[string]string{"calc": linear("calc", 3)}))
-	testwait.Until(t, 30*time.Second, func() bool { return h.ctl.Table.Load().Serving("calc") == 3 })
+		h.restart()
+		h.scan(folder(map[string]map[string]string{"calc": linear("calc", 2), "other": linear("other", 1)}))
+		if st, _ := h.state("calc", 2); st != registry.Deleted {
+			t.Fatalf("after restart and scan calc@2 is %s", st)
+		}
+		if _, ok := h.ctl.Table.Load().Models["calc"]; ok {
+			t.Fatal("calc came back after restart")
+		}
+		// A changed package is a new version: the model's first again.
+		h.scan(folder(map[string]map[string]string{"calc": linear("calc", 3)}))
+		testwait.Until(t, 30*time.Second, func() bool { return h.ctl.Table.Load().Serving("calc") == 3 })
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/sluiceml/sluice/internal/registry"
@@ -52,58 +53,61 @@ func writeFiles(t *testing.T, dir string, files map[string]string) {
 }
 
 // The poll loop publishes new and changed packages (moving traffic only
-// with a release: plan), reports invalid ones, and stops at Close.
+// with a release: plan), reports invalid ones, and stops at Close. In a
+// synctest bubble: the polls and the waits for them pass in fake time.
 func TestWatch(t *testing.T) {
-	ctx := context.Background()
-	models := t.TempDir()
-	writeFiles(t, filepath.Join(models, "calc"), linear("calc", 1))
-	h := start(t, t.TempDir())
-	fsys := os.DirFS(models)
-	h.ctl.Watch(fsys, ".", "models", 10*time.Millisecond)
-	if _, err := h.ctl.PublishFS(ctx, fsys, ".", "models"); err != nil {
-		t.Fatal(err)
-	}
-	h.ctl.MarkStarted()
-	serving := func(model string) int { return h.ctl.Table.Load().Serving(model) }
-	ready := func(model string, n int) bool { st, _ := h.state(model, n); return st == registry.Ready }
-	testwait.Until(t, 30*time.Second, func() bool { return serving("calc") == 1 })
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		models := t.TempDir()
+		writeFiles(t, filepath.Join(models, "calc"), linear("calc", 1))
+		h := start(t, t.TempDir())
+		fsys := os.DirFS(models)
+		h.ctl.Watch(fsys, ".", "models", 10*time.Millisecond)
+		if _, err := h.ctl.PublishFS(ctx, fsys, ".", "models"); err != nil {
+			t.Fatal(err)
+		}
+		h.ctl.MarkStarted()
+		serving := func(model string) int { return h.ctl.Table.Load().Serving(model) }
+		ready := func(model string, n int) bool { st, _ := h.state(model, n); return st == registry.Ready }
+		testwait.Until(t, 30*time.Second, func() bool { return serving("calc") == 1 })
 
-	// A changed package without a plan: a new version, no traffic.
-	writeFiles(t, filepath.Join(models, "calc"), linear("calc", 2))
-	testwait.Until(t, 30*time.Second, func() bool { return ready("calc", 2) })
-	if n := serving("calc"); n != 1 {
-		t.Fatalf("a changed package without a plan moved traffic to calc@%d", n)
-	}
-	// A new package: published, its first version serves.
-	writeFiles(t, filepath.Join(models, "other"), linear("other", 1))
-	testwait.Until(t, 30*time.Second, func() bool { return serving("other") == 1 })
-	// An invalid change: reported, the published version keeps serving.
-	bad := linear("other", 2)
-	bad["model.yaml"] += "sering: {}\n"
-	writeFiles(t, filepath.Join(models, "other"), bad)
-	testwait.Until(t, 30*time.Second, func() bool { return len(h.ctl.InvalidPackages()) == 1 })
-	if p := h.ctl.InvalidPackages()[0]; p.Dir != "models/other" || p.Model != "other" || serving("other") != 1 {
-		t.Fatalf("invalid package %+v, other serves @%d", p, serving("other"))
-	}
-	// A change with a release plan is rolled out with it.
-	plan := linear("calc", 3)
-	plan["model.yaml"] += "release: {steps: [100]}\n"
-	writeFiles(t, filepath.Join(models, "calc"), plan)
-	testwait.Until(t, 30*time.Second, func() bool { return serving("calc") == 3 })
-	// The folder removed: forgotten, nothing unloaded.
-	if err := os.RemoveAll(filepath.Join(models, "other")); err != nil {
-		t.Fatal(err)
-	}
-	testwait.Until(t, 30*time.Second, func() bool { return len(h.ctl.InvalidPackages()) == 0 })
-	if !ready("other", 1) {
-		t.Fatal("a removed package's version was unloaded")
-	}
+		// A changed package without a plan: a new version, no traffic.
+		writeFiles(t, filepath.Join(models, "calc"), linear("calc", 2))
+		testwait.Until(t, 30*time.Second, func() bool { return ready("calc", 2) })
+		if n := serving("calc"); n != 1 {
+			t.Fatalf("a changed package without a plan moved traffic to calc@%d", n)
+		}
+		// A new package: published, its first version serves.
+		writeFiles(t, filepath.Join(models, "other"), linear("other", 1))
+		testwait.Until(t, 30*time.Second, func() bool { return serving("other") == 1 })
+		// An invalid change: reported, the published version keeps serving.
+		bad := linear("other", 2)
+		bad["model.yaml"] += "sering: {}\n"
+		writeFiles(t, filepath.Join(models, "other"), bad)
+		testwait.Until(t, 30*time.Second, func() bool { return len(h.ctl.InvalidPackages()) == 1 })
+		if p := h.ctl.InvalidPackages()[0]; p.Dir != "models/other" || p.Model != "other" || serving("other") != 1 {
+			t.Fatalf("invalid package %+v, other serves @%d", p, serving("other"))
+		}
+		// A change with a release plan is rolled out with it.
+		plan := linear("calc", 3)
+		plan["model.yaml"] += "release: {steps: [100]}\n"
+		writeFiles(t, filepath.Join(models, "calc"), plan)
+		testwait.Until(t, 30*time.Second, func() bool { return serving("calc") == 3 })
+		// The folder removed: forgotten, nothing unloaded.
+		if err := os.RemoveAll(filepath.Join(models, "other")); err != nil {
+			t.Fatal(err)
+		}
+		testwait.Until(t, 30*time.Second, func() bool { return len(h.ctl.InvalidPackages()) == 0 })
+		if !ready("other", 1) {
+			t.Fatal("a removed package's version was unloaded")
+		}
 
-	done := make(chan struct{})
-	go func() { h.stop(); close(done) }()
-	select {
-	case <-done: // Close waited for the poll loop
-	case <-time.After(30 * time.Second):
-		t.Fatal("Close did not stop the poll loop")
-	}
+		done := make(chan struct{})
+		go func() { h.stop(); close(done) }()
+		select {
+		case <-done: // Close waited for the poll loop
+		case <-time.After(30 * time.Second):
+			t.Fatal("Close did not stop the poll loop")
+		}
+	})
 }

@@ -7,10 +7,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/sluiceml/sluice/internal/records"
-	"github.com/sluiceml/sluice/internal/testwait"
 )
 
 // gatedStore holds every Write until the test opens the gate, so a test
@@ -35,44 +35,49 @@ func (g *gatedStore) Write(ctx context.Context, ops []records.Op) error {
 func TestDurableCommitWaitsForTheWrite(t *testing.T) {
 	for _, durable := range []bool{false, true} {
 		t.Run(fmt.Sprintf("durable=%v", durable), func(t *testing.T) {
-			s := openTest(t)
-			g := &gatedStore{Store: s, gate: make(chan struct{})}
-			w := records.NewWriter(g, records.Config{Durable: durable, FlushEvery: time.Hour, Now: func() time.Time { return t0 }})
-			stop := runWriter(t, w)
-			defer stop()
-			done := make(chan error, 1)
-			go func() {
-				done <- w.Commit(context.Background(), records.Record{RequestID: "r1", Tenant: "acme", Outcome: "ok"})
-			}()
-			if !durable {
-				if err := <-done; err != nil {
-					t.Fatalf("async Commit: %v", err)
+			synctest.Test(t, func(t *testing.T) {
+				s := openTest(t)
+				g := &gatedStore{Store: s, gate: make(chan struct{})}
+				w := records.NewWriter(g, records.Config{Durable: durable, FlushEvery: time.Hour, Now: func() time.Time { return t0 }})
+				stop := runWriter(t, w)
+				defer stop()
+				done := make(chan error, 1)
+				go func() {
+					done <- w.Commit(context.Background(), records.Record{RequestID: "r1", Tenant: "acme", Outcome: "ok"})
+				}()
+				if !durable {
+					if err := <-done; err != nil {
+						t.Fatalf("async Commit: %v", err)
+					}
+					if w.Pending() != 1 {
+						t.Errorf("async: Pending = %d before the write, want 1", w.Pending())
+					}
+					close(g.gate)
+					return
 				}
-				if w.Pending() != 1 {
-					t.Errorf("async: Pending = %d before the write, want 1", w.Pending())
+				// Durable: the write has not happened, so Commit must not have
+				// returned; the record is pending (buffered or in the batch).
+				synctest.Wait()
+				if p := w.Pending(); p != 1 {
+					t.Fatalf("durable: Pending = %d with the write held, want 1", p)
+				}
+				select {
+				case err := <-done:
+					t.Fatalf("durable Commit returned before its record was written: %v", err)
+				default:
 				}
 				close(g.gate)
-				return
-			}
-			// Durable: the write has not happened, so Commit must not have
-			// returned; the record is pending (buffered or in the batch).
-			testwait.Until(t, 10*time.Second, func() bool { return w.Pending() == 1 })
-			select {
-			case err := <-done:
-				t.Fatalf("durable Commit returned before its record was written: %v", err)
-			default:
-			}
-			close(g.gate)
-			if err := <-done; err != nil {
-				t.Fatalf("durable Commit: %v", err)
-			}
-			rs, err := s.List(context.Background(), records.Filter{RequestID: "r1"})
-			if err != nil || len(rs) != 1 {
-				t.Fatalf("after Commit returned: %v %v, want the record in the store", rs, err)
-			}
-			if w.Pending() != 0 || w.Written() != 1 {
-				t.Errorf("Pending %d, Written %d after the commit", w.Pending(), w.Written())
-			}
+				if err := <-done; err != nil {
+					t.Fatalf("durable Commit: %v", err)
+				}
+				rs, err := s.List(context.Background(), records.Filter{RequestID: "r1"})
+				if err != nil || len(rs) != 1 {
+					t.Fatalf("after Commit returned: %v %v, want the record in the store", rs, err)
+				}
+				if w.Pending() != 0 || w.Written() != 1 {
+					t.Errorf("Pending %d, Written %d after the commit", w.Pending(), w.Written())
+				}
+			})
 		})
 	}
 }
@@ -137,17 +142,25 @@ func TestDurableCommitFailures(t *testing.T) {
 		}
 	})
 	t.Run("buffer full", func(t *testing.T) {
-		g := &gatedStore{Store: openTest(t), gate: make(chan struct{})}
-		w := records.NewWriter(g, records.Config{Durable: true, Buffer: 1, BatchSize: 1})
-		stop := runWriter(t, w)
-		defer func() { close(g.gate); stop() }()
-		go w.Commit(context.Background(), records.Record{RequestID: "in-batch", Tenant: "acme"})
-		testwait.Until(t, 10*time.Second, func() bool { return w.Pending() == 1 && w.Buffered() == 0 }) // one in the batch being written
-		go w.Commit(context.Background(), records.Record{RequestID: "buffered", Tenant: "acme"})
-		testwait.Until(t, 10*time.Second, func() bool { return w.Buffered() == 1 })
-		if err := w.Commit(context.Background(), records.Record{RequestID: "refused", Tenant: "acme"}); !errors.Is(err, records.ErrNotWritten) {
-			t.Fatalf("Commit with a full buffer: %v, want ErrNotWritten", err)
-		}
+		synctest.Test(t, func(t *testing.T) {
+			g := &gatedStore{Store: openTest(t), gate: make(chan struct{})}
+			w := records.NewWriter(g, records.Config{Durable: true, Buffer: 1, BatchSize: 1})
+			stop := runWriter(t, w)
+			defer func() { close(g.gate); stop() }()
+			go w.Commit(context.Background(), records.Record{RequestID: "in-batch", Tenant: "acme"})
+			synctest.Wait()
+			if p, b := w.Pending(), w.Buffered(); p != 1 || b != 0 {
+				t.Fatalf("pending %d, buffered %d; want the one record in the batch being written", p, b)
+			}
+			go w.Commit(context.Background(), records.Record{RequestID: "buffered", Tenant: "acme"})
+			synctest.Wait()
+			if b := w.Buffered(); b != 1 {
+				t.Fatalf("buffered %d, want 1", b)
+			}
+			if err := w.Commit(context.Background(), records.Record{RequestID: "refused", Tenant: "acme"}); !errors.Is(err, records.ErrNotWritten) {
+				t.Fatalf("Commit with a full buffer: %v, want ErrNotWritten", err)
+			}
+		})
 	})
 	t.Run("writer stopped", func(t *testing.T) {
 		w := records.NewWriter(openTest(t), records.Config{Durable: true})

@@ -8,10 +8,10 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/sluiceml/sluice/internal/records"
-	"github.com/sluiceml/sluice/internal/testwait"
 )
 
 func openTest(t *testing.T) *SQLite {
@@ -106,23 +106,21 @@ func TestWriterFlushesEverythingOnShutdown(t *testing.T) {
 }
 
 func TestWriterWritesFullBatchesWhileRunning(t *testing.T) {
-	s := openTest(t)
-	w := records.NewWriter(s, records.Config{BatchSize: 10, FlushEvery: time.Hour})
-	stop := runWriter(t, w)
-	defer stop()
-	for i := range 25 {
-		w.Add(records.Record{RequestID: fmt.Sprint(i), CreatedAt: t0})
-	}
-	// Two full batches go out on the wake channel; poll with a deadline.
-	testwait.UntilNil(t, 10*time.Second, func() error {
-		if n := w.Written(); n < 20 {
-			return fmt.Errorf("written %d, want >= 20", n)
+	synctest.Test(t, func(t *testing.T) {
+		s := openTest(t)
+		w := records.NewWriter(s, records.Config{BatchSize: 10, FlushEvery: time.Hour})
+		stop := runWriter(t, w)
+		defer stop()
+		for i := range 25 {
+			w.Add(records.Record{RequestID: fmt.Sprint(i), CreatedAt: t0})
 		}
-		return nil
+		// Two full batches go out on the wake channel; the partial one waits
+		// for FlushEvery, an hour of the bubble's time that does not pass.
+		synctest.Wait()
+		if n, b := w.Written(), w.Buffered(); n != 20 || b != 5 {
+			t.Errorf("written %d, buffered %d; want 20 and 5 (a partial batch waits for FlushEvery)", n, b)
+		}
 	})
-	if b := w.Buffered(); b != 5 {
-		t.Errorf("buffered %d, want 5 (a partial batch waits for FlushEvery)", b)
-	}
 }
 
 func TestWriterOverflow(t *testing.T) {

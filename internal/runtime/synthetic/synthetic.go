@@ -265,6 +265,8 @@ type Runtime struct{}
 
 // Load decodes cost.json, waits LoadTime (or until ctx ends) and sizes
 // the model from spec.
+var _ runtime.MemoryDeclarer = Runtime{}
+
 // DeclaredMemory is what each loaded model of the artifact holds (its
 // "memory"; 0 when it declares none or does not decode): runtime.MemoryDeclarer.
 func (Runtime) DeclaredMemory(data []byte) int64 {

@@ -241,3 +241,16 @@ func TestFailAndPanicEvery(t *testing.T) {
 		t.Fatalf("panics per call = %v, want [false true false true]", got)
 	}
 }
+
+func TestDeclaredMemory(t *testing.T) {
+	for art, want := range map[string]int64{
+		`{"base":"1ms","memory":"48MiB"}`: 48 << 20,
+		`{"base":"1ms"}`:                  0,
+		`{"base":"1ms","memory":"lots"}`:  0, // does not decode: nothing declared
+		`not json`:                        0,
+	} {
+		if got := (Runtime{}).DeclaredMemory([]byte(art)); got != want {
+			t.Errorf("DeclaredMemory(%s) = %d, want %d", art, got, want)
+		}
+	}
+}
