@@ -61,6 +61,9 @@ type Version struct {
 
 	// Instances seen by Submit, for the autoscaler (cumulative).
 	arrived, refused, missed atomic.Int64
+	// slack is how late its calls to workers have answered against the
+	// workers' reports (preadmit.go): the gateway's admission weighs it.
+	slack hopSlack
 	// requests counts Submit calls (refused ones too: demand for a version
 	// not loaded is what admission weighs); demand is their decayed rate,
 	// folded in up to folded by Pool.rateLocked (guarded by Pool.mu).
@@ -158,13 +161,15 @@ func (v *Version) admit(ctx context.Context, c candidate, n int64) (candidate, e
 	if v.spec.Spec != nil {
 		delay = v.spec.Spec.Manifest.Serving.MaxBatchDelay.Duration
 	}
-	err := preAdmit(c, int(n), delay, time.Until(dl))
+	slack := v.slack.get()
+	err := preAdmit(c, int(n), delay, time.Until(dl), slack)
 	if err == nil {
 		return c, nil
 	}
-	if alt, ok := v.pool.pick(v, c.w); ok && preAdmit(alt, int(n), delay, time.Until(dl)) == nil {
+	if alt, ok := v.pool.pick(v, c.w); ok && preAdmit(alt, int(n), delay, time.Until(dl), slack) == nil {
 		return alt, nil
 	}
+	v.slack.observe(hopRefused, 0, 0)
 	return c, err
 }
 
@@ -181,7 +186,10 @@ func (v *Version) call(ctx context.Context, c candidate, w serving.Work) (servin
 		c.cp.rows.Add(n)
 		c.cp.lastUsed.Store(time.Now().UnixNano())
 	}
+	est := hopEstimate(c, w.Rows.Rows)
+	t0 := time.Now()
 	resp, err := c.infer.ModelInfer(ctx, req)
+	elapsed := time.Since(t0)
 	c.w.outstanding.Add(-n)
 	if c.cp != nil {
 		c.cp.inflight.Add(-1)
@@ -189,12 +197,14 @@ func (v *Version) call(ctx context.Context, c candidate, w serving.Work) (servin
 	}
 	if err != nil {
 		e, fromPeer := hop.FromStatus(err)
+		v.slack.observe(hopOutcomeOf(e, fromPeer, ctx.Err()), elapsed, est)
 		if fromPeer {
 			c.w.seen.Store(time.Now().UnixNano())
 		}
 		return serving.Result{}, e, fromPeer
 	}
 	c.w.seen.Store(time.Now().UnixNano())
+	v.slack.observe(hopAnswered, elapsed, est)
 	out, err := hop.DecodeOutput(resp, w.Rows.Rows)
 	if err != nil {
 		return serving.Result{}, errs.Wrap(errs.Internal, err, "%s on worker %s: %v", v.key, c.w.id, err), true
