@@ -71,8 +71,9 @@ func hopEstimate(c candidate, n int) time.Duration {
 type hopOutcome int
 
 const (
-	hopAnswered hopOutcome = iota // the worker answered (or refused: its own round trip)
+	hopAnswered hopOutcome = iota // the worker answered (or failed it after its queue)
 	hopLate                       // the deadline passed (at the gateway or in the worker's queue)
+	hopBounced                    // the worker refused it at once: a round trip with no work
 	hopRefused                    // refused here by preAdmit: no call was made
 	hopFailed                     // the connection failed: says nothing of the time
 )
@@ -87,22 +88,28 @@ func hopOutcomeOf(err error, fromPeer bool, ctxErr error) hopOutcome {
 		return hopFailed // the caller went away: no deadline passed
 	case code == errs.DeadlineExceeded || code == errs.ExpiredInQueue:
 		return hopLate
+	case fromPeer && errs.Lookup(code).Refusal != "":
+		return hopBounced
 	case fromPeer:
-		return hopAnswered // the worker refused or failed it: a round trip
+		return hopAnswered // the worker failed it: a round trip
 	}
 	return hopFailed
 }
 
 // hopLateness is the estimation error one call folds into the hop slack
 // (serving.UpdateSlack), and whether it is folded at all: the time the
-// call took beyond the report's estimate; a refusal here is evidence of
-// nothing late (0, so the slack decays and a burst of lateness cannot
-// refuse everything forever, as in process); a failed connection is no
-// evidence either way.
+// call took beyond the report's estimate; all of it for a call the
+// worker refused before queueing (it did none of the estimated work:
+// counted against the estimate, every refusal there would pull the slack
+// down); 0 for a refusal here, evidence of nothing late (the slack
+// decays, so a burst of lateness cannot refuse everything forever, as in
+// process); a failed connection is no evidence either way.
 func hopLateness(o hopOutcome, elapsed, estimate time.Duration) (time.Duration, bool) {
 	switch o {
 	case hopAnswered, hopLate:
 		return elapsed - estimate, true
+	case hopBounced:
+		return elapsed, true
 	case hopRefused:
 		return 0, true
 	}

@@ -107,7 +107,9 @@ func TestHopOutcome(t *testing.T) {
 		{"the deadline passed at the gateway", errs.New(errs.DeadlineExceeded, "deadline passed waiting for the worker"), false, context.DeadlineExceeded, hopLate},
 		{"the deadline passed in the worker's queue", errs.New(errs.ExpiredInQueue, "deadline passed while queued"), true, context.DeadlineExceeded, hopLate},
 		{"the deadline passed during compute there", errs.New(errs.DeadlineExceeded, "deadline passed during compute"), true, nil, hopLate},
-		{"the worker refused: a round trip", errs.New(errs.QueueFull, "full"), true, nil, hopAnswered},
+		{"the worker refused: a round trip with no work", errs.New(errs.QueueFull, "full"), true, nil, hopBounced},
+		{"the worker refused it as infeasible", errs.New(errs.DeadlineInfeasible, "cannot"), true, nil, hopBounced},
+		{"the worker failed it: a round trip", errs.New(errs.Internal, "model failed"), true, nil, hopAnswered},
 		{"the caller went away", errs.New(errs.DeadlineExceeded, "call cancelled"), false, context.Canceled, hopFailed},
 		{"the connection failed", errs.New(errs.Unavailable, "connection refused"), false, nil, hopFailed},
 		{"wrapped cancel", errs.New(errs.DeadlineExceeded, "call cancelled"), false, errors.Join(context.Canceled), hopFailed},
@@ -129,6 +131,7 @@ func TestHopLateness(t *testing.T) {
 		{"answered later than estimated", hopAnswered, 9 * time.Millisecond, time.Millisecond, 8 * time.Millisecond, true},
 		{"answered sooner", hopAnswered, time.Millisecond, 2 * time.Millisecond, -time.Millisecond, true},
 		{"late: the whole wait past the estimate", hopLate, 50 * time.Millisecond, time.Millisecond, 49 * time.Millisecond, true},
+		{"refused there: the whole round trip, not against the estimate", hopBounced, 2 * time.Millisecond, 40 * time.Millisecond, 2 * time.Millisecond, true},
 		{"refused here: evidence of nothing late", hopRefused, 0, 0, 0, true},
 		{"failed connection: not folded", hopFailed, 50 * time.Millisecond, 0, 0, false},
 	} {
