@@ -677,8 +677,16 @@ func (c *Controller) Readiness() (ready bool, problems, warnings []string) {
 	started, closing := c.started, c.closing
 	var pending []string
 	for _, l := range c.versions {
-		if l.startup && l.State != registry.Ready && l.State != registry.Failed {
+		if !l.startup {
+			continue
+		}
+		if l.State != registry.Ready && l.State != registry.Failed {
 			pending = append(pending, l.Version.ID()+" is "+string(l.State))
+		} else if p := c.policies[l.Version.Model]; l.State == registry.Ready && len(p.Targets) == 0 {
+			// Ready, but its model's first deployment is not written yet
+			// (firstPolicy runs after the state is set): nothing routes
+			// to it, so a client told "ready" would get not_ready.
+			pending = append(pending, l.Version.ID()+" is ready, its model's first deployment not yet written")
 		}
 	}
 	c.mu.Unlock()

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/sluiceml/sluice/internal/modelpkg"
 	"github.com/sluiceml/sluice/internal/registry"
 	_ "github.com/sluiceml/sluice/internal/runtime/linear"
+	"github.com/sluiceml/sluice/internal/testwait"
 )
 
 // linear returns the files of a linear package named name whose weight is w
@@ -196,5 +198,56 @@ func TestReleaseChangedReportsEveryFailure(t *testing.T) {
 	err := h.ctl.ReleaseChanged(context.Background(), pubs)
 	if err == nil || !strings.Contains(err.Error(), "release a@2") || !strings.Contains(err.Error(), "release c@2") || strings.Contains(err.Error(), "b@2") {
 		t.Fatalf("ReleaseChanged = %v", err)
+	}
+}
+
+// heldPolicy blocks SetPolicy until release is closed, as a slow store
+// does: the window between a version's load and its first deployment.
+type heldPolicy struct {
+	registry.Store
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (h *heldPolicy) SetPolicy(ctx context.Context, p registry.Policy, expect int) (registry.Policy, error) {
+	select {
+	case h.entered <- struct{}{}:
+	default:
+	}
+	<-h.release
+	return h.Store.SetPolicy(ctx, p, expect)
+}
+
+// A version loaded at start whose model's first deployment is not yet
+// written keeps the server unready: nothing routes to it, so a client
+// told "ready" would be answered not_ready.
+func TestNotReadyUntilTheFirstDeploymentIsWritten(t *testing.T) {
+	store, err := registry.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	held := &heldPolicy{Store: store, entered: make(chan struct{}, 1), release: make(chan struct{})}
+	ctl := New(Config{Store: held, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	defer ctl.Close(context.Background())
+	var once sync.Once
+	release := func() { once.Do(func() { close(held.release) }) }
+	defer release() // before Close: a failed check must not leave the write held
+	if err := ctl.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ctl.PublishFS(context.Background(), folder(map[string]map[string]string{"calc": linear("calc", 1)}), ".", "models"); err != nil {
+		t.Fatal(err)
+	}
+	ctl.MarkStarted()
+	<-held.entered // calc@1 is ready; its first deployment is being written
+	ready, problems, _ := ctl.Readiness()
+	if ready || len(problems) != 1 || !strings.Contains(problems[0], "calc@1 is ready, its model's first deployment not yet written") {
+		t.Fatalf("ready %v, problems %q while the first deployment is not written", ready, problems)
+	}
+	release()
+	testwait.Until(t, 30*time.Second, func() bool { r, _, _ := ctl.Readiness(); return r })
+	if servingVersion(ctl, "calc") != 1 {
+		t.Fatal("ready, but calc@1 is not served")
 	}
 }
