@@ -241,7 +241,7 @@ func TestServerConfigDefaults(t *testing.T) {
 		name     string
 		clientCA string
 		auth     tls.ClientAuthType
-	}{{"tls", "", tls.NoClientCert}, {"mtls", caFile, tls.RequireAndVerifyClientCert}} {
+	}{{"tls", "", tls.NoClientCert}, {"mtls", caFile, tls.RequireAnyClientCert}} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, err := ServerConfig(certFile, keyFile, tc.clientCA, quiet())
 			if err != nil {
@@ -250,11 +250,8 @@ func TestServerConfigDefaults(t *testing.T) {
 			if cfg.MinVersion != tls.VersionTLS12 || cfg.ClientAuth != tc.auth || len(cfg.CipherSuites) != 0 {
 				t.Errorf("min version %x, client auth %v, suites %v", cfg.MinVersion, cfg.ClientAuth, cfg.CipherSuites)
 			}
-			if tc.clientCA != "" {
-				c, err := cfg.GetConfigForClient(&tls.ClientHelloInfo{})
-				if err != nil || c.ClientAuth != tls.RequireAndVerifyClientCert || c.ClientCAs == nil {
-					t.Errorf("per-handshake config: %v, %+v", err, c)
-				}
+			if (tc.clientCA != "") != (cfg.VerifyConnection != nil) {
+				t.Errorf("client CA %q, VerifyConnection set %v", tc.clientCA, cfg.VerifyConnection != nil)
 			}
 		})
 	}
@@ -515,5 +512,58 @@ func TestSelfSignedAndPinning(t *testing.T) {
 		if _, _, err := SelfSigned(tc.hosts, tc.valid); err == nil {
 			t.Errorf("SelfSigned(%q, %s): no error", tc.hosts, tc.valid)
 		}
+	}
+}
+
+func TestVerifyClientsIfGivenKeepsALPN(t *testing.T) {
+	dir := t.TempDir()
+	serverCA, caA, caB := newCA(t, "server ca"), newCA(t, "a"), newCA(t, "b")
+	sc, sk, _ := serverCA.issue(t, "server", x509.ExtKeyUsageServerAuth)
+	certFile, keyFile, rootFile, clientCAFile := filepath.Join(dir, "c.pem"), filepath.Join(dir, "k.pem"), filepath.Join(dir, "root.pem"), filepath.Join(dir, "clients.pem")
+	write(t, certFile, sc)
+	write(t, keyFile, sk)
+	write(t, rootFile, serverCA.pem)
+	write(t, clientCAFile, caA.pem)
+	r, err := NewReloader(certFile, keyFile, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, err := NewCAPool(clientCAFile, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := VerifyClients(&tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: r.GetCertificate}, pool, tls.VerifyClientCertIfGiven)
+	srv := cfg.Clone() // what http.Server.ServeTLS and grpc's credentials do
+	srv.NextProtos = []string{"h2", "http/1.1"}
+	addr := echo(t, srv)
+	for _, tc := range []struct {
+		name string
+		ca   *testCA
+		ok   bool
+	}{{"no certificate", nil, true}, {"of CA a", caA, true}, {"of CA b", caB, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var cert, key string
+			if tc.ca != nil {
+				c, k, _ := tc.ca.issue(t, "client", x509.ExtKeyUsageClientAuth)
+				cert, key = filepath.Join(dir, tc.name+".c"), filepath.Join(dir, tc.name+".k")
+				write(t, cert, c)
+				write(t, key, k)
+			}
+			cl, err := ClientConfig(rootFile, cert, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cl.NextProtos = []string{"h2"}
+			c, _, err := dial(addr, cl)
+			if (err == nil) != tc.ok {
+				t.Fatalf("dial: %v, want ok %v", err, tc.ok)
+			}
+			if c != nil {
+				defer c.Close()
+				if p := c.ConnectionState().NegotiatedProtocol; p != "h2" {
+					t.Errorf("ALPN: %q, want h2", p)
+				}
+			}
+		})
 	}
 }

@@ -9,14 +9,13 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync/atomic"
 )
 
 // ServerConfig is the configuration of a listener: TLS 1.2 or later with
 // Go's defaults otherwise (cipher suites, curves, ALPN left to the server
 // that uses it), the certificate of certFile and keyFile reloaded when they
 // change, and, when clientCAFile is set, client certificates required and
-// verified against the CAs of that file (reloaded too). log gets reload
+// verified against the CAs of that file (reloaded too; see VerifyClients). log gets reload
 // errors (nil: slog.Default()).
 func ServerConfig(certFile, keyFile, clientCAFile string, log *slog.Logger) (*tls.Config, error) {
 	r, err := NewReloader(certFile, keyFile, log)
@@ -35,45 +34,53 @@ func ServerConfig(certFile, keyFile, clientCAFile string, log *slog.Logger) (*tl
 }
 
 // VerifyClients returns a copy of base that asks clients for a certificate
-// (auth: tls.RequireAndVerifyClientCert, or tls.VerifyClientCertIfGiven
-// where another credential may stand in for one) and verifies it against
-// pool as it is at each handshake, so a new CA file is used without a
-// restart. A resumed session is verified again against the current pool:
-// a client whose CA was removed does not come back on an old ticket.
+// and verifies it against pool as it is at each handshake, so a new CA file
+// is used without a restart. auth says whether a certificate is required
+// (tls.RequireAndVerifyClientCert) or checked only when given
+// (tls.VerifyClientCertIfGiven, where another credential may stand in for
+// one). The check runs in VerifyConnection, which Go calls on every
+// connection, resumed ones included: a client whose CA was removed does not
+// come back on an old session ticket. (Go's own verification is left off,
+// ClientAuth is RequireAnyClientCert or RequestClientCert, because it reads
+// a fixed ClientCAs; swapping configs per handshake with GetConfigForClient
+// would drop the ALPN protocols the HTTP and gRPC servers add to a clone.)
 func VerifyClients(base *tls.Config, pool *CAPool, auth tls.ClientAuthType) *tls.Config {
-	type built struct {
-		pool *x509.CertPool
-		cfg  *tls.Config
+	c := base.Clone()
+	required := auth == tls.RequireAndVerifyClientCert || auth == tls.RequireAnyClientCert
+	if required {
+		c.ClientAuth = tls.RequireAnyClientCert
+	} else {
+		c.ClientAuth = tls.RequestClientCert
 	}
-	var last atomic.Pointer[built]
-	forPool := func(p *x509.CertPool) *tls.Config {
-		if b := last.Load(); b != nil && b.pool == p {
-			return b.cfg
-		}
-		c := base.Clone()
-		c.ClientAuth = auth
-		c.ClientCAs = p
-		c.GetConfigForClient = nil
-		c.VerifyConnection = func(cs tls.ConnectionState) error {
-			if !cs.DidResume || len(cs.PeerCertificates) == 0 {
-				return nil // a full handshake was verified against p already
-			}
-			inter := x509.NewCertPool()
-			for _, ic := range cs.PeerCertificates[1:] {
-				inter.AddCert(ic)
-			}
-			_, err := cs.PeerCertificates[0].Verify(x509.VerifyOptions{Roots: p, Intermediates: inter,
-				KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+	next := base.VerifyConnection
+	c.VerifyConnection = func(cs tls.ConnectionState) error {
+		if err := verifyClient(cs.PeerCertificates, pool.Pool(), required); err != nil {
 			return err
 		}
-		last.Store(&built{pool: p, cfg: c})
-		return c
+		if next != nil {
+			return next(cs)
+		}
+		return nil
 	}
-	out := forPool(pool.Pool()).Clone()
-	out.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) {
-		return forPool(pool.Pool()), nil
+	return c
+}
+
+func verifyClient(chain []*x509.Certificate, roots *x509.CertPool, required bool) error {
+	if len(chain) == 0 {
+		if required {
+			return errors.New("certs: a client certificate is required")
+		}
+		return nil
 	}
-	return out
+	inter := x509.NewCertPool()
+	for _, ic := range chain[1:] {
+		inter.AddCert(ic)
+	}
+	if _, err := chain[0].Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter,
+		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+		return fmt.Errorf("certs: client certificate %q: %w", chain[0].Subject.CommonName, err)
+	}
+	return nil
 }
 
 // ClientConfig is the configuration of a client of a Sluice listener: TLS
