@@ -19,6 +19,7 @@ import (
 	"github.com/sluiceml/sluice/internal/placement"
 	"github.com/sluiceml/sluice/internal/records"
 	"github.com/sluiceml/sluice/internal/registry"
+	"github.com/sluiceml/sluice/internal/server"
 )
 
 func newServeCmd() *cobra.Command {
@@ -70,6 +71,8 @@ func (sf *serveFlags) register(cmd *cobra.Command) {
 	f.Int64Var(&c.Server.MaxBodyBytes, "max-body-bytes", 1<<20, "largest predict request body")
 	f.Int64Var(&c.Server.MaxUploadBytes, "max-upload-bytes", 512<<20, "largest package upload: the compressed body, and the inflated files it holds")
 	f.DurationVar(&c.Server.MaxDeadline, "max-deadline", time.Minute, "largest deadlineMs a request may ask for")
+	f.IntVar(&c.Server.HTTPMaxConns, "http-max-conns", server.DefaultHTTPMaxConns, "connections the HTTP listener holds open at once; one past it is closed at once (lowered, with a warning, to leave 1024 of the open-file limit to the rest of the process)")
+	f.IntVar(&c.Server.GRPCMaxConns, "grpc-max-conns", server.DefaultGRPCMaxConns, "connections the gRPC listener (--grpc-addr) holds open at once; one past it is closed at once (lowered like --http-max-conns)")
 	f.StringVar(&sf.logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&sf.logLevel, "log-level", "info", "log level: debug (one line per predict call), info, warn, error")
 	f.DurationVar(&c.Retention, "records-retention", 7*24*time.Hour, "prediction records older than this are deleted")
@@ -118,6 +121,14 @@ func (sf *serveFlags) config(cmd *cobra.Command) (app.Config, error) {
 	if c.WorkerMemory != "" {
 		if n, err := bytesize.Parse(c.WorkerMemory); err != nil || n == 0 {
 			return c, fmt.Errorf("--worker-memory %q: a size more than 0 like \"4GiB\" (%v)", c.WorkerMemory, err)
+		}
+	}
+	for _, l := range []struct {
+		flag string
+		n    int
+	}{{"--http-max-conns", c.Server.HTTPMaxConns}, {"--grpc-max-conns", c.Server.GRPCMaxConns}} {
+		if l.n < 1 {
+			return c, fmt.Errorf("%s %d: must be >= 1 (the connections the listener holds open at once)", l.flag, l.n)
 		}
 	}
 	switch {

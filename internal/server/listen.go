@@ -28,6 +28,11 @@ type Listeners struct {
 // Listeners returns the actor that serves s on ln and, unless grpcLn is
 // nil, gRPC on grpcLn. Nothing is served before Start.
 func (s *Server) Listeners(ln, grpcLn net.Listener) *Listeners {
+	httpMax, grpcMax := connLimits(s.cfg.HTTPMaxConns, s.cfg.GRPCMaxConns, grpcLn != nil, s.log)
+	ln = newLimitListener(ln, "http", httpMax, s.log)
+	if grpcLn != nil {
+		grpcLn = newLimitListener(grpcLn, "grpc", grpcMax, s.log)
+	}
 	l := &Listeners{s: s, hs: s.HTTPServer(), ln: ln, grpcLn: grpcLn, errc: make(chan error, 2)}
 	if grpcLn != nil {
 		l.gs = oipgrpc.New(oipgrpc.Config{Tenants: s.cfg.Tenants, MaxDeadline: s.cfg.MaxDeadline, MaxRecvBytes: int(s.cfg.MaxBodyBytes),

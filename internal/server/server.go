@@ -59,6 +59,11 @@ type Config struct {
 	// (default: the system's temporary folder). Put it on a disk, not a
 	// tmpfs: an artifact may be as large as MaxUploadBytes.
 	UploadDir string
+	// HTTPMaxConns and GRPCMaxConns bound the connections each listener
+	// holds open at once (--http-max-conns, --grpc-max-conns; 0: the
+	// defaults); a connection past the limit is closed at once.
+	HTTPMaxConns int
+	GRPCMaxConns int
 }
 
 // Server serves the public API.
@@ -88,6 +93,12 @@ func New(cfg Config, ctl *control.Controller) *Server {
 	}
 	if cfg.IdempotencyWindow == 0 {
 		cfg.IdempotencyWindow = 10 * time.Minute
+	}
+	if cfg.HTTPMaxConns <= 0 {
+		cfg.HTTPMaxConns = DefaultHTTPMaxConns
+	}
+	if cfg.GRPCMaxConns <= 0 {
+		cfg.GRPCMaxConns = DefaultGRPCMaxConns
 	}
 	s := &Server{cfg: cfg, ctl: ctl, gw: &gateway.Gateway{Table: ctl.Table, MaxDeadline: cfg.MaxDeadline, Stats: ctl.Stats,
 		Shadows: gateway.NewShadows(ctl.Stats, cfg.Logger, 2, 256, 2*time.Second), Metrics: cfg.Metrics,
@@ -139,7 +150,11 @@ func (s *Server) Close() { s.gw.Shadows.Close() }
 func (s *Server) SetDraining() { s.draining.Store(true) }
 
 // HTTPServer wraps the handler with timeouts so a slow client cannot pin a
-// connection forever.
+// connection forever: a connection that sends no request line and headers
+// within 5 s is closed, an idle keep-alive one after 2 minutes, headers
+// past 64 KiB are refused (431), and an HTTP/2 connection (over TLS) has
+// at most 100 requests open at once. The connection limit is the
+// listener's (Listeners).
 func (s *Server) HTTPServer() *http.Server {
 	return &http.Server{
 		Handler:           s.handler,
@@ -147,6 +162,7 @@ func (s *Server) HTTPServer() *http.Server {
 		ReadTimeout:       5 * time.Minute, // uploads; predict bodies are small
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
+		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: 100},
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 }

@@ -41,6 +41,7 @@ type Config struct {
 	Tenants      *tenant.Set   // nil: no authentication, every caller is tenant.Default
 	MaxDeadline  time.Duration // caps grpc-timeout and deadline_ms (default 60s)
 	MaxRecvBytes int           // largest request message (default 1 MiB)
+	MaxStreams   int           // calls open at once on the listener (default DefaultMaxStreams)
 	Version      string        // the build's version (ServerMetadata)
 	Logger       *slog.Logger
 }
@@ -48,11 +49,12 @@ type Config struct {
 // Server serves GRPCInferenceService.
 type Server struct {
 	pb.UnimplementedGRPCInferenceServiceServer
-	cfg    Config
-	gw     *gateway.Gateway
-	models Models
-	gs     *grpc.Server
-	health *health.Server
+	cfg     Config
+	gw      *gateway.Gateway
+	models  Models
+	gs      *grpc.Server
+	health  *health.Server
+	streams *streamLimit
 }
 
 // New builds the gRPC server.
@@ -63,11 +65,14 @@ func New(cfg Config, gw *gateway.Gateway, models Models) *Server {
 	if cfg.MaxRecvBytes <= 0 {
 		cfg.MaxRecvBytes = 1 << 20
 	}
+	if cfg.MaxStreams <= 0 {
+		cfg.MaxStreams = DefaultMaxStreams
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Server{cfg: cfg, gw: gw, models: models, health: health.NewServer()}
-	s.gs = grpc.NewServer(grpc.MaxRecvMsgSize(cfg.MaxRecvBytes))
+	s := &Server{cfg: cfg, gw: gw, models: models, health: health.NewServer(), streams: &streamLimit{max: int64(cfg.MaxStreams)}}
+	s.gs = grpc.NewServer(serverOptions(cfg, s.streams)...)
 	pb.RegisterGRPCInferenceServiceServer(s.gs, s)
 	healthpb.RegisterHealthServer(s.gs, readyHealth{s.health, models})
 	reflection.Register(s.gs)
