@@ -19,7 +19,7 @@ func newArchiveCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			v, err := newClient(server).Archive(cmd.Context(), m, n, reason)
+			v, err := apiClient(cmd, server).Archive(cmd.Context(), m, n, reason)
 			if err != nil {
 				return err
 			}
@@ -44,7 +44,7 @@ func newLoadCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			v, err := newClient(server).Load(cmd.Context(), m, n, reason, wait)
+			v, err := apiClient(cmd, server).Load(cmd.Context(), m, n, reason, wait)
 			if err != nil {
 				return err
 			}
@@ -72,7 +72,7 @@ func newDeleteCmd() *cobra.Command {
 		Short: "Delete a model with no traffic: its versions are archived and hidden from listings, its deployment ends",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			d, err := newClient(server).DeleteModel(cmd.Context(), args[0], reason)
+			d, err := apiClient(cmd, server).DeleteModel(cmd.Context(), args[0], reason)
 			if err != nil {
 				return err
 			}

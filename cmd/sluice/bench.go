@@ -41,6 +41,11 @@ chart them (--out chart.svg or chart.html). See docs/bench.md.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg.Model = args[0]
 			cfg.Arrivals = arrivals
+			tlsCfg, err := clientTLS(cmd, cfg.Server)
+			if err != nil {
+				return err
+			}
+			cfg.TLS = tlsCfg
 			if cfg.APIKey == "" {
 				cfg.APIKey = os.Getenv("SLUICE_API_KEY")
 			}

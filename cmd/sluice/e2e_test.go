@@ -92,6 +92,14 @@ var e2eWorkers = os.Getenv("SLUICE_E2E_WORKERS")
 // wantReady is false and it answers at all).
 func startServer(t *testing.T, args ...string) *proc {
 	t.Helper()
+	return startServerClient(t, http.DefaultClient, args...)
+}
+
+// startServerClient is startServer with hc asking /readyz: a server with
+// --tls-cert is https://, and hc trusts its CA (and has a client
+// certificate with --tls-client-ca).
+func startServerClient(t *testing.T, hc *http.Client, args ...string) *proc {
+	t.Helper()
 	if e2eWorkers != "" && !hasFlag(args, "--workers") {
 		args = append(args, "--workers", e2eWorkers)
 	}
@@ -125,13 +133,16 @@ func startServer(t *testing.T, args ...string) *proc {
 	select {
 	case a := <-addr:
 		p.url = "http://" + a
+		if hasFlag(args, "--tls-cert") {
+			p.url = "https://" + a
+		}
 	case err := <-p.done:
 		t.Fatalf("server exited: %v\n%s", err, p.logs)
 	case <-time.After(60 * time.Second):
 		t.Fatalf("server did not start:\n%s", p.logs)
 	}
 	testwait.Until(t, 60*time.Second, func() bool {
-		resp, err := http.Get(p.url + "/readyz")
+		resp, err := hc.Get(p.url + "/readyz")
 		if err != nil {
 			return false
 		}

@@ -55,14 +55,27 @@ func newVersionCmd() *cobra.Command {
 	}
 }
 
+// serverFlag registers --server and, beside it, the TLS flags of a
+// client (--ca, --cert, --key: clientTLSFlags), checked before the
+// command runs so a bad file is reported before any call.
 func serverFlag(cmd *cobra.Command, dst *string) {
 	def := os.Getenv("SLUICE_SERVER")
 	if def == "" {
 		def = "http://127.0.0.1:8080"
 	}
-	cmd.Flags().StringVar(dst, "server", def, "Sluice server URL (env SLUICE_SERVER)")
+	cmd.Flags().StringVar(dst, "server", def, "Sluice server URL, https://… for a server with --tls-cert (env SLUICE_SERVER)")
+	clientTLSFlags(cmd, dst)
 }
 
+// apiClient is the API client of cmd for server, with cmd's --ca, --cert
+// and --key.
+func apiClient(cmd *cobra.Command, server string) *client.Client {
+	c := newClient(server)
+	c.HTTP.Transport = clientTransport(cmd, server)
+	return c
+}
+
+// newClient is an API client for server with no TLS flags (tests).
 func newClient(server string) *client.Client {
 	c := client.New(server)
 	c.APIKey = os.Getenv("SLUICE_API_KEY")

@@ -17,7 +17,7 @@ func newModelsCmd() *cobra.Command {
 		Short: "List models, their versions and the version that serves each",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ms, err := newClient(server).Models(cmd.Context())
+			ms, err := apiClient(cmd, server).Models(cmd.Context())
 			if err != nil {
 				return err
 			}

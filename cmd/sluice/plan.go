@@ -115,7 +115,7 @@ func runPlan(cmd *cobra.Command, model string, f planFlags) (planOutput, error) 
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	c := newClient(f.server)
+	c := apiClient(cmd, f.server)
 	if f.apiKey != "" {
 		c.APIKey = f.apiKey
 	}
@@ -233,6 +233,11 @@ func measurePerReplica(ctx context.Context, cmd *cobra.Command, c *client.Client
 	}
 	cfg := bench.Config{Server: f.server, Model: model, Duration: f.probeDur, Arrivals: bench.Constant, InstancesPerRequest: f.instances,
 		DeadlineMs: int(math.Ceil(float64(f.slo) / float64(time.Millisecond))), APIKey: c.APIKey, Seed: 1}
+	tlsCfg, err := clientTLS(cmd, f.server)
+	if err != nil {
+		return err
+	}
+	cfg.TLS = tlsCfg
 	start := f.measureStart
 	if start <= 0 {
 		start = 50

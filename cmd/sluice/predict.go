@@ -27,7 +27,7 @@ func newPredictCmd() *cobra.Command {
 			if t := strings.TrimSpace(string(body)); !strings.Contains(t, `"instances"`) && strings.HasPrefix(t, "{") {
 				body = []byte(`{"instances":[` + t + `]}`) // a bare instance
 			}
-			r, err := newClient(server).PredictRaw(cmd.Context(), args[0], version, body, requestID)
+			r, err := apiClient(cmd, server).PredictRaw(cmd.Context(), args[0], version, body, requestID)
 			if err != nil {
 				return err
 			}

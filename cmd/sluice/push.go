@@ -26,7 +26,7 @@ func newPushCmd() *cobra.Command {
 			if err := p.WriteTarGz(&buf); err != nil {
 				return err
 			}
-			res, err := newClient(server).Push(cmd.Context(), p.Spec.Manifest.Name, buf.Bytes(), wait)
+			res, err := apiClient(cmd, server).Push(cmd.Context(), p.Spec.Manifest.Name, buf.Bytes(), wait)
 			if err != nil {
 				return err
 			}

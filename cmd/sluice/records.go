@@ -22,7 +22,7 @@ func newRecordsCmd() *cobra.Command {
 		Short: "List prediction records (one per logical request, retries included): the newest --limit, printed oldest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c := newClient(server)
+			c := apiClient(cmd, server)
 			q := url.Values{}
 			set := func(k, v string) {
 				if v != "" {

@@ -123,7 +123,7 @@ func newDeployCmd() *cobra.Command {
 			if len(plan) > 0 {
 				body.Plan, _ = json.Marshal(plan)
 			}
-			r, err := newClient(server).StartRollout(cmd.Context(), model, body)
+			r, err := apiClient(cmd, server).StartRollout(cmd.Context(), model, body)
 			if err != nil {
 				return err
 			}
@@ -150,7 +150,7 @@ func newTrafficCmd() *cobra.Command {
 		Short: "Show or set a model's traffic split: sluice traffic fraud fraud@17=90 fraud@18=10",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c := newClient(server)
+			c := apiClient(cmd, server)
 			if len(args) == 1 {
 				d, err := c.Deployment(cmd.Context(), args[0])
 				if err != nil {
@@ -203,7 +203,7 @@ func newShadowCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			c := newClient(server)
+			c := apiClient(cmd, server)
 			cur, err := c.Deployment(cmd.Context(), model)
 			if err != nil {
 				return err
@@ -242,7 +242,7 @@ func newRolloutCmd() *cobra.Command {
 		Short: "Watch or steer a model's rollout",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c := newClient(server)
+			c := apiClient(cmd, server)
 			var r *api.Rollout
 			var err error
 			switch args[0] {
@@ -273,7 +273,7 @@ func newRollbackCmd() *cobra.Command {
 		Short: "Send 100% of a model's traffic to its baseline (or version N) now",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			d, err := newClient(server).Rollback(cmd.Context(), args[0], to, reason)
+			d, err := apiClient(cmd, server).Rollback(cmd.Context(), args[0], to, reason)
 			if err != nil {
 				return err
 			}
@@ -294,7 +294,7 @@ func newHistoryCmd() *cobra.Command {
 		Short: "A model's deployment history and audit trail, or the policy in force at a time",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c := newClient(server)
+			c := apiClient(cmd, server)
 			w := cmd.OutOrStdout()
 			if at != "" {
 				t, err := time.Parse(time.RFC3339Nano, at)

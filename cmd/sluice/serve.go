@@ -59,6 +59,9 @@ func (sf *serveFlags) register(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVar(&c.Addr, "addr", "127.0.0.1:8080", "listen address")
 	f.StringVar(&c.GRPCAddr, "grpc-addr", "", "also serve the Open Inference Protocol v2 over gRPC on this address, e.g. 127.0.0.1:8081 (default: off)")
+	f.StringVar(&c.TLSCert, "tls-cert", "", "serve HTTPS and gRPC over TLS with this certificate chain (PEM, leaf first; needs --tls-key); re-read when it changes, no restart (default: plain HTTP and gRPC)")
+	f.StringVar(&c.TLSKey, "tls-key", "", "the private key of --tls-cert (PEM, unencrypted)")
+	f.StringVar(&c.TLSClientCA, "tls-client-ca", "", "require a client certificate on both listeners, verified against the CAs of this PEM file (mutual TLS; needs --tls-cert); re-read when it changes")
 	f.StringVar(&c.Data, "data", ".sluice-data", "data directory (registry database and artifacts); created if missing")
 	f.StringVar(&c.StoreURL, "store", "", "metadata and records store: a PostgreSQL URL (postgres://USER@HOST:PORT/DB?sslmode=disable; password in the URL or $PGPASSWORD) that several gateways share; default: SQLite files in --data (artifacts stay in --data unless --artifacts puts them in an object store)")
 	f.BoolVar(&c.InitStore, "init-store", false, "re-initialise a sluice.db or records.db that exists but is empty or damaged: move it aside (FILE.damaged-TIME) and start an empty one (without it such a file stops the server)")
@@ -132,6 +135,10 @@ func (sf *serveFlags) config(cmd *cobra.Command) (app.Config, error) {
 		}
 	}
 	switch {
+	case (c.TLSCert == "") != (c.TLSKey == ""):
+		return c, errors.New("--tls-cert and --tls-key: give both (the certificate chain and its private key, PEM files) or neither")
+	case c.TLSClientCA != "" && c.TLSCert == "":
+		return c, errors.New("--tls-client-ca: needs --tls-cert and --tls-key (client certificates are asked for in a TLS handshake)")
 	case c.Workers < 0:
 		return c, fmt.Errorf("--workers %d: must be >= 0", c.Workers)
 	case (c.Workers > 0 || c.ControlAddr != "") && c.MinResidency < 0:

@@ -65,7 +65,7 @@ See docs/operations.md.`,
 				}
 				return 0
 			}
-			t := &topper{c: newClient(server), server: server, timeout: interval + 5*time.Second}
+			t := &topper{c: apiClient(cmd, server), server: server, timeout: interval + 5*time.Second}
 
 			prev, at, err := t.scrape(ctx)
 			if err != nil {

@@ -19,7 +19,7 @@ func newWorkersCmd() *cobra.Command {
 		Short: "List worker processes: id, pid, state, memory budget and use, loads and evictions, RSS, last heartbeat, versions with tier, memory, replicas, queue work, last use, load time",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			wl, err := newClient(server).Workers(cmd.Context())
+			wl, err := apiClient(cmd, server).Workers(cmd.Context())
 			if err != nil {
 				return err
 			}

@@ -10,6 +10,7 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -53,6 +54,12 @@ type Config struct {
 	GRPCAddr    string // --grpc-addr ("": no gRPC)
 	PprofAddr   string // --pprof-addr ("": off)
 	ControlAddr string // --control-addr ("" with Workers: 127.0.0.1:0)
+
+	// TLSCert and TLSKey (both or neither) make the HTTP and gRPC
+	// listeners speak TLS, reloading the files when they change;
+	// TLSClientCA, with them, requires client certificates it verifies.
+	TLSCert, TLSKey string // --tls-cert, --tls-key
+	TLSClientCA     string // --tls-client-ca
 
 	Data      string // --data
 	StoreURL  string // --store ("": SQLite in Data)
@@ -121,6 +128,7 @@ type app struct {
 
 	gc          *gcfloor.Tuner
 	ln, grpcLn  net.Listener
+	tls         *tls.Config // nil: plain listeners
 	tenants     *tenant.Set
 	store       registryStore
 	rs          recordStore
@@ -202,6 +210,9 @@ func (a *app) startGCFloor(context.Context) error {
 
 func (a *app) listen(context.Context) error {
 	var err error
+	if a.tls, err = listenerTLS(a.cfg, a.log); err != nil {
+		return fmt.Errorf("%w (nothing was started; the data directory was not touched)", err)
+	}
 	if a.ln, err = net.Listen("tcp", a.cfg.Addr); err != nil {
 		return fmt.Errorf("listen on %s: %w (nothing was started; the data directory was not touched)", a.cfg.Addr, err)
 	}
@@ -495,6 +506,7 @@ func (a *app) runLoop() error {
 func (a *app) newServer(context.Context) error {
 	cfg := a.cfg.Server
 	cfg.Logger, cfg.Version, cfg.Tenants, cfg.UploadDir, cfg.Metrics = a.log, a.cfg.Version, a.tenants, a.uploadDir(), a.counting()
+	cfg.TLS = a.tls
 	if a.writer != nil {
 		cfg.Records, cfg.RecordStore = a.writer, a.rs
 	}
@@ -510,7 +522,7 @@ func (a *app) newServer(context.Context) error {
 func (a *app) serve(ctx context.Context) error {
 	_, _, display := a.modelsFS()
 	a.lis = a.srv.Listeners(a.ln, a.grpcLn)
-	a.log.Info("serving", "addr", a.ln.Addr().String(), "data", a.cfg.Data, "models", display, "store", storeName(a.cfg.StoreURL))
+	a.log.Info("serving", "addr", a.ln.Addr().String(), a.scheme(), "data", a.cfg.Data, "models", display, "store", storeName(a.cfg.StoreURL))
 	a.serving = true
 	if err := a.lis.Start(ctx); err != nil {
 		return err

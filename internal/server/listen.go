@@ -34,9 +34,12 @@ func (s *Server) Listeners(ln, grpcLn net.Listener) *Listeners {
 		grpcLn = newLimitListener(grpcLn, "grpc", grpcMax, s.log)
 	}
 	l := &Listeners{s: s, hs: s.HTTPServer(), ln: ln, grpcLn: grpcLn, errc: make(chan error, 2)}
+	if s.cfg.TLS != nil {
+		l.hs.TLSConfig = s.cfg.TLS.Clone() // ServeTLS adds h2 and http/1.1 to its ALPN protocols
+	}
 	if grpcLn != nil {
 		l.gs = oipgrpc.New(oipgrpc.Config{Tenants: s.cfg.Tenants, MaxDeadline: s.cfg.MaxDeadline, MaxRecvBytes: int(s.cfg.MaxBodyBytes),
-			Version: s.cfg.Version, Logger: s.log}, s.gw, s)
+			Version: s.cfg.Version, Logger: s.log, TLS: s.cfg.TLS}, s.gw, s)
 	}
 	return l
 }
@@ -46,7 +49,12 @@ func (l *Listeners) Start(context.Context) error {
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
-		err := l.hs.Serve(l.ln)
+		var err error
+		if l.hs.TLSConfig != nil {
+			err = l.hs.ServeTLS(l.ln, "", "") // the certificate comes from TLSConfig
+		} else {
+			err = l.hs.Serve(l.ln)
+		}
 		if errors.Is(err, http.ErrServerClosed) {
 			err = nil
 		}
@@ -58,7 +66,7 @@ func (l *Listeners) Start(context.Context) error {
 			defer l.wg.Done()
 			l.errc <- l.gs.Serve(l.grpcLn) // nil once stopped
 		}()
-		l.s.log.Info("serving grpc", "grpc_addr", l.grpcLn.Addr().String())
+		l.s.log.Info("serving grpc", "grpc_addr", l.grpcLn.Addr().String(), "tls", l.s.cfg.TLS != nil)
 	}
 	return nil
 }

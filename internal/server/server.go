@@ -8,6 +8,7 @@ package server
 import (
 	"context"
 	crand "crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -64,6 +65,11 @@ type Config struct {
 	// defaults); a connection past the limit is closed at once.
 	HTTPMaxConns int
 	GRPCMaxConns int
+	// TLS, when set, makes both listeners (HTTP, with HTTP/2 and
+	// HTTP/1.1 by ALPN, and gRPC) speak TLS with it: certs.ServerConfig,
+	// which reloads the certificate and verifies client certificates.
+	// nil: plain HTTP and plaintext gRPC.
+	TLS *tls.Config
 }
 
 // Server serves the public API.

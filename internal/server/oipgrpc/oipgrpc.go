@@ -9,12 +9,14 @@ package oipgrpc
 import (
 	"context"
 	crand "crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"log/slog"
 	"net"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
@@ -44,6 +46,9 @@ type Config struct {
 	MaxStreams   int           // calls open at once on the listener (default DefaultMaxStreams)
 	Version      string        // the build's version (ServerMetadata)
 	Logger       *slog.Logger
+	// TLS, when set, makes the listener speak TLS with it (gRPC adds h2 to
+	// its ALPN protocols); nil: plaintext HTTP/2.
+	TLS *tls.Config
 }
 
 // Server serves GRPCInferenceService.
@@ -72,7 +77,11 @@ func New(cfg Config, gw *gateway.Gateway, models Models) *Server {
 		cfg.Logger = slog.Default()
 	}
 	s := &Server{cfg: cfg, gw: gw, models: models, health: health.NewServer(), streams: &streamLimit{max: int64(cfg.MaxStreams)}}
-	s.gs = grpc.NewServer(serverOptions(cfg, s.streams)...)
+	opts := serverOptions(cfg, s.streams)
+	if cfg.TLS != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(cfg.TLS)))
+	}
+	s.gs = grpc.NewServer(opts...)
 	pb.RegisterGRPCInferenceServiceServer(s.gs, s)
 	healthpb.RegisterHealthServer(s.gs, readyHealth{s.health, models})
 	reflection.Register(s.gs)
