@@ -157,6 +157,12 @@ func (g *Gateway) Predict(ctx context.Context, c Call) *Answer {
 	if c.Received.IsZero() {
 		c.Received = time.Now()
 	}
+	if err := CheckModelName("model", c.Model); err != nil {
+		// Refused before the span, the record and the log line: a name
+		// no model can have is never kept (issue 18, finding 12: a
+		// 900 KB gRPC model_name went into a record).
+		return &Answer{RequestID: c.RequestID, Err: errs.As(err)}
+	}
 	ctx, span := startSpan(ctx, c)
 	defer span.End()
 	if c.Tenant == nil {
@@ -187,6 +193,24 @@ func (g *Gateway) Predict(ctx context.Context, c Call) *Answer {
 	p.succeeded(res, rows.Len())
 	return p.finish(nil)
 }
+
+// CheckModelName refuses a caller's model name that no model can have
+// (model.yaml's rule, modelpkg.ValidName: lowercase letters, digits and
+// '-', at most 63 characters), naming field, before the name is looked
+// up, quoted in full, logged or recorded. Every transport checks with it,
+// and Predict again.
+func CheckModelName(field, name string) error {
+	if name == "" {
+		return errs.Field(errs.InvalidArgument, field, "a model name is required")
+	}
+	if !modelpkg.ValidName(name) {
+		return errs.Field(errs.InvalidArgument, field, "%q is not a model name (lowercase letters, digits and '-', starting with a letter or digit, at most %d characters)", errs.Clip(name), MaxModelName)
+	}
+	return nil
+}
+
+// MaxModelName is the longest model name (model.yaml's rule).
+const MaxModelName = 63
 
 // startSpan starts the call's span (a no-op span unless tracing is on), a
 // child of the caller's when it sent a traceparent.

@@ -12,6 +12,7 @@ import (
 	"context"
 	"path"
 	"time"
+	"unicode/utf8"
 )
 
 // Record is one prediction request, as recorded after it was answered.
@@ -39,6 +40,35 @@ type Record struct {
 	// retry may bump its attempts: the writer remembers its row for that.
 	// Not stored.
 	Retryable bool
+}
+
+// MaxTextBytes bounds each text a record keeps (request id, tenant, model,
+// outcome, the saved answer's key): the transports validate what callers
+// send far below it (a request id is at most 128 characters, a model name
+// 63), and the Writer cuts anything longer, so no caller's text is kept
+// beyond it (issue 18, finding 12).
+const MaxTextBytes = 256
+
+// bound cuts r's texts to MaxTextBytes.
+func (r *Record) bound() {
+	r.RequestID, r.Tenant, r.Model, r.Outcome = clipText(r.RequestID), clipText(r.Tenant), clipText(r.Model), clipText(r.Outcome)
+	if r.Saved != nil && len(r.Saved.Key) > MaxTextBytes {
+		sv := *r.Saved
+		sv.Key = clipText(sv.Key)
+		r.Saved = &sv
+	}
+}
+
+// clipText cuts s to at most MaxTextBytes, at a UTF-8 boundary.
+func clipText(s string) string {
+	if len(s) <= MaxTextBytes {
+		return s
+	}
+	i := MaxTextBytes
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i]
 }
 
 // Filter selects records for List. Zero fields match everything.

@@ -146,6 +146,7 @@ func (w *Writer) Add(r Record) bool {
 }
 
 func (w *Writer) add(r Record, ack chan error) (int64, bool) {
+	r.bound()
 	if r.CreatedAt.IsZero() {
 		r.CreatedAt = w.cfg.Now()
 	}
@@ -171,11 +172,14 @@ func (w *Writer) Bump(tenant, requestID string) bool {
 // remembers it or row > 0 (a row the store's Lookup found).
 func (w *Writer) bumpOp(tenant, requestID string, row int64, ack chan error) Op {
 	if row == 0 {
+		tenant, requestID = clipText(tenant), clipText(requestID)
 		w.rowsMu.Lock()
 		row = w.rows[[2]string{tenant, requestID}]
 		w.rowsMu.Unlock()
 	}
-	return Op{Bump: true, Row: row, Record: Record{Tenant: tenant, RequestID: requestID}, ack: ack}
+	r := Record{Tenant: tenant, RequestID: requestID}
+	r.bound()
+	return Op{Bump: true, Row: row, Record: r, ack: ack}
 }
 
 // Durable reports whether Commit waits for the disk.

@@ -12,14 +12,13 @@ import (
 	"unicode/utf8"
 
 	"github.com/sluiceml/sluice/internal/errs"
-	"github.com/sluiceml/sluice/internal/modelpkg"
+	"github.com/sluiceml/sluice/internal/gateway"
 )
 
 // Limits of the control API's free text and names.
 const (
 	maxControlBody  = 1 << 20 // bytes of a control body
 	maxReason       = 1024    // characters of a reason
-	maxModelName    = 63      // characters of a model name (model.yaml's rule)
 	maxControlDepth = 32      // nesting of a control body
 )
 
@@ -260,9 +259,4 @@ func checkReason(reason string) error {
 // checkModelName refuses a model name from the URL that no model can have
 // (model.yaml's rule: lowercase letters, digits and '-', at most 63
 // characters), before it is looked up or quoted.
-func checkModelName(name string) error {
-	if !modelpkg.ValidName(name) {
-		return errs.Field(errs.InvalidArgument, "model", "%q is not a model name (lowercase letters, digits and '-', starting with a letter or digit, at most %d characters)", errs.Clip(name), maxModelName)
-	}
-	return nil
-}
+func checkModelName(name string) error { return gateway.CheckModelName("model", name) }

@@ -106,6 +106,9 @@ func (s *Server) routeV2(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := checkModelName(model); err != nil {
+		return err
+	}
 	if err := tn.Check(model); err != nil {
 		return err
 	}

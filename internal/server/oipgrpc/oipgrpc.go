@@ -161,8 +161,8 @@ func (s *Server) checkModel(ctx context.Context, model, version string) (int, er
 	if err != nil {
 		return 0, err
 	}
-	if model == "" {
-		return 0, errs.Field(errs.InvalidArgument, "name", "model name is required")
+	if err := gateway.CheckModelName("name", model); err != nil {
+		return 0, err
 	}
 	if err := tn.Check(model); err != nil {
 		return 0, err
@@ -221,6 +221,11 @@ func (s *Server) ModelInfer(ctx context.Context, req *pb.ModelInferRequest) (*pb
 	if err != nil {
 		return nil, toStatus(ctx, err)
 	}
+	// The name is checked before the gateway records or logs the call
+	// (issue 18, finding 12).
+	if err := gateway.CheckModelName("model_name", req.ModelName); err != nil {
+		return nil, toStatus(ctx, err)
+	}
 	md, _ := metadata.FromIncomingContext(ctx)
 	first := func(k string) string {
 		if v := md.Get(k); len(v) > 0 {
@@ -251,9 +256,6 @@ func (s *Server) ModelInfer(ctx context.Context, req *pb.ModelInferRequest) (*pb
 		Decode: func() (gateway.Input, error) {
 			if verr != nil {
 				return gateway.Input{}, verr
-			}
-			if req.ModelName == "" {
-				return gateway.Input{}, errs.Field(errs.InvalidArgument, "model_name", "is required")
 			}
 			or, r, err := oip.FromProto(req, s.cfg.MaxDeadline)
 			if err != nil {
