@@ -1302,13 +1302,15 @@ func TestSecurityWorkerSeriesForgotten(t *testing.T) {
 }
 
 // Finding 16: Register dials only addresses allowed by policy: addresses
-// off loopback (the cloud metadata service, private and documentation
-// ranges, a host name) are refused, even with the real join token.
+// off loopback are refused, even with the real join token. The addresses
+// are documentation ranges (RFC 5737, RFC 3849) and a name that never
+// resolves (RFC 6761), so the old code's dials reach nobody: the cloud
+// metadata service (169.254.169.254) the attack aimed at is not touched.
 func TestSecurityRegisterAddressPolicy(t *testing.T) {
 	s := startSecure(t)
 	fw := startFakeWorker(t)
 	in := insiderClient(t, s)
-	for i, addr := range []string{"169.254.169.254:80", "10.0.0.1:8080", "192.0.2.1:80", "[2001:db8::1]:80", "metadata.google.internal:80"} {
+	for i, addr := range []string{"192.0.2.1:80", "198.51.100.7:8080", "[2001:db8::1]:80", "worker.invalid:80"} {
 		st := fw.status(fmt.Sprintf("ssrf-%d", i), 8<<30)
 		st.Address = addr
 		if _, err := in.register(st, fw); err == nil {
