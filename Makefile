@@ -47,11 +47,12 @@ unit:
 # worker's own service, a 900 KB OIP model_name, 3,000 trickling bodies,
 # 40,000 stalled streams, 19,000 idle gRPC connections), with RSS,
 # descriptors and goroutines read from /proc and /metrics. -v prints the
-# figures docs/benchmarks.md quotes. Without -race: the race detector
-# multiplies the memory of every goroutine and allocation of the gateway
-# under attack by 5-10x, so the RSS bounds would measure the detector,
-# not the code, and the floods would take far past the suite's 5 minutes
-# on 2 cores; `make test` runs the same harness with -race.
+# figures docs/benchmarks.md quotes. Without -race: the gateway and workers
+# under attack are the binary TestMain builds (never with -race), so the
+# detector would only instrument this process, the attacker, whose floods
+# it would slow several times over (past the suite's ~5 minutes on 2
+# cores) while checking no code the suite is about; `make test` runs the
+# same harness and its helpers with -race.
 test-security:
 	$(GO) vet -tags security ./cmd/sluice/
 	$(GO) test -tags security -count=1 -p 1 -timeout 10m -run '^TestSecurity' -v ./cmd/sluice/
