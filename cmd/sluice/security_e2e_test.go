@@ -1067,6 +1067,23 @@ func TestSecurityRegistrationFlood(t *testing.T) {
 			return nil
 		})
 	}
+	// A model published after the flood loads and answers: its shard is
+	// chosen among live workers, not the flood's dead ids.
+	pkg := writePackage(t, filepath.Join(t.TempDir(), "calc"), []float64{1, 2}, 3.5)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	push := exec.CommandContext(ctx, binary, "push", pkg, "--server", s.url)
+	push.Env = append(os.Environ(), "SLUICE_API_KEY="+s.adminKey)
+	if out, err := push.CombinedOutput(); err != nil {
+		t.Errorf("push calc after the flood: %v\n%s", err, out)
+	}
+	testwait.UntilNil(t, 60*time.Second, func() error {
+		code, b, _, err := s.call("POST", "/v1/models/calc:predict", s.adminKey, `{"instances":[{"x":1,"z":2}],"deadlineMs":2000}`, nil)
+		if err != nil || code != 200 {
+			return fmt.Errorf("calc, published after the flood: %d %v %.200s", code, err, b)
+		}
+		return nil
+	})
 	s.mustServe(t, 40)
 	s.stop(t)
 }
