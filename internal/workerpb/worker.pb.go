@@ -663,8 +663,19 @@ func (x *WorkerStatus) GetMemoryBudgetSource() string {
 }
 
 type RegisterRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Status        *WorkerStatus          `protobuf:"bytes,1,opt,name=status,proto3" json:"status,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Status *WorkerStatus          `protobuf:"bytes,1,opt,name=status,proto3" json:"status,omitempty"`
+	// A random secret the worker generated at start: the control plane
+	// presents it as metadata x-sluice-call on every call to the worker
+	// (Load, Unload, Status, SetReplicas, ModelInfer, …), which refuses any
+	// call without it (grpc.health.v1 excepted). The join credential itself
+	// travels as metadata (authorization: Bearer <token>) or as the TLS
+	// client certificate, not in this message.
+	CallSecret string `protobuf:"bytes,2,opt,name=call_secret,json=callSecret,proto3" json:"call_secret,omitempty"`
+	// The SHA-256 (hex) of the DER bytes of the certificate the worker's
+	// gRPC server presents (self-signed, generated at start): the control
+	// plane pins it when it dials the worker.
+	TlsCertSha256 string `protobuf:"bytes,3,opt,name=tls_cert_sha256,json=tlsCertSha256,proto3" json:"tls_cert_sha256,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -706,12 +717,31 @@ func (x *RegisterRequest) GetStatus() *WorkerStatus {
 	return nil
 }
 
+func (x *RegisterRequest) GetCallSecret() string {
+	if x != nil {
+		return x.CallSecret
+	}
+	return ""
+}
+
+func (x *RegisterRequest) GetTlsCertSha256() string {
+	if x != nil {
+		return x.TlsCertSha256
+	}
+	return ""
+}
+
 type RegisterResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// How often the worker must heartbeat.
 	HeartbeatIntervalMs int64 `protobuf:"varint,1,opt,name=heartbeat_interval_ms,json=heartbeatIntervalMs,proto3" json:"heartbeat_interval_ms,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// A random secret issued for this registration (session): every later
+	// call of the worker (Heartbeat, FetchArtifact) carries metadata
+	// x-sluice-worker: <id> and x-sluice-session: <secret>, and a Register
+	// of the same id while the session is live must carry it too.
+	SessionSecret string `protobuf:"bytes,2,opt,name=session_secret,json=sessionSecret,proto3" json:"session_secret,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RegisterResponse) Reset() {
@@ -749,6 +779,13 @@ func (x *RegisterResponse) GetHeartbeatIntervalMs() int64 {
 		return x.HeartbeatIntervalMs
 	}
 	return 0
+}
+
+func (x *RegisterResponse) GetSessionSecret() string {
+	if x != nil {
+		return x.SessionSecret
+	}
+	return ""
 }
 
 type HeartbeatResponse struct {
@@ -1058,11 +1095,15 @@ const file_sluice_worker_v1_worker_proto_rawDesc = "" +
 	"cacheBytes\x12.\n" +
 	"\x13memory_budget_bytes\x18\n" +
 	" \x01(\x03R\x11memoryBudgetBytes\x120\n" +
-	"\x14memory_budget_source\x18\v \x01(\tR\x12memoryBudgetSource\"I\n" +
+	"\x14memory_budget_source\x18\v \x01(\tR\x12memoryBudgetSource\"\x92\x01\n" +
 	"\x0fRegisterRequest\x126\n" +
-	"\x06status\x18\x01 \x01(\v2\x1e.sluice.worker.v1.WorkerStatusR\x06status\"F\n" +
+	"\x06status\x18\x01 \x01(\v2\x1e.sluice.worker.v1.WorkerStatusR\x06status\x12\x1f\n" +
+	"\vcall_secret\x18\x02 \x01(\tR\n" +
+	"callSecret\x12&\n" +
+	"\x0ftls_cert_sha256\x18\x03 \x01(\tR\rtlsCertSha256\"m\n" +
 	"\x10RegisterResponse\x122\n" +
-	"\x15heartbeat_interval_ms\x18\x01 \x01(\x03R\x13heartbeatIntervalMs\")\n" +
+	"\x15heartbeat_interval_ms\x18\x01 \x01(\x03R\x13heartbeatIntervalMs\x12%\n" +
+	"\x0esession_secret\x18\x02 \x01(\tR\rsessionSecret\")\n" +
 	"\x11HeartbeatResponse\x12\x14\n" +
 	"\x05known\x18\x01 \x01(\bR\x05known\".\n" +
 	"\x14FetchArtifactRequest\x12\x16\n" +
