@@ -304,15 +304,16 @@ func TestS3AttachedWorkerThroughTheGateway(t *testing.T) {
 	bucket := s3test.Bucket(t, endpoint)
 	arts := "s3://" + bucket + "/gw"
 	addr := freeAddr(t)
-	cmd := exec.Command(binary, "worker", "--join", addr, "--id", "far-1", "--cache-dir", t.TempDir())
+	hop := newHopFiles(t)
+	cmd := exec.Command(binary, append([]string{"worker", "--join", addr, "--id", "far-1", "--cache-dir", t.TempDir()}, hop.workerArgs()...)...)
 	var wlog syncLog
 	cmd.Stderr = &logWriter{&wlog}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
-	srv := startServer(t, "--data", t.TempDir(), "--models", t.TempDir(), "--control-addr", addr, "--workers", "0",
-		"--artifacts", arts, "--s3-endpoint", endpoint)
+	srv := startServer(t, append([]string{"--data", t.TempDir(), "--models", t.TempDir(), "--control-addr", addr, "--workers", "0",
+		"--artifacts", arts, "--s3-endpoint", endpoint}, hop.serverArgs()...)...)
 	pkgs := t.TempDir()
 	for _, p := range []string{
 		namedSyn(t, filepath.Join(pkgs, "warm"), "warm", `{"base":"100us"}`, ""),

@@ -100,7 +100,12 @@ func (sf *serveFlags) register(cmd *cobra.Command) {
 	f.StringVar(&c.KubeWorkers, "kube-workers", "", "label selector of worker pods in Kubernetes, e.g. app.kubernetes.io/name=sluice-worker: a pod not Ready or terminating is out of routing at once, a deleted one forgotten (needs --control-addr; the API from $KUBECONFIG or the pod's service account)")
 	f.StringVar(&c.KubeNamespace, "kube-namespace", "", "namespace of the --kube-workers pods (default: $POD_NAMESPACE, then the service account's)")
 	sf.artifacts.register(f, false)
-	f.StringVar(&c.ControlAddr, "control-addr", "", "where workers register (sluice worker --join ADDR); set it to attach workers started elsewhere (default with --workers: 127.0.0.1:0)")
+	f.StringVar(&c.ControlAddr, "control-addr", "", "where workers register (sluice worker --join ADDR); set it to attach workers started elsewhere (default with --workers: 127.0.0.1:0). It always speaks TLS, and workers join with --join-token-file or a client certificate")
+	f.StringVar(&c.ControlTLSCert, "control-tls-cert", "", "certificate of the control plane's listener (with --control-tls-key; reloaded when it changes). Default: a self-signed one made once in <--data>/control/ca.pem (key.pem 0600) and reused: the file workers take as --ca")
+	f.StringVar(&c.ControlTLSKey, "control-tls-key", "", "key of --control-tls-cert")
+	f.StringSliceVar(&c.ControlTLSHosts, "control-tls-hosts", nil, "more host names or IP addresses the self-signed control plane certificate is valid for (besides 127.0.0.1, ::1, localhost, the host name and --control-addr's host), e.g. gw.example.com,10.0.0.5; a certificate that lacks one is made again")
+	f.StringVar(&c.JoinTokenFile, "join-token-file", "", "file holding the token workers present to register (sluice worker --join-token-file: a copy of it); re-read when it changes. Default: <--data>/control/join-token, made (32 random bytes, hex, 0600) if missing")
+	f.StringVar(&c.WorkerClientCA, "worker-client-ca", "", "CA file of workers' client certificates: a worker presenting one it signs (sluice worker --cert, --key) joins without the token (mTLS)")
 }
 
 // config validates the flags (each error names its flag and the fix) and

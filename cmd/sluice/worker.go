@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/sluiceml/sluice/internal/app"
 	"github.com/sluiceml/sluice/internal/bytesize"
+	"github.com/sluiceml/sluice/internal/certs"
 	"github.com/sluiceml/sluice/internal/cpuprio"
 	"github.com/sluiceml/sluice/internal/worker"
 )
@@ -20,7 +23,7 @@ import (
 func newWorkerCmd() *cobra.Command {
 	var f workerFlags
 	cmd := &cobra.Command{
-		Use:   "worker --join ADDR",
+		Use:   "worker --join ADDR --ca FILE --join-token-file FILE",
 		Short: "Run a worker process that hosts model replicas for a control plane (sluice serve --control-addr)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -45,12 +48,20 @@ type workerFlags struct {
 	gcFloor             string
 	workerMemory        string
 	artifacts           storeFlags
+	// the hop's credentials: the control plane's CA, the join token, a
+	// client certificate
+	ca, tokenFile, cert, key string
 }
 
 func (wf *workerFlags) register(cmd *cobra.Command) {
 	c := &wf.cfg
 	f := cmd.Flags()
 	f.StringVar(&c.Worker.Join, "join", "", "address of the control plane to register with (sluice serve --control-addr), e.g. 127.0.0.1:7070")
+	f.StringVar(&wf.ca, "ca", "", "certificate file the control plane's certificate must be signed by (required: the gateway writes its own to <--data>/control/ca.pem, or the CA of its --control-tls-cert)")
+	f.StringVar(&wf.tokenFile, "join-token-file", "", "file holding the join token presented on registration (a copy of the gateway's --join-token-file, default <--data>/control/join-token there); read again at every registration")
+	f.StringVar(&wf.cert, "cert", "", "client certificate presented to the control plane (with --key), accepted in place of the join token when the gateway's --worker-client-ca signs it")
+	f.StringVar(&wf.key, "key", "", "key of --cert")
+	f.StringVar(&c.Worker.HealthListen, "health-addr", "", "also serve gRPC health alone, without TLS, on this address (for Kubernetes gRPC probes, which speak no TLS; default: off)")
 	f.StringVar(&c.Worker.ID, "id", "", "worker id, stable across restarts (default: hostname-pid)")
 	f.StringVar(&c.Worker.Listen, "listen", "127.0.0.1:0", "address of the worker's gRPC server (OIP inference + control)")
 	f.StringVar(&c.Worker.Advertise, "advertise", "", "address the gateway should dial (default: the listener's address)")
@@ -109,6 +120,9 @@ func (wf *workerFlags) config() (app.WorkerConfig, error) {
 	if c.Sched, err = cpuprio.ParseSched("--sched", wf.sched); err != nil {
 		return c, err
 	}
+	if c.Worker.ControlTLS, c.Worker.JoinToken, err = wf.credentials(); err != nil {
+		return c, err
+	}
 	c.Worker.Build = version
 	log := c.Logger
 	c.OpenArtifacts = func(ctx context.Context) (worker.Source, string, error) {
@@ -119,6 +133,32 @@ func (wf *workerFlags) config() (app.WorkerConfig, error) {
 		return a, a.String(), nil
 	}
 	return c, nil
+}
+
+// credentials are the worker's side of the hop from --ca, --cert, --key
+// and --join-token-file.
+func (wf *workerFlags) credentials() (*tls.Config, func() ([]byte, error), error) {
+	if wf.ca == "" {
+		return nil, nil, errors.New("--ca is required: the certificate the control plane's is signed by (sluice serve writes its own to <--data>/control/ca.pem and logs where; copy it here)")
+	}
+	if (wf.cert == "") != (wf.key == "") {
+		return nil, nil, errors.New("--cert and --key go together")
+	}
+	if wf.tokenFile == "" && wf.cert == "" {
+		return nil, nil, errors.New("--join-token-file is required (a copy of the gateway's join token, <--data>/control/join-token there), or --cert and --key for a client certificate its --worker-client-ca signs")
+	}
+	tc, err := certs.ClientConfig(wf.ca, wf.cert, wf.key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--ca %s / --cert / --key: %w", wf.ca, err)
+	}
+	if wf.tokenFile == "" {
+		return tc, nil, nil
+	}
+	file := wf.tokenFile
+	if _, err := app.ReadToken(file); err != nil {
+		return nil, nil, fmt.Errorf("--join-token-file: %w", err)
+	}
+	return tc, func() ([]byte, error) { return app.ReadToken(file) }, nil
 }
 
 // newLogger builds the process logger from --log-format and --log-level.

@@ -555,8 +555,9 @@ func TestAttachedWorker(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
+	hop := newHopFiles(t)
 	startWorker := func(id string) *exec.Cmd {
-		cmd := exec.Command(binary, "worker", "--join", addr, "--id", id, "--cache-dir", t.TempDir())
+		cmd := exec.Command(binary, append([]string{"worker", "--join", addr, "--id", id, "--cache-dir", t.TempDir()}, hop.workerArgs()...)...)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -564,7 +565,7 @@ func TestAttachedWorker(t *testing.T) {
 		return cmd
 	}
 	w := startWorker("far-1") // it retries until the control plane listens
-	srv := startServer(t, "--data", t.TempDir(), "--control-addr", addr, "--workers", "0")
+	srv := startServer(t, append([]string{"--data", t.TempDir(), "--control-addr", addr, "--workers", "0"}, hop.serverArgs()...)...)
 	// Ready means the versions are ready on the worker; its next heartbeat
 	// (every 250 ms) shows them.
 	testwait.Until(t, 5*time.Second, func() bool { return holders(workers(t, srv.url), "fraud@1") == 1 })

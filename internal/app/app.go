@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 
 	"github.com/sluiceml/sluice/examples"
 	"github.com/sluiceml/sluice/internal/autoscale"
@@ -54,6 +55,15 @@ type Config struct {
 	GRPCAddr    string // --grpc-addr ("": no gRPC)
 	PprofAddr   string // --pprof-addr ("": off)
 	ControlAddr string // --control-addr ("" with Workers: 127.0.0.1:0)
+	// The control plane's TLS and the workers' credential (controltls.go):
+	// --control-tls-cert and --control-tls-key ("": a self-signed
+	// certificate in Data/control), --control-tls-hosts (more names of
+	// the self-signed one), --join-token-file ("": Data/control/join-token,
+	// made if missing), --worker-client-ca ("": no client certificates).
+	ControlTLSCert, ControlTLSKey string
+	ControlTLSHosts               []string
+	JoinTokenFile                 string
+	WorkerClientCA                string
 
 	// TLSCert and TLSKey (both or neither) make the HTTP and gRPC
 	// listeners speak TLS, reloading the files when they change;
@@ -136,6 +146,7 @@ type app struct {
 	stopPprof   func()
 	pool        *cluster.Pool
 	cp          *controlPlane
+	cpCreds     *controlCreds
 	sup         *cluster.Supervisor
 	supCtx      context.Context
 	stopSup     context.CancelFunc
@@ -333,7 +344,12 @@ func (a *app) newPool(context.Context) error {
 	if !c.NoMetrics {
 		m = a.metrics
 	}
-	a.pool = cluster.New(cluster.Config{Artifacts: storeArtifacts{a.store}, Known: localWorkerIDs(c.Workers), ShardSize: c.ShardSize, Logger: a.log,
+	creds, err := loadControlCreds(c, a.log)
+	if err != nil {
+		return err
+	}
+	a.cpCreds = creds
+	a.pool = cluster.New(cluster.Config{Artifacts: storeArtifacts{a.store}, Join: creds.join, Known: localWorkerIDs(c.Workers), ShardSize: c.ShardSize, Logger: a.log,
 		Placement: placement.Policy{MinResidency: c.MinResidency}, Metrics: m,
 		Protected: func(model string, n int) bool { ctl := a.ctl.Load(); return ctl != nil && ctl.RollbackTarget(model, n) },
 		OnQuarantine: func(model string, n int, why string) {
@@ -353,10 +369,15 @@ func (a *app) startControlPlane(context.Context) error {
 	if err != nil {
 		return fmt.Errorf("--control-addr %s: %w", addr, err)
 	}
-	gs := grpc.NewServer(grpc.MaxRecvMsgSize(4 << 20))
+	gs := grpc.NewServer(grpc.Creds(credentials.NewTLS(a.cpCreds.tls)), grpc.MaxRecvMsgSize(4<<20))
 	workerpb.RegisterControlPlaneServer(gs, a.pool)
 	a.cp = &controlPlane{ln: ln, gs: gs}
-	a.log.Info("control plane listening for workers", "control_addr", ln.Addr().String(), "local_workers", a.cfg.Workers)
+	args := []any{"control_addr", ln.Addr().String(), "local_workers", a.cfg.Workers, "ca", a.cpCreds.caFile, "join_token_file", a.cpCreds.tokenFile}
+	if a.cfg.WorkerClientCA != "" {
+		args = append(args, "worker_client_ca", a.cfg.WorkerClientCA)
+	}
+	a.log.Info("control plane listening for workers (TLS): to attach a worker on another host, copy the CA and the join token there and run "+
+		"sluice worker --join ADDR --ca CA --join-token-file TOKEN", args...)
 	return nil
 }
 
@@ -369,7 +390,7 @@ func (a *app) stopControlPlane(context.Context) error {
 
 func (a *app) newSupervisor(context.Context) error {
 	c := a.cfg
-	sup, err := localWorkers(localWorkerIDs(c.Workers), a.cp.ln.Addr().String(), c.Data, c.LogFormat, c.LogLevel, c.OnnxLib, c.WorkerMemory, c.WorkerArgs, a.log, a.pool)
+	sup, err := localWorkers(localWorkerIDs(c.Workers), localJoin(a.cp.ln.Addr()), a.cpCreds, c.Data, c.LogFormat, c.LogLevel, c.OnnxLib, c.WorkerMemory, c.WorkerArgs, a.log, a.pool)
 	if err != nil {
 		return err
 	}

@@ -103,8 +103,19 @@ func localWorkerIDs(n int) []string {
 	return ids
 }
 
-// localWorkers is the supervisor of `--workers N` processes.
-func localWorkers(ids []string, join, data, logFormat, logLevel, onnxLib, memory string, store []string, log *slog.Logger, pool *cluster.Pool) (*cluster.Supervisor, error) {
+// localJoin is the address local workers join at: the listener's, on
+// loopback when it listens on every address (the certificate names
+// 127.0.0.1, not 0.0.0.0).
+func localJoin(addr net.Addr) string {
+	if ta, ok := addr.(*net.TCPAddr); ok && ta.IP.IsUnspecified() {
+		return net.JoinHostPort("127.0.0.1", strconv.Itoa(ta.Port))
+	}
+	return addr.String()
+}
+
+// localWorkers is the supervisor of `--workers N` processes: each joins
+// with the control plane's CA and join token files.
+func localWorkers(ids []string, join string, creds *controlCreds, data, logFormat, logLevel, onnxLib, memory string, store []string, log *slog.Logger, pool *cluster.Pool) (*cluster.Supervisor, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("--workers: find the sluice binary: %w", err)
@@ -113,10 +124,18 @@ func localWorkers(ids []string, join, data, logFormat, logLevel, onnxLib, memory
 	if err != nil {
 		return nil, err
 	}
+	caFile, err := filepath.Abs(creds.caFile)
+	if err != nil {
+		return nil, err
+	}
+	tokenFile, err := filepath.Abs(creds.tokenFile)
+	if err != nil {
+		return nil, err
+	}
 	return &cluster.Supervisor{
 		Exe: exe, IDs: ids, Logger: log,
 		Args: func(id string) []string {
-			args := []string{"worker", "--join", join, "--id", id, "--cache-dir", filepath.Join(cache, id),
+			args := []string{"worker", "--join", join, "--ca", caFile, "--join-token-file", tokenFile, "--id", id, "--cache-dir", filepath.Join(cache, id),
 				"--log-format", logFormat, "--log-level", logLevel, "--workers-on-host", strconv.Itoa(len(ids))}
 			if onnxLib != "" {
 				args = append(args, "--onnxruntime-lib", onnxLib)

@@ -52,11 +52,11 @@ func benchPredict(b *testing.B, mode string, nWorkers, perWorker int, interval t
 	if mode == "on-budgets" {
 		cfg.Metrics = &countingMetrics{}
 	}
-	p := New(cfg)
+	p := newTestPool(cfg)
 	defer p.Close()
 	fa, fb := startFake(b, "a"), startFake(b, "b")
 	for i, f := range []*fakeWorker{fa, fb} {
-		if _, err := p.Register(context.Background(), &workerpb.RegisterRequest{Status: &workerpb.WorkerStatus{Id: f.id, Address: f.addr, Pid: int64(i + 1)}}); err != nil {
+		if _, err := p.testRegister(context.Background(), &workerpb.RegisterRequest{Status: &workerpb.WorkerStatus{Id: f.id, Address: f.addr, Pid: int64(i + 1)}}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -82,7 +82,7 @@ func benchPredict(b *testing.B, mode string, nWorkers, perWorker int, interval t
 		if mode == "on-budgets" {
 			st.MemoryBudgetBytes = 2 << 30
 		}
-		if _, err := p.Register(context.Background(), &workerpb.RegisterRequest{Status: st}); err != nil {
+		if _, err := p.testRegister(context.Background(), &workerpb.RegisterRequest{Status: st}); err != nil {
 			b.Fatal(err)
 		}
 		statuses[i] = st
@@ -122,7 +122,7 @@ func benchPredict(b *testing.B, mode string, nWorkers, perWorker int, interval t
 	p.publishLocked()
 	p.mu.Unlock()
 	for _, st := range statuses {
-		if _, err := p.Heartbeat(context.Background(), st); err != nil {
+		if _, err := p.testBeat(context.Background(), st); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -166,7 +166,7 @@ func benchPredict(b *testing.B, mode string, nWorkers, perWorker int, interval t
 					flip := n % len(st.Versions)
 					st.Versions[flip].State = "unloading"
 					st.Versions[(flip+len(st.Versions)-1)%len(st.Versions)].State = "ready"
-					if resp, err := p.Heartbeat(context.Background(), st); err != nil || !resp.Known {
+					if resp, err := p.testBeat(context.Background(), st); err != nil || !resp.Known {
 						b.Errorf("heartbeat of %s: %v %v", st.Id, resp, err)
 						return
 					}

@@ -16,7 +16,7 @@ import (
 // and Forget drops it (a deleted pod). Fencing is never charged as a
 // crash.
 func TestFenceUnfenceForget(t *testing.T) {
-	p := New(Config{ShardSize: 2, HeartbeatInterval: time.Hour})
+	p := newTestPool(Config{ShardSize: 2, HeartbeatInterval: time.Hour})
 	t.Cleanup(p.Close)
 	a, b, c := startFake(t, "a"), startFake(t, "b"), startFake(t, "c")
 	// c is not ready yet (its pod): fenced before it registers.
@@ -55,7 +55,7 @@ func TestFenceUnfenceForget(t *testing.T) {
 	// c's pod becomes ready; a's pod terminates.
 	p.Unfence("c")
 	p.Fence("a", "pod terminating")
-	if _, err := p.Heartbeat(t.Context(), &workerpb.WorkerStatus{Id: "a", Address: a.addr, Pid: 1}); err != nil {
+	if _, err := p.testBeat(t.Context(), &workerpb.WorkerStatus{Id: "a", Address: a.addr, Pid: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if s := state("a"); s != "down: pod terminating" {
@@ -87,7 +87,7 @@ func TestFenceUnfenceForget(t *testing.T) {
 // Demand: a version's copies and replicas, the autoscaler's figure when it
 // has one (up to maxReplicas, never below its decided count).
 func TestDemand(t *testing.T) {
-	p := New(Config{HeartbeatInterval: time.Hour})
+	p := newTestPool(Config{HeartbeatInterval: time.Hour})
 	t.Cleanup(p.Close)
 	startFake(t, "a").register(t, p, 1)
 	startFake(t, "b").register(t, p, 2)

@@ -34,7 +34,7 @@ func specOf(t *testing.T, name, tier, mem string) VersionSpec {
 // registerWith registers f with a memory budget.
 func (f *fakeWorker) registerWith(t *testing.T, p *Pool, pid, budget int64) {
 	t.Helper()
-	if _, err := p.Register(t.Context(), &workerpb.RegisterRequest{Status: &workerpb.WorkerStatus{Id: f.id, Address: f.addr, Pid: pid, MemoryBudgetBytes: budget}}); err != nil {
+	if _, err := p.testRegister(t.Context(), &workerpb.RegisterRequest{Status: &workerpb.WorkerStatus{Id: f.id, Address: f.addr, Pid: pid, MemoryBudgetBytes: budget}}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -66,7 +66,7 @@ func oneWorker(t *testing.T, budget int64, cfg Config) (*Pool, *fakeWorker) {
 	if cfg.Placement.MinResidency == 0 {
 		cfg.Placement.MinResidency = time.Nanosecond
 	}
-	p := New(cfg)
+	p := newTestPool(cfg)
 	t.Cleanup(p.Close)
 	a := startFake(t, "a")
 	a.registerWith(t, p, 1, budget)
@@ -343,7 +343,7 @@ func TestStaleReportNotCountedTwice(t *testing.T) {
 	for _, m := range []string{"one", "two"} {
 		stale.Versions = append(stale.Versions, &workerpb.VersionStatus{Model: m, Version: 1, State: "ready", ReadyReplicas: 1, MemoryBytes: 10 * mib})
 	}
-	if _, err := p.Heartbeat(t.Context(), stale); err != nil {
+	if _, err := p.testBeat(t.Context(), stale); err != nil {
 		t.Fatal(err)
 	}
 	if used := p.Workers()[0].MemoryUsed; used != 20*mib {
@@ -352,12 +352,12 @@ func TestStaleReportNotCountedTwice(t *testing.T) {
 	// A later report without the victim ends the exclusion; one that
 	// lists a version the pool did not place counts it.
 	fresh := &workerpb.WorkerStatus{Id: "a", Address: a.addr, Pid: 1, MemoryBudgetBytes: 20 * mib}
-	if _, err := p.Heartbeat(t.Context(), fresh); err != nil {
+	if _, err := p.testBeat(t.Context(), fresh); err != nil {
 		t.Fatal(err)
 	}
 	fresh.MemoryBudgetBytes = 30 * mib // room for it: nothing is trimmed
 	fresh.Versions = []*workerpb.VersionStatus{{Model: "other", Version: 1, State: "ready", MemoryBytes: 3 * mib}}
-	if _, err := p.Heartbeat(t.Context(), fresh); err != nil {
+	if _, err := p.testBeat(t.Context(), fresh); err != nil {
 		t.Fatal(err)
 	}
 	if used := p.Workers()[0].MemoryUsed; used != 23*mib {
@@ -513,7 +513,7 @@ func TestStatsCarryTheWorkersCostModel(t *testing.T) {
 	st := &workerpb.WorkerStatus{Id: "a", Address: a.addr, Pid: 1, MemoryBudgetBytes: 1 << 30, Versions: []*workerpb.VersionStatus{
 		{Model: "m", Version: 1, State: "ready", ReadyReplicas: 1, Batches: 40, CostANs: 2e6, CostBNs: 3e5, MaxBatch: 8},
 	}}
-	if _, err := p.Heartbeat(t.Context(), st); err != nil {
+	if _, err := p.testBeat(t.Context(), st); err != nil {
 		t.Fatal(err)
 	}
 	got := v.Stats()

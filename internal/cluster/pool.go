@@ -27,7 +27,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/sluiceml/sluice/internal/errs"
 	"github.com/sluiceml/sluice/internal/hop"
@@ -45,6 +44,9 @@ type ArtifactSource interface {
 // Config configures a Pool.
 type Config struct {
 	Artifacts ArtifactSource
+	// Join is how workers prove on Register that they may join (auth.go):
+	// the zero value refuses every registration.
+	Join JoinAuth
 	// HeartbeatInterval is how often workers report (default 250ms); a
 	// worker silent for MissedHeartbeats intervals (default 4) is out of
 	// routing until it reports again.
@@ -133,6 +135,7 @@ type Pool struct {
 	// loadRates are the measured loads per runtime, for the load time of
 	// versions not loaded yet (placement.LoadEstimate).
 	loadRates map[string]placement.LoadRate
+	refusals  refusals // refused registrations and sessions, for the log (auth.go)
 
 	workerpb.UnimplementedControlPlaneServer
 }
@@ -155,17 +158,22 @@ type worker struct {
 	gone atomic.Int64
 
 	// guarded by Pool.mu
-	addr     string
-	pid      int64
-	session  int64 // bumps at every registration: a restarted process is a new session
-	conn     *grpc.ClientConn
-	live     bool
-	why      string // why not live
-	lastBeat time.Time
-	status   *workerpb.WorkerStatus
-	ready    map[string]bool   // version key → ready here
-	failed   map[string]string // version key → why its load failed in this session
-	busy     map[string]bool   // version key → queued or running work at the last heartbeat
+	addr    string
+	pid     int64
+	session int64 // bumps at every registration: a restarted process is a new session
+	// secret is the session's secret (auth.go), exited says its process
+	// exited (MarkDead): the id may be taken; callSecret and certSHA are
+	// what the session's connection presents and pins.
+	secret, callSecret, certSHA string
+	exited                      bool
+	conn                        *grpc.ClientConn
+	live                        bool
+	why                         string // why not live
+	lastBeat                    time.Time
+	status                      *workerpb.WorkerStatus
+	ready                       map[string]bool   // version key → ready here
+	failed                      map[string]string // version key → why its load failed in this session
+	busy                        map[string]bool   // version key → queued or running work at the last heartbeat
 	// slots hold, per version key, what the last heartbeat said of its
 	// queue and server there (route.go): the map is guarded by Pool.mu,
 	// a slot's fields are atomic (heartbeats store, the predict path loads).
@@ -331,6 +339,7 @@ func (p *Pool) MarkDead(id, why string) {
 	p.mu.Lock()
 	var acts []func()
 	if w := p.workers[id]; w != nil {
+		w.exited = true // its session is dead: the id may be taken (auth.go)
 		now := p.now()
 		for _, v := range p.sortedVersionsLocked() {
 			if cp := v.on[w.id]; cp != nil && cp.session == w.session && cp.inflight.Load() > 0 {
@@ -374,7 +383,10 @@ func (p *Pool) suspect(w *worker, session int64, v *Version, err error) {
 }
 
 // Register implements the control plane service.
-func (p *Pool) Register(_ context.Context, req *workerpb.RegisterRequest) (*workerpb.RegisterResponse, error) {
+func (p *Pool) Register(ctx context.Context, req *workerpb.RegisterRequest) (*workerpb.RegisterResponse, error) {
+	if err := p.join(ctx, req); err != nil {
+		return nil, hop.Status(err)
+	}
 	st := req.GetStatus()
 	if st == nil || st.Id == "" || st.Address == "" {
 		return nil, hop.Status(errs.New(errs.InvalidArgument, "register: status with id and address is required"))
@@ -382,28 +394,43 @@ func (p *Pool) Register(_ context.Context, req *workerpb.RegisterRequest) (*work
 	if len(st.Id) > 128 {
 		return nil, hop.Status(errs.Field(errs.InvalidArgument, "id", "at most 128 characters"))
 	}
+	dial, err := dialOptions(req)
+	if err != nil {
+		return nil, hop.Status(err)
+	}
 	p.mu.Lock()
 	w := p.workers[st.Id]
+	if w != nil {
+		if err := p.claimLocked(ctx, w, time.Now()); err != nil {
+			p.mu.Unlock()
+			return nil, hop.Status(err)
+		}
+	}
 	if w == nil {
 		w = &worker{id: st.Id}
 		p.workers[st.Id] = w
 	}
-	if w.conn == nil || w.addr != st.Address || w.pid != st.Pid {
+	if w.conn == nil || w.addr != st.Address || w.pid != st.Pid || w.callSecret != req.CallSecret || w.certSHA != req.TlsCertSha256 {
+		if err := p.newSessionLocked(w); err != nil {
+			p.mu.Unlock()
+			return nil, hop.Status(err)
+		}
 		if w.conn != nil {
 			_ = w.conn.Close()
 		}
-		conn, err := grpc.NewClient(st.Address, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		conn, err := grpc.NewClient(st.Address, append(dial,
 			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(p.cfg.MaxMessageBytes), grpc.MaxCallSendMsgSize(p.cfg.MaxMessageBytes)),
 			// Static flow-control windows: no BDP estimation, whose PING
 			// and WINDOW_UPDATE frames cost a write and a wake-up on both
 			// sides for nearly every small answer (docs/benchmarks.md,
 			// issue 9).
-			grpc.WithStaticStreamWindowSize(StreamWindowBytes), grpc.WithStaticConnWindowSize(ConnWindowBytes))
+			grpc.WithStaticStreamWindowSize(StreamWindowBytes), grpc.WithStaticConnWindowSize(ConnWindowBytes))...)
 		if err != nil {
 			p.mu.Unlock()
 			return nil, hop.Status(errs.Field(errs.InvalidArgument, "address", "%v", err))
 		}
 		w.conn, w.infer, w.ctl = conn, inferencepb.NewGRPCInferenceServiceClient(conn), workerpb.NewWorkerClient(conn)
+		w.callSecret, w.certSHA = req.CallSecret, req.TlsCertSha256
 		p.rerouteWorkerLocked(w) // before its readiness goes with the old session
 		w.session++
 		w.ready, w.failed, w.busy = map[string]bool{}, map[string]string{}, map[string]bool{}
@@ -433,11 +460,12 @@ func (p *Pool) Register(_ context.Context, req *workerpb.RegisterRequest) (*work
 	// worker or another, as placement decides): hot ones first.
 	jobs := p.reconcileAllLocked(p.now())
 	p.broadcastLocked()
+	secret := w.secret
 	p.mu.Unlock()
 	events.deliver()
 	p.log.Info("worker registered", "worker", st.Id, "addr", st.Address, "pid", st.Pid, "loads", len(jobs))
 	p.run(jobs)
-	return &workerpb.RegisterResponse{HeartbeatIntervalMs: p.cfg.HeartbeatInterval.Milliseconds()}, nil
+	return &workerpb.RegisterResponse{HeartbeatIntervalMs: p.cfg.HeartbeatInterval.Milliseconds(), SessionSecret: secret}, nil
 }
 
 // applyStatusLocked takes a worker's report: readiness and queue work per
@@ -565,9 +593,16 @@ func (evs events) deliver() {
 // Heartbeat implements the control plane service.
 // The predict path does not wait for it: what it changes reaches routing
 // through the slots (queue work) and the routes it republishes.
-func (p *Pool) Heartbeat(_ context.Context, st *workerpb.WorkerStatus) (*workerpb.HeartbeatResponse, error) {
+func (p *Pool) Heartbeat(ctx context.Context, st *workerpb.WorkerStatus) (*workerpb.HeartbeatResponse, error) {
 	p.mu.Lock()
 	w := p.workers[st.GetId()]
+	if w != nil {
+		if _, err := p.callerLocked(ctx, st.GetId()); err != nil {
+			p.mu.Unlock()
+			p.refusals.log(p.log, "worker heartbeat refused", err)
+			return nil, hop.Status(err)
+		}
+	}
 	if w == nil || w.pid != st.Pid || w.addr != st.Address {
 		p.mu.Unlock()
 		return &workerpb.HeartbeatResponse{Known: false}, nil
@@ -611,6 +646,9 @@ func storeCode(err error, def errs.Code) errs.Code {
 func (p *Pool) FetchArtifact(req *workerpb.FetchArtifactRequest, stream grpc.ServerStreamingServer[workerpb.ArtifactChunk]) error {
 	if p.cfg.Artifacts == nil {
 		return hop.Status(errs.New(errs.Unavailable, "this control plane serves no artifacts"))
+	}
+	if err := p.mayFetch(stream.Context(), req.Sha256); err != nil {
+		return hop.Status(err)
 	}
 	r, size, err := p.cfg.Artifacts.OpenArtifact(stream.Context(), req.Sha256)
 	if err != nil {

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"crypto/tls"
 	"io"
 	"log/slog"
 	"net"
@@ -13,6 +14,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
 
 	"github.com/sluiceml/sluice/internal/errs"
@@ -31,13 +33,17 @@ import (
 type fakeWorker struct {
 	workerpb.UnimplementedWorkerServer
 	inferencepb.UnimplementedGRPCInferenceServiceServer
-	id     string
-	addr   string
-	gs     *grpc.Server
-	calls  atomic.Int64
-	mu     sync.Mutex
-	behave error
-	hang   chan struct{} // when set, ModelInfer waits for it or the caller's end
+	id   string
+	addr string
+	gs   *grpc.Server
+	// secret is the call secret it registers; refused counts the calls
+	// that came without it.
+	secret  string
+	refused atomic.Int64
+	calls   atomic.Int64
+	mu      sync.Mutex
+	behave  error
+	hang    chan struct{} // when set, ModelInfer waits for it or the caller's end
 	// replicas is the count of the last SetReplicas
 	replicas atomic.Int32
 	// loads counts Load calls; gate, when set, holds each Load until it
@@ -140,7 +146,18 @@ func startFake(t testing.TB, id string) *fakeWorker {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fakeWorker{id: id, addr: ln.Addr().String(), gs: grpc.NewServer()}
+	f := &fakeWorker{id: id, addr: ln.Addr().String(), secret: newTestSecret(t)}
+	// As a worker does: TLS with the certificate the pool pins, and every
+	// call refused without the call secret.
+	f.gs = grpc.NewServer(grpc.Creds(credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{fakeCert.cert}})),
+		grpc.UnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			if !hop.SecretEqual(hop.Incoming(ctx, hop.CallKey), f.secret) {
+				f.refused.Add(1)
+				return nil, status.Error(codes.Unauthenticated, "no call secret")
+			}
+			return h(ctx, req)
+		}))
+	fakes.Store(f.addr, f)
 	workerpb.RegisterWorkerServer(f.gs, f)
 	inferencepb.RegisterGRPCInferenceServiceServer(f.gs, f)
 	go func() { _ = f.gs.Serve(ln) }()
@@ -150,7 +167,7 @@ func startFake(t testing.TB, id string) *fakeWorker {
 
 func (f *fakeWorker) register(t *testing.T, p *Pool, pid int64) {
 	t.Helper()
-	if _, err := p.Register(t.Context(), &workerpb.RegisterRequest{Status: &workerpb.WorkerStatus{Id: f.id, Address: f.addr, Pid: pid}}); err != nil {
+	if _, err := p.testRegister(t.Context(), &workerpb.RegisterRequest{Status: &workerpb.WorkerStatus{Id: f.id, Address: f.addr, Pid: pid}}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -176,7 +193,7 @@ func rows(n int) serving.Work {
 // twoWorkers starts a pool with two fake workers holding version m@1.
 func twoWorkers(t *testing.T) (*Pool, *Version, *fakeWorker, *fakeWorker) {
 	t.Helper()
-	p := New(Config{Known: []string{"a", "b"}, HeartbeatInterval: time.Hour})
+	p := newTestPool(Config{Known: []string{"a", "b"}, HeartbeatInterval: time.Hour})
 	t.Cleanup(p.Close)
 	a, b := startFake(t, "a"), startFake(t, "b")
 	a.register(t, p, 1)
@@ -220,7 +237,7 @@ func TestSubmitRetriesElsewhere(t *testing.T) {
 			// B's report: 1,000 instances queued, so A has the lesser load.
 			st := &workerpb.WorkerStatus{Id: "b", Address: b.addr, Pid: 2, Versions: []*workerpb.VersionStatus{
 				{Model: "m", Version: 1, State: "ready", ReadyReplicas: 1, QueuedInstances: 1000}}}
-			if resp, err := p.Heartbeat(t.Context(), st); err != nil || !resp.Known {
+			if resp, err := p.testBeat(t.Context(), st); err != nil || !resp.Known {
 				t.Fatalf("heartbeat: %v %v", resp, err)
 			}
 			if cs := p.candidates(v, nil); len(cs) != 2 {
@@ -289,7 +306,7 @@ func TestDeadWorkerIsSkipped(t *testing.T) {
 // A worker that stops heartbeating leaves routing; one that reports again
 // comes back; a restarted process (new pid) must register again.
 func TestHeartbeats(t *testing.T) {
-	p := New(Config{HeartbeatInterval: 10 * time.Millisecond, MissedHeartbeats: 3})
+	p := newTestPool(Config{HeartbeatInterval: 10 * time.Millisecond, MissedHeartbeats: 3})
 	t.Cleanup(p.Close)
 	a := startFake(t, "a")
 	a.register(t, p, 7)
@@ -305,18 +322,18 @@ func TestHeartbeats(t *testing.T) {
 		t.Fatalf("after register: %s", s)
 	}
 	testwait.Until(t, 10*time.Second, func() bool { return state() == "down" })
-	resp, err := p.Heartbeat(t.Context(), &workerpb.WorkerStatus{Id: "a", Address: a.addr, Pid: 7})
+	resp, err := p.testBeat(t.Context(), &workerpb.WorkerStatus{Id: "a", Address: a.addr, Pid: 7})
 	if err != nil || !resp.Known {
 		t.Fatalf("heartbeat: %v %v", resp, err)
 	}
 	if s := state(); s != "ready" {
 		t.Errorf("after heartbeat: %s", s)
 	}
-	resp, _ = p.Heartbeat(t.Context(), &workerpb.WorkerStatus{Id: "a", Address: a.addr, Pid: 8})
+	resp, _ = p.testBeat(t.Context(), &workerpb.WorkerStatus{Id: "a", Address: a.addr, Pid: 8})
 	if resp.Known {
 		t.Error("a new pid was accepted without registering")
 	}
-	resp, _ = p.Heartbeat(t.Context(), &workerpb.WorkerStatus{Id: "nobody", Address: "x", Pid: 1})
+	resp, _ = p.testBeat(t.Context(), &workerpb.WorkerStatus{Id: "nobody", Address: "x", Pid: 1})
 	if resp.Known {
 		t.Error("an unknown worker was accepted")
 	}
@@ -347,7 +364,7 @@ func (o *countingObserver) ReplicaRestart()          {}
 // observer once each, from the growth of the heartbeats' counters; a
 // restarted worker's counters start again from zero.
 func TestWorkerEventsReachObserver(t *testing.T) {
-	p := New(Config{Known: []string{"a"}, HeartbeatInterval: time.Hour})
+	p := newTestPool(Config{Known: []string{"a"}, HeartbeatInterval: time.Hour})
 	t.Cleanup(p.Close)
 	a := startFake(t, "a")
 	a.register(t, p, 1)
@@ -360,7 +377,7 @@ func TestWorkerEventsReachObserver(t *testing.T) {
 	beat := func(pid, crashes, expired int64) {
 		st := &workerpb.WorkerStatus{Id: "a", Address: a.addr, Pid: pid, Versions: []*workerpb.VersionStatus{
 			{Model: "m", Version: 1, State: "ready", ReadyReplicas: 1, Crashes: crashes, ExpiredInQueue: expired}}}
-		if resp, err := p.Heartbeat(t.Context(), st); err != nil || !resp.Known {
+		if resp, err := p.testBeat(t.Context(), st); err != nil || !resp.Known {
 			t.Fatalf("heartbeat: %v %v", resp, err)
 		}
 	}
@@ -444,7 +461,7 @@ func TestSpread(t *testing.T) {
 // Submit, the workers' replicas, a floor of one per holder) and spreads a
 // replica count over its workers.
 func TestAutoscaleSourceAndActuator(t *testing.T) {
-	p := New(Config{Known: []string{"a", "b"}, HeartbeatInterval: time.Hour})
+	p := newTestPool(Config{Known: []string{"a", "b"}, HeartbeatInterval: time.Hour})
 	t.Cleanup(p.Close)
 	a, b := startFake(t, "a"), startFake(t, "b")
 	a.register(t, p, 1)
@@ -497,7 +514,7 @@ func TestAutoscaleSourceAndActuator(t *testing.T) {
 		}{{a, "a", 1}, {b, "b", 2}} {
 			st := &workerpb.WorkerStatus{Id: f.id, Address: f.w.addr, Pid: f.pid, Versions: []*workerpb.VersionStatus{
 				{Model: "m", Version: 1, State: "ready", ReadyReplicas: 1, CostANs: int64(c.a), CostBNs: int64(c.b)}}}
-			if resp, err := p.Heartbeat(t.Context(), st); err != nil || !resp.Known {
+			if resp, err := p.testBeat(t.Context(), st); err != nil || !resp.Known {
 				t.Fatalf("heartbeat: %v %v", resp, err)
 			}
 		}
@@ -515,7 +532,7 @@ func TestAutoscaleSourceAndActuator(t *testing.T) {
 		t.Errorf("workers asked for %v replicas, want 3 and 2", got)
 	}
 	// A version whose placement does not let the count move is not reported.
-	p2 := New(Config{Known: []string{"a"}, HeartbeatInterval: time.Hour})
+	p2 := newTestPool(Config{Known: []string{"a"}, HeartbeatInterval: time.Hour})
 	t.Cleanup(p2.Close)
 	a.register(t, p2, 1)
 	if _, _, err := p2.Start(t.Context(), testSpec(t)); err != nil {

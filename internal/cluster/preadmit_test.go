@@ -53,7 +53,7 @@ func TestRefusedAtTheGatewayFromTheReport(t *testing.T) {
 		st := &workerpb.WorkerStatus{Id: "a", Address: a.addr, Pid: 1, MemoryBudgetBytes: 1 << 30, Versions: []*workerpb.VersionStatus{{
 			Model: "m", Version: 1, State: "ready", ReadyReplicas: 1, QueuedInstances: queued,
 			CostANs: int64(time.Millisecond), CostBNs: int64(100 * time.Microsecond), MaxBatch: 8}}}
-		if _, err := p.Heartbeat(t.Context(), st); err != nil {
+		if _, err := p.testBeat(t.Context(), st); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -169,7 +169,7 @@ func TestLateHopsRefusedUpFront(t *testing.T) {
 	st := &workerpb.WorkerStatus{Id: "a", Address: a.addr, Pid: 1, MemoryBudgetBytes: 1 << 30, Versions: []*workerpb.VersionStatus{{
 		Model: "m", Version: 1, State: "ready", ReadyReplicas: 1,
 		CostANs: int64(10 * time.Microsecond), CostBNs: int64(time.Microsecond), MaxBatch: 8}}}
-	if _, err := p.Heartbeat(t.Context(), st); err != nil {
+	if _, err := p.testBeat(t.Context(), st); err != nil {
 		t.Fatal(err)
 	}
 	a.mu.Lock()

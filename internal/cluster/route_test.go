@@ -57,7 +57,7 @@ func beat(t *testing.T, p *Pool, f *fakeWorker, pid int64, state string, queued 
 	t.Helper()
 	st := &workerpb.WorkerStatus{Id: f.id, Address: f.addr, Pid: pid, Versions: []*workerpb.VersionStatus{
 		{Model: "m", Version: 1, State: state, ReadyReplicas: 1, QueuedInstances: queued}}}
-	if resp, err := p.Heartbeat(context.Background(), st); err != nil || !resp.Known {
+	if resp, err := p.testBeat(context.Background(), st); err != nil || !resp.Known {
 		t.Errorf("heartbeat of %s: %v %v", f.id, resp, err)
 	}
 }
@@ -230,7 +230,7 @@ func (o *lockProbe) ReplicaCrash() {
 // Observers hear of a heartbeat's events after the pool let go of its
 // lock: an observer that takes its time delays no request.
 func TestObserversCalledWithoutThePoolLock(t *testing.T) {
-	p := New(Config{Known: []string{"a"}, HeartbeatInterval: time.Hour})
+	p := newTestPool(Config{Known: []string{"a"}, HeartbeatInterval: time.Hour})
 	t.Cleanup(p.Close)
 	a := startFake(t, "a")
 	a.register(t, p, 1)
@@ -242,7 +242,7 @@ func TestObserversCalledWithoutThePoolLock(t *testing.T) {
 	}
 	st := &workerpb.WorkerStatus{Id: "a", Address: a.addr, Pid: 1, Versions: []*workerpb.VersionStatus{
 		{Model: "m", Version: 1, State: "ready", ReadyReplicas: 1, Crashes: 5}}}
-	if _, err := p.Heartbeat(t.Context(), st); err != nil {
+	if _, err := p.testBeat(t.Context(), st); err != nil {
 		t.Fatal(err)
 	}
 	if c := obs.crashes.Load(); c != 5 || obs.held != 0 {
@@ -254,7 +254,7 @@ func TestObserversCalledWithoutThePoolLock(t *testing.T) {
 // rest of the shard at once, before any request asks for them, and the
 // next request is answered there without a load of its own.
 func TestDeadWorkersCopiesPlacedAgain(t *testing.T) {
-	p := New(Config{Known: []string{"a", "b"}, ShardSize: 2, HeartbeatInterval: time.Hour})
+	p := newTestPool(Config{Known: []string{"a", "b"}, ShardSize: 2, HeartbeatInterval: time.Hour})
 	t.Cleanup(p.Close)
 	fs := map[string]*fakeWorker{"a": startFake(t, "a"), "b": startFake(t, "b")}
 	fs["a"].registerWith(t, p, 1, 1<<30)
@@ -288,13 +288,13 @@ func TestDeadWorkersCopiesPlacedAgain(t *testing.T) {
 // back (fake time: testing/synctest).
 func TestMissedHeartbeatsLeaveTheRoute(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := New(Config{HeartbeatInterval: 100 * time.Millisecond, MissedHeartbeats: 3})
+		p := newTestPool(Config{HeartbeatInterval: 100 * time.Millisecond, MissedHeartbeats: 3})
 		defer p.Close()
 		v := newVersion(p, testSpec(t))
 		p.mu.Lock()
 		p.versions[v.key] = v
 		for i, id := range []string{"a", "b"} {
-			w := &worker{id: id, addr: id + ":1", pid: int64(i + 1), session: 1, live: true, lastBeat: time.Now(),
+			w := &worker{id: id, addr: id + ":1", pid: int64(i + 1), session: 1, secret: "s-" + id, live: true, lastBeat: time.Now(),
 				ready: map[string]bool{}, failed: map[string]string{}, busy: map[string]bool{}, unloading: map[string]bool{},
 				slots: map[string]*slot{}, loads: map[string]int64{}, evictions: map[string]int64{}}
 			p.workers[id] = w
@@ -306,7 +306,7 @@ func TestMissedHeartbeatsLeaveTheRoute(t *testing.T) {
 		beatB := func() {
 			st := &workerpb.WorkerStatus{Id: "b", Address: "b:1", Pid: 2, Versions: []*workerpb.VersionStatus{
 				{Model: "m", Version: 1, State: "ready", ReadyReplicas: 1}}}
-			if resp, err := p.Heartbeat(context.Background(), st); err != nil || !resp.Known {
+			if resp, err := p.testBeat(context.Background(), st); err != nil || !resp.Known {
 				t.Fatalf("heartbeat of b: %v %v", resp, err)
 			}
 		}
@@ -321,7 +321,7 @@ func TestMissedHeartbeatsLeaveTheRoute(t *testing.T) {
 		}
 		st := &workerpb.WorkerStatus{Id: "a", Address: "a:1", Pid: 1, Versions: []*workerpb.VersionStatus{
 			{Model: "m", Version: 1, State: "ready", ReadyReplicas: 1}}}
-		if resp, err := p.Heartbeat(context.Background(), st); err != nil || !resp.Known {
+		if resp, err := p.testBeat(context.Background(), st); err != nil || !resp.Known {
 			t.Fatalf("heartbeat of a: %v %v", resp, err)
 		}
 		if got := routed(v); !slices.Equal(got, []string{"a", "b"}) {

@@ -12,9 +12,9 @@ import (
 const (
 	// InvalidArgument: malformed or invalid request: body, instance values, `deadlineMs`, `routingKey`, `X-Request-Id`, version number, `wait`, package name ≠ URL name; deployment bodies (weights not summing to 100, a version twice, a bad plan, an unknown or impossible rollout action); bad `at`/`since`/`limit`
 	InvalidArgument Code = "invalid_argument"
-	// Unauthenticated: tenants file in use and the API key is missing or unknown
+	// Unauthenticated: tenants file in use and the API key is missing or unknown; a worker's `Register` without a valid join token or client certificate, its `Heartbeat` or `FetchArtifact` without its session, a call to a worker without its call secret
 	Unauthenticated Code = "unauthenticated"
-	// PermissionDenied: the tenant may not call this model, or is not admin and publishes, archives, loads, deletes or changes a deployment
+	// PermissionDenied: the tenant may not call this model, or is not admin and publishes, archives, loads, deletes or changes a deployment; a worker fetching an artifact of a version not placed on it, or sending another worker's status
 	PermissionDenied Code = "permission_denied"
 	// NotFound: unknown route, model or version; a model with no deployment or no rollout; a version without `drift:`; records off (`--no-records`); rollback with no earlier 100 % version
 	NotFound Code = "not_found"
@@ -24,6 +24,8 @@ const (
 	AlreadyExists Code = "already_exists"
 	// IdempotencyConflict: predict: the `X-Request-Id` was used by the same tenant with a different request within `--idempotency-window`
 	IdempotencyConflict Code = "idempotency_conflict"
+	// WorkerIDInUse: a worker's `Register` for an id whose session is live, without that session's secret: another process holds the id (or the same worker restarted and its old session is not dead yet)
+	WorkerIDInUse Code = "worker_id_in_use"
 	// PayloadTooLarge: predict body over `--max-body-bytes`; upload body or its inflated files over `--max-upload-bytes`, or inflating more than 100:1; deployment body over 1 MiB
 	PayloadTooLarge Code = "payload_too_large"
 	// TooManyInstances: more instances than the version's `serving.maxInstancesPerRequest` (or more than 1,000,000 while decoding), or than the tenant's quota burst
@@ -59,9 +61,9 @@ var catalogue = [...]Entry{
 	{Code: InvalidArgument, HTTP: http.StatusBadRequest, GRPC: codes.InvalidArgument,
 		Doc: "malformed or invalid request: body, instance values, `deadlineMs`, `routingKey`, `X-Request-Id`, version number, `wait`, package name ≠ URL name; deployment bodies (weights not summing to 100, a version twice, a bad plan, an unknown or impossible rollout action); bad `at`/`since`/`limit`"},
 	{Code: Unauthenticated, HTTP: http.StatusUnauthorized, GRPC: codes.Unauthenticated,
-		Doc: "tenants file in use and the API key is missing or unknown"},
+		Doc: "tenants file in use and the API key is missing or unknown; a worker's `Register` without a valid join token or client certificate, its `Heartbeat` or `FetchArtifact` without its session, a call to a worker without its call secret"},
 	{Code: PermissionDenied, HTTP: http.StatusForbidden, GRPC: codes.PermissionDenied,
-		Doc: "the tenant may not call this model, or is not admin and publishes, archives, loads, deletes or changes a deployment"},
+		Doc: "the tenant may not call this model, or is not admin and publishes, archives, loads, deletes or changes a deployment; a worker fetching an artifact of a version not placed on it, or sending another worker's status"},
 	{Code: NotFound, HTTP: http.StatusNotFound, GRPC: codes.NotFound,
 		Doc: "unknown route, model or version; a model with no deployment or no rollout; a version without `drift:`; records off (`--no-records`); rollback with no earlier 100 % version"},
 	{Code: MethodNotAllowed, HTTP: http.StatusMethodNotAllowed, GRPC: codes.Unimplemented,
@@ -70,6 +72,8 @@ var catalogue = [...]Entry{
 		Doc: "`PUT /v1/deployments/{model}` with a stale `expectPolicyVersion`, or while a rollout is active; starting a rollout while one is active, or of the version that already takes most of the traffic; archiving a version that holds traffic, is in an active rollout, is the rollback target inside `keepWarm`, or is still loading; deleting a model with an active rollout or recent traffic"},
 	{Code: IdempotencyConflict, HTTP: http.StatusConflict, GRPC: codes.AlreadyExists,
 		Doc: "predict: the `X-Request-Id` was used by the same tenant with a different request within `--idempotency-window`"},
+	{Code: WorkerIDInUse, HTTP: http.StatusConflict, GRPC: codes.AlreadyExists, RetryClient: true, RetryAfter: "until the live session of the id counts as dead (its missed heartbeats)",
+		Doc: "a worker's `Register` for an id whose session is live, without that session's secret: another process holds the id (or the same worker restarted and its old session is not dead yet)"},
 	{Code: PayloadTooLarge, HTTP: http.StatusRequestEntityTooLarge, GRPC: codes.ResourceExhausted,
 		Doc: "predict body over `--max-body-bytes`; upload body or its inflated files over `--max-upload-bytes`, or inflating more than 100:1; deployment body over 1 MiB"},
 	{Code: TooManyInstances, HTTP: http.StatusRequestEntityTooLarge, GRPC: codes.InvalidArgument,
@@ -117,34 +121,36 @@ func index(c Code) int {
 		return 5
 	case IdempotencyConflict:
 		return 6
-	case PayloadTooLarge:
+	case WorkerIDInUse:
 		return 7
-	case TooManyInstances:
+	case PayloadTooLarge:
 		return 8
-	case UnsupportedMedia:
+	case TooManyInstances:
 		return 9
-	case InvalidPackage:
+	case UnsupportedMedia:
 		return 10
-	case QuotaExceeded:
+	case InvalidPackage:
 		return 11
-	case Internal:
+	case QuotaExceeded:
 		return 12
-	case DeadlineInfeasible:
+	case Internal:
 		return 13
-	case NotReady:
+	case DeadlineInfeasible:
 		return 14
-	case ColdStart:
+	case NotReady:
 		return 15
-	case QueueFull:
+	case ColdStart:
 		return 16
-	case ShuttingDown:
+	case QueueFull:
 		return 17
-	case Unavailable:
+	case ShuttingDown:
 		return 18
-	case DeadlineExceeded:
+	case Unavailable:
 		return 19
-	case ExpiredInQueue:
+	case DeadlineExceeded:
 		return 20
+	case ExpiredInQueue:
+		return 21
 	}
 	return -1
 }

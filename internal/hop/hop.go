@@ -8,7 +8,10 @@
 //     INT64 [n] lengths, outputs as FP32 [n, k], and the inference
 //     parameters that carry priority and timings;
 //   - errors across a gRPC status (status.go): an *errs.Error keeps its
-//     code, field and retry delay from one Sluice process to the next.
+//     code, field and retry delay from one Sluice process to the next;
+//   - the hop's authentication (auth.go): the metadata each side presents
+//     (the worker's call secret, the gateway's session secret) and their
+//     constant-time checks.
 //
 // It imports no store, tenant, routing or gateway package, so a worker
 // binary links none of them (internal/archtest checks it). The

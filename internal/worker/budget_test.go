@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/hex"
 	"io"
 	"log/slog"
@@ -35,7 +36,7 @@ func TestWorkerRefusesLoadsOverItsBudget(t *testing.T) {
 	art := []byte(`{"base":"0s","memory":"40MiB"}`)
 	sum := sha256.Sum256(art)
 	sha := hex.EncodeToString(sum[:])
-	w, err := worker.New(worker.Config{ID: "w1", Join: "127.0.0.1:1", CacheDir: t.TempDir(), MemoryBudget: 100 << 20,
+	w, err := worker.New(worker.Config{ID: "w1", Join: "127.0.0.1:1", ControlTLS: &tls.Config{}, CacheDir: t.TempDir(), MemoryBudget: 100 << 20,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Artifacts: mapSource{sha: art}, ArtifactsName: "a map"})
 	if err != nil {
 		t.Fatal(err)

@@ -7,14 +7,11 @@ import (
 	"encoding/hex"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"google.golang.org/grpc"
 
 	"github.com/sluiceml/sluice/internal/cluster"
 	"github.com/sluiceml/sluice/internal/modelpkg"
@@ -22,7 +19,6 @@ import (
 	"github.com/sluiceml/sluice/internal/runtime"
 	"github.com/sluiceml/sluice/internal/serving"
 	"github.com/sluiceml/sluice/internal/worker"
-	"github.com/sluiceml/sluice/internal/workerpb"
 )
 
 // A worker given the artifact store reads it directly, not through the
@@ -35,30 +31,9 @@ func TestWorkerReadsTheStoreDirectly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pool := cluster.New(cluster.Config{Artifacts: artifacts{}, Known: []string{"w1"}, HeartbeatInterval: 20 * time.Millisecond, Logger: log})
+	pool := cluster.New(cluster.Config{Artifacts: artifacts{}, Join: testJoin, Known: []string{"w1"}, HeartbeatInterval: 20 * time.Millisecond, Logger: log})
 	defer pool.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gs := grpc.NewServer()
-	workerpb.RegisterControlPlaneServer(gs, pool)
-	go func() { _ = gs.Serve(ln) }()
-	defer gs.Stop()
-	w, err := worker.New(worker.Config{ID: "w1", Join: ln.Addr().String(), CacheDir: t.TempDir(), Logger: log,
-		Artifacts: store, ArtifactsName: "the test folder"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx, 5*time.Second) }()
-	defer func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
+	startWorker(t, pool, worker.Config{ID: "w1", Logger: log, Artifacts: store, ArtifactsName: "the test folder"})
 
 	spec := func(n int, bias string) cluster.VersionSpec {
 		art := []byte(`{"weights":[[1,2]],"bias":[` + bias + `],"link":"identity"}`)

@@ -6,12 +6,8 @@ import (
 	"encoding/hex"
 	"io"
 	"log/slog"
-	"net"
 	"testing"
 	"time"
-
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/sluiceml/sluice/internal/cluster"
 	"github.com/sluiceml/sluice/internal/modelpkg"
@@ -28,29 +24,9 @@ func TestMemoryAccountingLoadUnload(t *testing.T) {
 	const slack = 12 << 20 // other allocations of the test binary meanwhile
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	arts := artifacts{}
-	pool := cluster.New(cluster.Config{Artifacts: arts, Known: []string{"w1"}, ShardSize: 1, HeartbeatInterval: 20 * time.Millisecond, Logger: log})
+	pool := cluster.New(cluster.Config{Artifacts: arts, Join: testJoin, Known: []string{"w1"}, ShardSize: 1, HeartbeatInterval: 20 * time.Millisecond, Logger: log})
 	defer pool.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gs := grpc.NewServer()
-	workerpb.RegisterControlPlaneServer(gs, pool)
-	go func() { _ = gs.Serve(ln) }()
-	defer gs.Stop()
-	w, err := worker.New(worker.Config{ID: "w1", Join: ln.Addr().String(), CacheDir: t.TempDir(), Logger: log, MemoryBudget: 3 << 30, MemoryBudgetSource: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx, 5*time.Second) }()
-	defer func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
+	w := startWorker(t, pool, worker.Config{ID: "w1", Logger: log, MemoryBudget: 3 << 30, MemoryBudgetSource: "test"})
 
 	art := []byte(`{"memory": "48MiB", "loadTime": "1ms"}`)
 	sum := sha256.Sum256(art)
@@ -69,11 +45,7 @@ func TestMemoryAccountingLoadUnload(t *testing.T) {
 		if len(ws) != 1 {
 			t.Fatalf("workers %+v", ws)
 		}
-		conn, err := grpc.NewClient(ws[0].Address, grpc.WithTransportCredentials(insecure.NewCredentials()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
+		conn := dialWorker(t, w, ws[0].Address)
 		st, err := workerpb.NewWorkerClient(conn).Status(sctx, &workerpb.StatusRequest{})
 		if err != nil {
 			t.Fatal(err)

@@ -28,6 +28,7 @@ package worker
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -41,10 +42,9 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
 
 	"github.com/sluiceml/sluice/internal/errs"
@@ -85,6 +85,19 @@ type Config struct {
 	// load answers name it; nil: from the control plane.
 	Artifacts     Source
 	ArtifactsName string
+	// ControlTLS configures the connection to the control plane, which
+	// always speaks TLS: it verifies the gateway's certificate (sluice
+	// worker --ca) and may carry a client certificate (--cert, --key).
+	// Required.
+	ControlTLS *tls.Config
+	// JoinToken returns the join token presented on Register
+	// (--join-token-file, read at every registration, so a rotated token
+	// is picked up); nil: none (the client certificate is the credential).
+	JoinToken func() ([]byte, error)
+	// HealthListen, when set, serves gRPC health alone there, without TLS
+	// (Kubernetes' gRPC probes speak no TLS); the main listener answers
+	// health too.
+	HealthListen string
 }
 
 // Source opens an artifact by SHA-256 (registry.Artifacts does); the size
@@ -117,6 +130,11 @@ type Worker struct {
 	cpConn *grpc.ClientConn
 	cp     workerpb.ControlPlaneClient
 	meter  meter
+	// ident is the server's certificate and call secret (auth.go);
+	// session sends the session Register issued on every call to the
+	// control plane.
+	ident   serverIdentity
+	session *hop.Credentials
 
 	mu       sync.Mutex // guards versions
 	versions map[string]*version
@@ -165,6 +183,9 @@ func New(cfg Config) (*Worker, error) {
 	if cfg.Join == "" {
 		return nil, errors.New("worker: --join is required (the control plane's address, e.g. 127.0.0.1:7070)")
 	}
+	if cfg.ControlTLS == nil {
+		return nil, errors.New("worker: --ca is required: the certificate that signed the control plane's (the gateway writes its own to <--data>/control/ca.pem; or the CA of its --control-tls-cert)")
+	}
 	if cfg.Listen == "" {
 		cfg.Listen = "127.0.0.1:0"
 	}
@@ -197,14 +218,19 @@ func New(cfg Config) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	conn, err := grpc.NewClient(cfg.Join, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(cfg.MaxMessageBytes)))
+	ident, err := newServerIdentity()
+	if err != nil {
+		return nil, err
+	}
+	session := hop.NewCredentials()
+	conn, err := grpc.NewClient(cfg.Join, grpc.WithTransportCredentials(credentials.NewTLS(cfg.ControlTLS.Clone())),
+		grpc.WithPerRPCCredentials(session), grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(cfg.MaxMessageBytes)))
 	if err != nil {
 		return nil, fmt.Errorf("worker: --join %s: %w", cfg.Join, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Worker{cfg: cfg, log: cfg.Logger.With("worker", cfg.ID), cache: cache, started: time.Now(),
-		loads: make(chan struct{}, cfg.MaxLoads), ctx: ctx, cancel: cancel,
+		loads: make(chan struct{}, cfg.MaxLoads), ctx: ctx, cancel: cancel, ident: ident, session: session,
 		cpConn: conn, cp: workerpb.NewControlPlaneClient(conn), versions: map[string]*version{}}, nil
 }
 
@@ -219,7 +245,18 @@ func (w *Worker) Run(ctx context.Context, grace time.Duration) error {
 	if w.cfg.Advertise != "" {
 		w.addr = w.cfg.Advertise
 	}
-	gs := grpc.NewServer(grpc.MaxRecvMsgSize(w.cfg.MaxMessageBytes), grpc.MaxSendMsgSize(w.cfg.MaxMessageBytes),
+	var hln net.Listener
+	if w.cfg.HealthListen != "" {
+		if hln, err = net.Listen("tcp", w.cfg.HealthListen); err != nil {
+			ln.Close()
+			return fmt.Errorf("worker: listen on --health-addr %s: %w", w.cfg.HealthListen, err)
+		}
+	}
+	// TLS always, with the certificate the control plane pins; every call
+	// but health needs the call secret (auth.go).
+	tc := &tls.Config{Certificates: []tls.Certificate{w.ident.cert}, MinVersion: tls.VersionTLS12}
+	gs := grpc.NewServer(grpc.Creds(credentials.NewTLS(tc)), grpc.ChainUnaryInterceptor(w.unaryAuth), grpc.ChainStreamInterceptor(w.streamAuth),
+		grpc.MaxRecvMsgSize(w.cfg.MaxMessageBytes), grpc.MaxSendMsgSize(w.cfg.MaxMessageBytes),
 		grpc.StaticStreamWindowSize(streamWindowBytes), grpc.StaticConnWindowSize(connWindowBytes))
 	inferencepb.RegisterGRPCInferenceServiceServer(gs, w)
 	workerpb.RegisterWorkerServer(gs, w)
@@ -231,10 +268,16 @@ func (w *Worker) Run(ctx context.Context, grace time.Duration) error {
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	w.health = hs
 	healthpb.RegisterHealthServer(gs, hs)
-	reflection.Register(gs)
-	serveErr := make(chan error, 1)
+	serveErr := make(chan error, 2)
 	go func() { serveErr <- gs.Serve(ln) }()
-	w.log.Info("worker serving", "addr", w.addr, "join", w.cfg.Join, "pid", os.Getpid(), "cache", w.cfg.CacheDir,
+	var hgs *grpc.Server
+	if hln != nil {
+		hgs = grpc.NewServer()
+		healthpb.RegisterHealthServer(hgs, hs)
+		go func() { serveErr <- hgs.Serve(hln) }()
+		defer hgs.Stop()
+	}
+	w.log.Info("worker serving", "addr", w.addr, "tls_cert_sha256", w.ident.certSHA, "join", w.cfg.Join, "pid", os.Getpid(), "cache", w.cfg.CacheDir,
 		"memory_budget_mb", w.cfg.MemoryBudget>>20, "memory_budget_source", w.cfg.MemoryBudgetSource, "artifacts", w.artifactsFrom())
 
 	w.wg.Add(1)
@@ -299,19 +342,22 @@ func (w *Worker) heartbeat(ctx context.Context) {
 	backoff := 100 * time.Millisecond
 	for {
 		if !registered {
-			cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			resp, err := w.cp.Register(cctx, &workerpb.RegisterRequest{Status: w.status()})
-			cancel()
+			resp, err := w.register(ctx)
 			if err == nil {
 				registered = true
 				backoff = 100 * time.Millisecond
 				if ms := resp.HeartbeatIntervalMs; ms > 0 {
 					interval = time.Duration(ms) * time.Millisecond
 				}
+				w.session.Set(hop.WorkerKey, w.cfg.ID, hop.SessionKey, resp.SessionSecret)
 				w.log.Info("registered", "control_plane", w.cfg.Join, "heartbeat", interval.String())
 				w.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 			} else if ctx.Err() == nil {
-				w.log.Warn("register failed; retrying", "control_plane", w.cfg.Join, "err", err, "retry_in", backoff.String())
+				args := []any{"control_plane", w.cfg.Join, "err", err, "retry_in", backoff.String()}
+				if hint := registerHint(err); hint != "" {
+					args = append(args, "fix", hint)
+				}
+				w.log.Warn("register refused or failed; retrying", args...)
 				select {
 				case <-ctx.Done():
 					return
@@ -329,12 +375,26 @@ func (w *Worker) heartbeat(ctx context.Context) {
 		cctx, cancel := context.WithTimeout(ctx, 2*interval+time.Second)
 		resp, err := w.cp.Heartbeat(cctx, w.status())
 		cancel()
-		if err == nil && !resp.Known {
+		if err == nil && !resp.Known || status.Code(err) == codes.Unauthenticated {
+			// Forgotten (the control plane restarted) or the session is
+			// no longer ours: register again.
 			registered = false
 		}
 		// A failed heartbeat is tried again at the next tick; the worker
 		// keeps serving: the data plane never waits on the control plane.
 	}
+}
+
+// register announces the worker with its join credential, its server's
+// certificate fingerprint and its call secret.
+func (w *Worker) register(ctx context.Context) (*workerpb.RegisterResponse, error) {
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	jctx, err := w.joinContext(cctx)
+	if err != nil {
+		return nil, fmt.Errorf("--join-token-file: %w", err)
+	}
+	return w.cp.Register(jctx, &workerpb.RegisterRequest{Status: w.status(), CallSecret: w.ident.callSecret, TlsCertSha256: w.ident.certSHA})
 }
 
 // status reports what the worker holds now.

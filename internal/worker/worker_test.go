@@ -8,13 +8,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"strings"
 	"testing"
 	"time"
-
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/sluiceml/sluice/internal/cluster"
 	"github.com/sluiceml/sluice/internal/errs"
@@ -59,30 +55,9 @@ func linear(t *testing.T, arts artifacts, n int, expect float64) cluster.Version
 func TestWorkerAgainstControlPlane(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	arts := artifacts{}
-	pool := cluster.New(cluster.Config{Artifacts: arts, Known: []string{"w1"}, HeartbeatInterval: 20 * time.Millisecond, Logger: log})
+	pool := cluster.New(cluster.Config{Artifacts: arts, Join: testJoin, Known: []string{"w1"}, HeartbeatInterval: 20 * time.Millisecond, Logger: log})
 	defer pool.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gs := grpc.NewServer()
-	workerpb.RegisterControlPlaneServer(gs, pool)
-	go func() { _ = gs.Serve(ln) }()
-	defer gs.Stop()
-
-	w, err := worker.New(worker.Config{ID: "w1", Join: ln.Addr().String(), CacheDir: t.TempDir(), Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx, 5*time.Second) }()
-	defer func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
+	w := startWorker(t, pool, worker.Config{ID: "w1", Logger: log})
 
 	sctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
@@ -115,11 +90,7 @@ func TestWorkerAgainstControlPlane(t *testing.T) {
 
 	// Bad tensors sent straight to the worker name the tensor.
 	addr := pool.Workers()[0].Address
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := dialWorker(t, w, addr)
 	ic := inferencepb.NewGRPCInferenceServiceClient(conn)
 	req := &inferencepb.ModelInferRequest{ModelName: "calc", ModelVersion: "1"}
 	hop.EncodeBatch(req, runtime.Batch{Rows: 1, Cols: 2, Data: []float32{1, 2}})
