@@ -25,7 +25,7 @@ func TestTable(t *testing.T) {
 		DeadlineInfeasible: {503, codes.ResourceExhausted}, DeadlineExceeded: {504, codes.DeadlineExceeded},
 		ExpiredInQueue: {504, codes.DeadlineExceeded}, Unavailable: {503, codes.Unavailable},
 		ShuttingDown: {503, codes.Unavailable}, InvalidPackage: {422, codes.FailedPrecondition},
-		IdempotencyConflict: {409, codes.AlreadyExists}, Internal: {500, codes.Internal},
+		IdempotencyConflict: {409, codes.AlreadyExists}, WorkerIDInUse: {409, codes.AlreadyExists}, Internal: {500, codes.Internal},
 	}
 	if len(Codes()) != len(want) {
 		t.Errorf("%d codes, the test knows %d: add the new one here (published statuses never change)", len(Codes()), len(want))
