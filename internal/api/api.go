@@ -284,6 +284,9 @@ type Records struct {
 	Records []Record `json:"records"`
 	// NextCursor, when set, fetches the next (older) page (?cursor=).
 	NextCursor string `json:"nextCursor,omitempty"`
+	// LimitedBy is "bytes" when the page stopped before ?limit= records
+	// because it reached about 8 MiB; NextCursor goes on from there.
+	LimitedBy string `json:"limitedBy,omitempty"`
 }
 
 // Change is the optional body of archive, load and delete calls: why, for

@@ -88,6 +88,43 @@ type Filter struct {
 	// (older, or as old with a smaller row): the next page after a
 	// listing whose last record was Before.
 	Before *Position
+	// MaxBytes bounds a listing in bytes as Limit does in records: List
+	// stops after the record that takes the records' Bytes past it (so
+	// the caller sees that there was more), at least one record. 0:
+	// MaxPageBytes.
+	MaxBytes int64
+}
+
+// MaxPageBytes is the default Filter.MaxBytes: about what a page of
+// GET /v1/records may hold (issue 18, finding 12: one page of 10,000
+// records answered 543 MB and took the gateway's RSS to 3.37 GB).
+const MaxPageBytes = 8 << 20
+
+// Bytes is about what r takes in a listing: its texts (the model twice,
+// as "model" and "modelVersion"), its input and the rest's JSON.
+func (r *Record) Bytes() int64 {
+	return int64(192 + len(r.RequestID) + len(r.Tenant) + 2*len(r.Model) + len(r.Outcome) + len(r.InputHash) + len(r.Input))
+}
+
+// MaxBytesOf is f.MaxBytes, or MaxPageBytes when unset.
+func (f Filter) MaxBytesOf() int64 {
+	if f.MaxBytes > 0 {
+		return f.MaxBytes
+	}
+	return MaxPageBytes
+}
+
+// CutBytes returns the records of rs (in List's order) up to and
+// including the one whose Bytes take the sum past max: what List returns
+// of them under Filter.MaxBytes.
+func CutBytes(rs []Record, max int64) []Record {
+	var n int64
+	for i := range rs {
+		if n += rs[i].Bytes(); n > max {
+			return rs[:i+1]
+		}
+	}
+	return rs
 }
 
 // Position is a record's place in List's order: its CreatedAt and Row.
@@ -124,7 +161,8 @@ type Store interface {
 	Write(ctx context.Context, ops []Op) error
 	// List returns the records f selects, newest first (by CreatedAt,
 	// then by row), at most f.Limit of them (DefaultLimit when 0, never
-	// more than MaxLimit).
+	// more than MaxLimit), stopping after the one whose Bytes take their
+	// sum past f.MaxBytesOf().
 	List(ctx context.Context, f Filter) ([]Record, error)
 	// DeleteBefore deletes records created before t and says how many.
 	DeleteBefore(ctx context.Context, t time.Time) (int64, error)

@@ -76,6 +76,7 @@ func (s *Server) listRecords(w http.ResponseWriter, r *http.Request) error {
 	// One more says whether another page follows; at the store's maximum
 	// a full page gets a cursor (whose page may be empty).
 	f.Limit = min(limit+1, records.MaxLimit)
+	f.MaxBytes = s.maxPageBytes()
 	if f.Model != "" {
 		if err := tn.CheckControl("read the records of", f.Model); err != nil {
 			return err
@@ -86,7 +87,22 @@ func (s *Server) listRecords(w http.ResponseWriter, r *http.Request) error {
 		return errs.Wrap(errs.Unavailable, err, "records store")
 	}
 	out := api.Records{Records: []api.Record{}}
-	if len(rs) > limit || (len(rs) == limit && limit == records.MaxLimit) {
+	var size int64
+	for i := range rs {
+		size += rs[i].Bytes()
+	}
+	switch {
+	case size > f.MaxBytes && len(rs) > 1 && len(rs) <= limit:
+		// The store stopped after the record that took the page past its
+		// bytes: the page ends before it, and the cursor goes on from there.
+		rs = rs[:len(rs)-1]
+		out.LimitedBy = "bytes"
+		last := rs[len(rs)-1]
+		out.NextCursor = encodeCursor("records", last.CreatedAt.UnixMicro(), last.Row)
+	case size > f.MaxBytes && len(rs) == 1:
+		out.LimitedBy = "bytes" // one record past the bound alone: it is the page
+		out.NextCursor = encodeCursor("records", rs[0].CreatedAt.UnixMicro(), rs[0].Row)
+	case len(rs) > limit || (len(rs) == limit && limit == records.MaxLimit):
 		rs = rs[:limit]
 		last := rs[limit-1]
 		out.NextCursor = encodeCursor("records", last.CreatedAt.UnixMicro(), last.Row)
@@ -101,4 +117,12 @@ func (s *Server) listRecords(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// maxPageBytes bounds a records page in bytes.
+func (s *Server) maxPageBytes() int64 {
+	if s.cfg.RecordsPageBytes > 0 {
+		return s.cfg.RecordsPageBytes
+	}
+	return records.MaxPageBytes
 }

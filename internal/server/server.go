@@ -65,6 +65,9 @@ type Config struct {
 	// defaults); a connection past the limit is closed at once.
 	HTTPMaxConns int
 	GRPCMaxConns int
+	// RecordsPageBytes bounds a GET /v1/records page in bytes (0:
+	// records.MaxPageBytes, 8 MiB).
+	RecordsPageBytes int64
 	// TLS, when set, makes both listeners (HTTP, with HTTP/2 and
 	// HTTP/1.1 by ALPN, and gRPC) speak TLS with it: certs.ServerConfig,
 	// which reloads the certificate and verifies client certificates.

@@ -300,6 +300,7 @@ func (s *Postgres) List(ctx context.Context, f records.Filter) ([]records.Record
 	}
 	defer rows.Close()
 	var out []records.Record
+	maxBytes, size := f.MaxBytesOf(), int64(0)
 	for rows.Next() {
 		var r records.Record
 		var created int64
@@ -308,6 +309,9 @@ func (s *Postgres) List(ctx context.Context, f records.Filter) ([]records.Record
 		}
 		r.CreatedAt = time.UnixMicro(created).UTC()
 		out = append(out, r)
+		if size += r.Bytes(); size > maxBytes {
+			break // past the page's bytes (Filter.MaxBytes): the caller sees there is more
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("records: list: %w", err)

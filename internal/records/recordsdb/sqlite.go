@@ -625,6 +625,7 @@ func (s *SQLite) List(ctx context.Context, f records.Filter) ([]records.Record, 
 		beforeAt = f.Before.CreatedAt.UnixMicro()
 	}
 	newer := func(c1, r1, c2, r2 int64) bool { return c1 > c2 || c1 == c2 && r1 > r2 }
+	maxBytes, size := f.MaxBytesOf(), int64(0)
 	var out []records.Record
 	var v recordView
 	var data []byte
@@ -658,6 +659,17 @@ func (s *SQLite) List(ctx context.Context, f records.Filter) ([]records.Record, 
 			}
 			out = append(out, v.record())
 			sorted = false
+			if size += out[len(out)-1].Bytes(); size > 2*maxBytes {
+				// Newer records may follow in later batches: keep the
+				// newest that fit (twice the bound, so this sort is rare).
+				sortNewest(out)
+				out, sorted = records.CutBytes(out, maxBytes), true
+				limit = min(limit, len(out))
+				size = 0
+				for i := range out {
+					size += out[i].Bytes()
+				}
+			}
 		}
 		if br.err != nil {
 			return nil, fmt.Errorf("records: list: %w", br.err)
@@ -671,6 +683,7 @@ func (s *SQLite) List(ctx context.Context, f records.Filter) ([]records.Record, 
 	if len(out) > limit {
 		out = out[:limit]
 	}
+	out = records.CutBytes(out, maxBytes)
 	if len(out) > 0 {
 		if err := s.addBumps(ctx, out); err != nil {
 			return nil, err

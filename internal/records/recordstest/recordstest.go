@@ -5,6 +5,7 @@ package recordstest
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -124,6 +125,39 @@ func Run(t *testing.T, open func(t *testing.T) records.Store) {
 		}
 		if got := list(t, s, records.Filter{Limit: records.MaxLimit + 1}); len(got) != records.DefaultLimit+5 {
 			t.Errorf("limit above the maximum: %d records, want all %d", len(got), records.DefaultLimit+5)
+		}
+	})
+
+	t.Run("MaxBytes", func(t *testing.T) {
+		// Records of 1 KiB of input written in batches whose times
+		// interleave (the newest in the last batch): a listing stops
+		// after the record that takes it past MaxBytes, newest first.
+		s := open(t)
+		input := []byte(`"` + strings.Repeat("x", 1<<10) + `"`)
+		row := int64(0)
+		for b := 0; b < 4; b++ {
+			var ops []records.Op
+			for i := 0; i < 25; i++ {
+				row++
+				ops = append(ops, records.Op{Row: row, Record: records.Record{RequestID: fmt.Sprint("r", i*4+b), Model: "m", Input: input,
+					CreatedAt: t0.Add(time.Duration(i*4+b) * time.Second)}})
+			}
+			write(t, s, ops)
+		}
+		one := (&records.Record{RequestID: "r10", Model: "m", Input: input}).Bytes()
+		for _, k := range []int64{1, 5, 12} {
+			rs := list(t, s, records.Filter{Limit: 100, MaxBytes: k*one - 1})
+			if int64(len(rs)) != k {
+				t.Fatalf("MaxBytes of %d records less a byte: %d records", k, len(rs))
+			}
+			for i, r := range rs {
+				if want := fmt.Sprint("r", 99-i); r.RequestID != want {
+					t.Fatalf("MaxBytes %d: record %d is %s, want %s (newest first)", k*one-1, i, r.RequestID, want)
+				}
+			}
+		}
+		if rs := list(t, s, records.Filter{Limit: 100}); len(rs) != 100 {
+			t.Errorf("the default MaxBytes cut 100 records of 1 KiB to %d", len(rs))
 		}
 	})
 
