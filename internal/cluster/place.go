@@ -64,6 +64,11 @@ type copyOn struct {
 	loadedAt time.Time
 	memory   int64 // reserved (the estimate) while loading; then measured
 	loadTime time.Duration
+	// listed is the worker's report (worker.beats) that last listed it;
+	// missed counts the reports in a row since its load answered that
+	// did not (applyStatusLocked places it again at 2).
+	listed uint64
+	missed int
 
 	lastUsed atomic.Int64 // unix ns of the last call sent
 	inflight atomic.Int64 // calls in flight now
@@ -247,16 +252,25 @@ func (p *Pool) replicasPerWorkerLocked(v *Version) int {
 
 // replicaMemoryLocked is one replica's memory: measured on a worker, else
 // serving.memory, else placement.Estimate.
+//
+// Measured is the least that the workers holding a copy measured: a
+// worker can only lower the figure (its loads elsewhere are then refused
+// for the budget, and placed again), never raise it until the version
+// fits nowhere.
 func (p *Pool) replicaMemoryLocked(v *Version) int64 {
+	var measured int64
 	for _, w := range p.workers {
 		if w.status == nil {
 			continue
 		}
 		for _, vs := range w.status.Versions {
-			if vs.MemoryMeasured && vs.ReplicaMemoryBytes > 0 && key(vs.Model, vs.Version) == v.key {
-				return vs.ReplicaMemoryBytes
+			if vs.MemoryMeasured && vs.ReplicaMemoryBytes > 0 && key(vs.Model, vs.Version) == v.key && (measured == 0 || vs.ReplicaMemoryBytes < measured) {
+				measured = vs.ReplicaMemoryBytes
 			}
 		}
+	}
+	if measured > 0 {
+		return measured
 	}
 	override := v.spec.Memory
 	if m := v.spec.Spec.Manifest.Serving.Memory; m != nil {
@@ -267,15 +281,16 @@ func (p *Pool) replicaMemoryLocked(v *Version) int64 {
 
 // budgetOf is a worker's memory budget (unbounded when it reports none).
 func budgetOf(w *worker) int64 {
-	if w.status != nil && w.status.MemoryBudgetBytes > 0 {
-		return w.status.MemoryBudgetBytes
+	if w.budget > 0 {
+		return w.budget
 	}
 	return 1 << 60
 }
 
 // heldLocked is what worker w holds as placement sees it: the memory used
 // (the pool's copies there, measured or reserved, plus versions the worker
-// reports that the pool did not place) and, when loaded is not nil, its
+// reports that the pool did not place: w.foreign, and the entries of its
+// last report whose copy left since) and, when loaded is not nil, its
 // residents (a copy still loading is busy: never a victim).
 func (p *Pool) heldLocked(w *worker, loaded *[]placement.Resident, now time.Time) (int64, []string) {
 	var used int64
@@ -310,6 +325,7 @@ func (p *Pool) heldLocked(w *worker, loaded *[]placement.Resident, now time.Time
 		}
 		*loaded = append(*loaded, r)
 	}
+	used += w.foreign
 	if w.status != nil {
 		for _, vs := range w.status.Versions {
 			// A version being unloaded left the accounting when its
@@ -528,10 +544,10 @@ func (p *Pool) load(w *worker, session int64, v *Version, cp *copyOn) {
 		p.log.Error("load on worker failed", "worker", w.id, "version", v.key, "err", e.Message)
 		return
 	}
-	cp.loading, cp.loadedAt = false, now
-	cp.loadTime = time.Duration(resp.LoadNs + resp.GoldenNs + resp.WarmupNs)
+	cp.loading, cp.loadedAt, cp.missed = false, now, 0
+	cp.loadTime = clampDuration(resp.LoadNs) + clampDuration(resp.GoldenNs) + clampDuration(resp.WarmupNs)
 	if resp.MemoryBytes > 0 {
-		cp.memory = resp.MemoryBytes
+		cp.memory = min(resp.MemoryBytes, maxMemory)
 	}
 	p.setReadyLocked(w, v.key, true)
 	delete(w.failed, v.key)
@@ -547,7 +563,7 @@ func (p *Pool) load(w *worker, session int64, v *Version, cp *copyOn) {
 		p.cfg.Metrics.VersionLoaded(v.spec.Model, v.ver)
 	}
 	if v.timing == (hosting.Timings{}) {
-		v.timing = hosting.Timings{Load: time.Duration(resp.LoadNs), Golden: time.Duration(resp.GoldenNs), Warmup: time.Duration(resp.WarmupNs)}
+		v.timing = hosting.Timings{Load: clampDuration(resp.LoadNs), Golden: clampDuration(resp.GoldenNs), Warmup: clampDuration(resp.WarmupNs)}
 	}
 	p.run(p.trimLocked(w, now))
 	p.log.Info("version ready on worker", "worker", w.id, "version", v.key, "replicas", cp.replicas, "artifact", resp.ArtifactSource,
@@ -592,12 +608,12 @@ func (p *Pool) unloadOn(w *worker, v *Version, why string) {
 // unloads. A worker with nothing evictable stays over its budget until
 // something is (the next call finds it), and refuses loads meanwhile.
 func (p *Pool) trimLocked(w *worker, now time.Time) []func() {
-	if !w.live || w.status == nil || w.status.MemoryBudgetBytes <= 0 {
+	if !w.live || w.budget <= 0 {
 		return nil
 	}
 	var loaded []placement.Resident
 	used, _ := p.heldLocked(w, &loaded, now)
-	over := used - w.status.MemoryBudgetBytes
+	over := used - w.budget
 	if over <= 0 {
 		return nil
 	}
@@ -908,8 +924,11 @@ func (p *Pool) Workers() []WorkerInfo {
 			wi.Evictions += n
 		}
 		if st := w.status; st != nil {
-			wi.RSS, wi.CacheSize, wi.Started = st.RssBytes, st.CacheBytes, time.UnixMilli(st.StartedUnixMs)
-			wi.Budget, wi.BudgetSource = st.MemoryBudgetBytes, st.MemoryBudgetSource
+			wi.RSS, wi.CacheSize = st.RssBytes, st.CacheBytes
+			if st.StartedUnixMs > 0 {
+				wi.Started = time.UnixMilli(st.StartedUnixMs)
+			}
+			wi.Budget, wi.BudgetSource = w.budget, w.budgetSource
 			wi.MemoryUsed, _ = p.heldLocked(w, nil, p.now())
 			for _, vs := range st.Versions {
 				k := key(vs.Model, vs.Version)

@@ -351,12 +351,24 @@ func TestStaleReportNotCountedTwice(t *testing.T) {
 	}
 	// A later report without the victim ends the exclusion; one that
 	// lists a version the pool did not place counts it.
-	fresh := &workerpb.WorkerStatus{Id: "a", Address: a.addr, Pid: 1, MemoryBudgetBytes: 20 * mib}
+	var held []*workerpb.VersionStatus
+	for _, m := range []string{"one", "two", "three"} {
+		if m+"@1" != got[0] {
+			held = append(held, &workerpb.VersionStatus{Model: m, Version: 1, State: "ready", ReadyReplicas: 1, MemoryBytes: 10 * mib})
+		}
+	}
+	fresh := &workerpb.WorkerStatus{Id: "a", Address: a.addr, Pid: 1, MemoryBudgetBytes: 20 * mib, Versions: slices.Clone(held)}
 	if _, err := p.testBeat(t.Context(), fresh); err != nil {
 		t.Fatal(err)
 	}
-	fresh.MemoryBudgetBytes = 30 * mib // room for it: nothing is trimmed
-	fresh.Versions = []*workerpb.VersionStatus{{Model: "other", Version: 1, State: "ready", MemoryBytes: 3 * mib}}
+	// Room for it (a budget is the registration's: the same process
+	// registers again with a larger one): nothing is trimmed.
+	if _, err := p.testRegister(t.Context(), &workerpb.RegisterRequest{Status: &workerpb.WorkerStatus{Id: "a", Address: a.addr, Pid: 1,
+		MemoryBudgetBytes: 30 * mib, Versions: slices.Clone(held)}}); err != nil {
+		t.Fatal(err)
+	}
+	fresh = &workerpb.WorkerStatus{Id: "a", Address: a.addr, Pid: 1, Versions: append(slices.Clone(held),
+		&workerpb.VersionStatus{Model: "other", Version: 1, State: "ready", MemoryBytes: 3 * mib})}
 	if _, err := p.testBeat(t.Context(), fresh); err != nil {
 		t.Fatal(err)
 	}

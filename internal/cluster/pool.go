@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -202,10 +203,20 @@ type worker struct {
 	// full: the worker refused a load for its memory budget since its
 	// last report (placement counts it full until the next one).
 	full bool
+	// budget and budgetSource are the memory budget w registered with:
+	// its heartbeats cannot change it (trust.go). foreign is the memory
+	// of the versions its last report listed that the pool did not place
+	// there (bounded, one figure: no entry per name). beats counts its
+	// reports in this process's life (copyOn.listed).
+	budget       int64
+	budgetSource string
+	foreign      int64
+	beats        uint64
 }
 
 // placeCopyLocked places v's copy cp on w: every copy is booked through it.
 func (p *Pool) placeCopyLocked(v *Version, w *worker, cp *copyOn) {
+	w.gen++ // its next report is read in full
 	v.on[w.id] = cp
 	if w.copies == nil {
 		w.copies = map[*Version]bool{}
@@ -215,9 +226,6 @@ func (p *Pool) placeCopyLocked(v *Version, w *worker, cp *copyOn) {
 
 // maxEventsPerBeat bounds the events one heartbeat can forward.
 const maxEventsPerBeat = 100_000
-
-// counts are a version's cumulative event counters on one worker process.
-type counts struct{ crashes, expired int64 }
 
 // New starts a Pool; Close stops it.
 func New(cfg Config) *Pool {
@@ -455,10 +463,10 @@ func (p *Pool) Register(ctx context.Context, req *workerpb.RegisterRequest) (*wo
 		w.live, w.why = false, why // registered, out of routing until Unfence
 	}
 	p.rerouteWorkerLocked(w)
-	events := p.applyStatusLocked(w, st)
+	events, jobs := p.applyStatusLocked(w, st, true)
 	// Versions short of the copies they want are placed again (on this
 	// worker or another, as placement decides): hot ones first.
-	jobs := p.reconcileAllLocked(p.now())
+	jobs = append(jobs, p.reconcileAllLocked(p.now())...)
 	p.broadcastLocked()
 	secret := w.secret
 	p.mu.Unlock()
@@ -468,21 +476,61 @@ func (p *Pool) Register(ctx context.Context, req *workerpb.RegisterRequest) (*wo
 	return &workerpb.RegisterResponse{HeartbeatIntervalMs: p.cfg.HeartbeatInterval.Milliseconds(), SessionSecret: secret}, nil
 }
 
-// applyStatusLocked takes a worker's report: readiness and queue work per
-// version. A version still loading never loses readiness it was given by
-// its Load answer (a report may have been built before the load ended).
-// Queue work and serving state go into the version's slot on w (atomic:
-// no route is rebuilt for them); a change of readiness marks the route.
-// The observers' events are returned, to be delivered without the lock.
-func (p *Pool) applyStatusLocked(w *worker, st *workerpb.WorkerStatus) events {
+// applyStatusLocked takes a worker's report (it owns st from then on:
+// the report is clamped and filtered in place, trust.go). Only entries of
+// versions the pool placed on w in this session, or is unloading from it,
+// are read; the others add their memory to w.foreign and nothing else (no
+// slot, no map entry: a worker cannot grow the pool's maps by naming
+// versions). The budget is the one w registered with (registering: this
+// report is the registration's). Readiness and queue work per version:
+// a version still loading never loses readiness it was given by its Load
+// answer (a report may have been built before the load ended). Queue
+// work and serving state go into the version's slot on w (atomic: no
+// route is rebuilt for them); a change of readiness marks the route. A
+// copy whose load answered that w calls failed, or that two reports in a
+// row no longer list (one may have been built before its load ended), is
+// dropped and placed again: its jobs are returned. The observers' events
+// are returned, to be delivered without the lock.
+func (p *Pool) applyStatusLocked(w *worker, st *workerpb.WorkerStatus, registering bool) (events, []func()) {
 	var evs events
-	if len(w.unloading) > 0 {
-		listed := make(map[string]bool, len(st.Versions))
-		for _, vs := range st.Versions {
-			listed[key(vs.Model, vs.Version)] = true
+	clampWorker(st, time.Now())
+	if registering {
+		w.budget, w.budgetSource = st.MemoryBudgetBytes, st.MemoryBudgetSource
+	} else {
+		st.MemoryBudgetBytes, st.MemoryBudgetSource = w.budget, w.budgetSource
+	}
+	w.beats++
+	var buf [64]byte
+	kept := st.Versions[:0]
+	var foreign int64
+	for i, vs := range st.Versions {
+		if i >= maxReportedVersions {
+			break
 		}
+		if vs == nil {
+			continue
+		}
+		kb := strconv.AppendInt(append(append(buf[:0], vs.Model...), '@'), vs.Version, 10)
+		placed := false
+		if v := p.versions[string(kb)]; v != nil {
+			if cp := v.on[w.id]; cp != nil && cp.session == w.session {
+				placed, cp.listed = true, w.beats
+			}
+		}
+		if !placed {
+			if _, unl := w.unloading[string(kb)]; !unl {
+				foreign = min(foreign+clampInt(vs.MemoryBytes, 0, maxMemory), maxMemory)
+				continue
+			}
+		}
+		clampVersion(vs)
+		kept = append(kept, vs)
+	}
+	clear(st.Versions[len(kept):])
+	st.Versions, w.foreign = kept, foreign
+	if len(w.unloading) > 0 {
 		for k, answered := range w.unloading {
-			if answered && !listed[k] {
+			if answered && !slices.ContainsFunc(st.Versions, func(vs *workerpb.VersionStatus) bool { return isKey(k, vs.Model, vs.Version) }) {
 				delete(w.unloading, k)
 			}
 		}
@@ -494,16 +542,10 @@ func (p *Pool) applyStatusLocked(w *worker, st *workerpb.WorkerStatus) events {
 	// known version costs no allocation) keeps what the other maps would,
 	// and they are written only when it changed.
 	same := w.lastGen == w.gen
-	var buf [64]byte
+	var broken []*Version
 	for i, vs := range st.Versions {
-		e := reportedOf(vs)
-		if i < len(w.last) {
-			if same && w.last[i] == e {
-				continue
-			}
-			w.last[i] = e
-		} else {
-			w.last = append(w.last, e)
+		if same && i < len(w.last) && w.last[i] == reportedOf(vs) {
+			continue
 		}
 		kb := strconv.AppendInt(append(append(buf[:0], vs.Model...), '@'), vs.Version, 10)
 		s := w.slots[string(kb)]
@@ -518,16 +560,27 @@ func (p *Pool) applyStatusLocked(w *worker, st *workerpb.WorkerStatus) events {
 			s.busy, s.reported = busy, true
 			w.busy[k] = busy
 		}
-		// Counters grow within a process (a session): forward the growth.
-		prev, now := s.counts, counts{crashes: vs.Crashes, expired: vs.ExpiredInQueue}
+		// Counters grow within a process (a session): forward the growth,
+		// bounded per beat; a drop is ignored (advance). The report keeps
+		// what the pool believes.
+		prev := s.counts
+		now := advanceCounts(prev, counts{crashes: vs.Crashes, expired: vs.ExpiredInQueue, batches: vs.Batches, rows: vs.Rows})
 		s.counts = now
+		vs.Crashes, vs.ExpiredInQueue, vs.Batches, vs.Rows = now.crashes, now.expired, now.batches, now.rows
+		if i < len(w.last) {
+			w.last[i] = reportedOf(vs)
+		} else {
+			w.last = append(w.last, reportedOf(vs))
+		}
 		v := p.versions[k]
 		var cp *copyOn
 		if v != nil {
-			cp = v.on[w.id]
+			if cp = v.on[w.id]; cp != nil && cp.session != w.session {
+				cp = nil
+			}
 		}
 		if v != nil && v.spec.Observer != nil && (now.crashes > prev.crashes || now.expired > prev.expired) {
-			evs = append(evs, event{obs: v.spec.Observer, crashes: max(now.crashes-prev.crashes, 0), expired: max(now.expired-prev.expired, 0)})
+			evs = append(evs, event{obs: v.spec.Observer, crashes: now.crashes - prev.crashes, expired: now.expired - prev.expired})
 		}
 		if cp != nil && !cp.loading && vs.State == "ready" && vs.MemoryBytes > 0 {
 			cp.memory = vs.MemoryBytes
@@ -541,16 +594,73 @@ func (p *Pool) applyStatusLocked(w *worker, st *workerpb.WorkerStatus) events {
 				p.setReadyLocked(w, k, ok)
 				p.broadcastLocked()
 			}
-		case "failed", "unloading":
+		case "failed":
+			if cp != nil && !cp.loading {
+				// Its load answered ready, and a worker never fails a
+				// loaded version (a replica crash is a count and a
+				// restarting replica): the copy is broken there. It is
+				// placed again, not on w in this session.
+				w.failed[k] = clampText("reported failed after its load: "+vs.Reason, maxText)
+				broken = append(broken, v)
+				continue
+			}
+			fallthrough
+		case "unloading", "unknown":
 			if w.ready[k] {
 				p.setReadyLocked(w, k, false)
 				p.broadcastLocked()
 			}
 		}
 	}
-	w.last = w.last[:len(st.Versions)]
+	w.last = w.last[:min(len(w.last), len(st.Versions))]
+	// Copies placed here whose load answered and that neither this report
+	// nor the one before listed are gone (an Unload from elsewhere, a
+	// worker that lost them): placed again.
+	for v := range w.copies {
+		cp := v.on[w.id]
+		if cp == nil || cp.session != w.session || cp.loading || p.versions[v.key] != v {
+			continue
+		}
+		if cp.listed == w.beats {
+			cp.missed = 0
+			continue
+		}
+		if cp.missed++; cp.missed >= 2 {
+			broken = append(broken, v)
+		}
+	}
+	var jobs []func()
+	if len(broken) > 0 {
+		now := p.now()
+		for _, v := range broken {
+			p.dropCopyLocked(v, w, "not reported ready by its worker")
+		}
+		for _, v := range broken {
+			js, _ := p.reconcileLocked(v, now)
+			jobs = append(jobs, js...)
+		}
+		p.broadcastLocked()
+	}
 	w.lastGen = w.gen
-	return evs
+	return evs, jobs
+}
+
+// dropCopyLocked takes v's copy on w out of routing and of the accounting
+// (its worker lost it or broke it): the pool no longer counts it placed.
+func (p *Pool) dropCopyLocked(v *Version, w *worker, why string) {
+	if v.on[w.id] == nil {
+		return
+	}
+	delete(v.on, w.id)
+	p.setReadyLocked(w, v.key, false)
+	p.settleLocked(v)
+	p.log.Warn("copy lost on worker: placed again", "worker", w.id, "version", v.key, "why", why)
+}
+
+// isKey reports whether k is key(model, n), without building it.
+func isKey(k, model string, n int64) bool {
+	var buf [64]byte
+	return string(strconv.AppendInt(append(append(buf[:0], model...), '@'), n, 10)) == k
 }
 
 // reported is what applyStatusLocked reads of one entry of a report.
@@ -560,13 +670,13 @@ type reported struct {
 	state                                            string
 	ready, maxBatch                                  int32
 	queued, inflight, crashes, expired, costA, costB int64
-	memory                                           int64
+	memory, batches, rows                            int64
 }
 
 func reportedOf(vs *workerpb.VersionStatus) reported {
 	return reported{model: vs.Model, version: vs.Version, state: vs.State, ready: vs.ReadyReplicas, maxBatch: vs.MaxBatch,
 		queued: vs.QueuedInstances, inflight: int64(vs.InflightBatches), crashes: vs.Crashes, expired: vs.ExpiredInQueue,
-		costA: vs.CostANs, costB: vs.CostBNs, memory: vs.MemoryBytes}
+		costA: vs.CostANs, costB: vs.CostBNs, memory: vs.MemoryBytes, batches: vs.Batches, rows: vs.Rows}
 }
 
 // event is the growth of one version's counters in one report.
@@ -615,7 +725,8 @@ func (p *Pool) Heartbeat(ctx context.Context, st *workerpb.WorkerStatus) (*worke
 		p.log.Info("worker back in routing", "worker", w.id, "pid", w.pid)
 		p.broadcastLocked()
 	}
-	events := p.applyStatusLocked(w, st)
+	events, jobs := p.applyStatusLocked(w, st, false)
+	p.run(jobs)
 	p.run(p.trimLocked(w, p.now()))
 	p.publishLocked()
 	var used int64

@@ -498,7 +498,7 @@ func TestAutoscaleSourceAndActuator(t *testing.T) {
 	p.mu.Lock()
 	per := p.replicaMemoryLocked(v)
 	usedA, _ := p.heldLocked(p.workers["a"], nil, p.now())
-	p.workers["a"].status = &workerpb.WorkerStatus{Id: "a", Address: a.addr, Pid: 1, MemoryBudgetBytes: usedA + 3*per + per/2}
+	p.workers["a"].budget = usedA + 3*per + per/2
 	p.mu.Unlock()
 	if obs, _ := p.Observe(t.Context()); len(obs) != 1 || obs[0].Sample.Budget != 3+MaxAutoscaled {
 		t.Errorf("budget with room for 3 more replicas on a: %+v, want %d", obs, 3+MaxAutoscaled)
