@@ -351,7 +351,7 @@ func (p *Pool) viewLocked(v *Version, now time.Time) []placement.Worker {
 		if !w.live {
 			continue
 		}
-		if _, failed := w.failed[v.key]; failed {
+		if _, failed := w.failed[v.key]; failed || w.lost[v.key] {
 			continue
 		}
 		if answered, unl := w.unloading[v.key]; unl && !answered {
@@ -408,7 +408,9 @@ func (p *Pool) reconcileLocked(v *Version, now time.Time) (jobs []func(), noRoom
 	}
 	reps := p.replicasPerWorkerLocked(v)
 	mem := p.replicaMemoryLocked(v) * int64(reps)
-	ids := p.idsLocked()
+	// A worker that broke its copy of v in this session is not of v's
+	// shard until it restarts: the next one takes its place.
+	ids := slices.DeleteFunc(p.idsLocked(), func(id string) bool { w := p.workers[id]; return w != nil && w.lost[v.key] })
 	ranked := Shard(v.spec.Model, ids, len(ids))
 	grow := ranked
 	for _, id := range ranked[:min(p.cfg.ShardSize, len(ranked))] {

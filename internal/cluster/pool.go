@@ -174,6 +174,7 @@ type worker struct {
 	status                      *workerpb.WorkerStatus
 	ready                       map[string]bool   // version key → ready here
 	failed                      map[string]string // version key → why its load failed in this session
+	lost                        map[string]bool   // version key → the worker called its loaded copy failed in this session (not placed here again)
 	busy                        map[string]bool   // version key → queued or running work at the last heartbeat
 	// slots hold, per version key, what the last heartbeat said of its
 	// queue and server there (route.go): the map is guarded by Pool.mu,
@@ -441,7 +442,7 @@ func (p *Pool) Register(ctx context.Context, req *workerpb.RegisterRequest) (*wo
 		w.callSecret, w.certSHA = req.CallSecret, req.TlsCertSha256
 		p.rerouteWorkerLocked(w) // before its readiness goes with the old session
 		w.session++
-		w.ready, w.failed, w.busy = map[string]bool{}, map[string]string{}, map[string]bool{}
+		w.ready, w.failed, w.busy, w.lost = map[string]bool{}, map[string]string{}, map[string]bool{}, map[string]bool{}
 		w.unloading = map[string]bool{}
 		w.slots = map[string]*slot{}
 		w.last = nil
@@ -600,7 +601,7 @@ func (p *Pool) applyStatusLocked(w *worker, st *workerpb.WorkerStatus, registeri
 				// loaded version (a replica crash is a count and a
 				// restarting replica): the copy is broken there. It is
 				// placed again, not on w in this session.
-				w.failed[k] = clampText("reported failed after its load: "+vs.Reason, maxText)
+				w.lost[k] = true
 				broken = append(broken, v)
 				continue
 			}
@@ -633,7 +634,7 @@ func (p *Pool) applyStatusLocked(w *worker, st *workerpb.WorkerStatus, registeri
 	if len(broken) > 0 {
 		now := p.now()
 		for _, v := range broken {
-			p.dropCopyLocked(v, w, "not reported ready by its worker")
+			p.dropCopyLocked(v, w, "reported failed, or no longer reported, by its worker")
 		}
 		for _, v := range broken {
 			js, _ := p.reconcileLocked(v, now)

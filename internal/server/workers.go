@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/sluiceml/sluice/internal/api"
 	"github.com/sluiceml/sluice/internal/cluster"
@@ -23,13 +24,13 @@ func (s *Server) listWorkers(w http.ResponseWriter, r *http.Request) error {
 		out.Mode = "workers"
 		for _, wi := range s.cfg.Workers.Workers() {
 			aw := api.Worker{ID: wi.ID, Address: wi.Address, PID: wi.PID, State: wi.State, Reason: wi.Reason, RSSBytes: wi.RSS,
-				CacheBytes: wi.CacheSize, Started: wi.Started.UTC(), LastHeartbeat: wi.LastBeat.UTC(), Versions: []api.WorkerVersion{},
+				CacheBytes: wi.CacheSize, Started: jsonTime(wi.Started), LastHeartbeat: jsonTime(wi.LastBeat), Versions: []api.WorkerVersion{},
 				MemoryBudgetBytes: wi.Budget, MemoryBudgetSource: wi.BudgetSource, MemoryUsedBytes: wi.MemoryUsed, Loads: wi.Loads, Evictions: wi.Evictions}
 			for _, v := range wi.Versions {
 				aw.Versions = append(aw.Versions, api.WorkerVersion{Version: v.ID, State: v.State, Reason: v.Reason, ReadyReplicas: v.ReadyReplicas,
 					RestartingReplicas: v.RestartingReplicas, QueuedInstances: v.QueuedInstances, InflightBatches: v.InflightBatches,
 					Batches: v.Batches, Rows: v.Rows, Crashes: v.Crashes, Tier: v.Tier, MemoryBytes: v.Memory, MemoryMeasured: v.MemoryMeasured,
-					LastUsed: v.LastUsed.UTC(), LoadTimeMs: float64(v.LoadTime.Microseconds()) / 1000, Loads: v.Loads, Evictions: v.Evictions})
+					LastUsed: jsonTime(v.LastUsed), LoadTimeMs: float64(v.LoadTime.Microseconds()) / 1000, Loads: v.Loads, Evictions: v.Evictions})
 			}
 			out.Workers = append(out.Workers, aw)
 		}
@@ -41,4 +42,13 @@ func (s *Server) listWorkers(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// jsonTime is t in UTC, or the zero time when JSON cannot carry it (a
+// year outside 0..9999): no figure a worker reports makes the list fail.
+func jsonTime(t time.Time) time.Time {
+	if t = t.UTC(); t.Year() < 0 || t.Year() > 9999 {
+		return time.Time{}
+	}
+	return t
 }
