@@ -113,7 +113,7 @@ func TestClampVersion(t *testing.T) {
 // report sends a heartbeat of worker f (pid) listing versions.
 func report(t *testing.T, p *Pool, f *fakeWorker, pid int64, versions ...*workerpb.VersionStatus) {
 	t.Helper()
-	if resp, err := p.Heartbeat(t.Context(), &workerpb.WorkerStatus{Id: f.id, Address: f.addr, Pid: pid, Versions: versions}); err != nil || !resp.Known {
+	if resp, err := p.testBeat(t.Context(), &workerpb.WorkerStatus{Id: f.id, Address: f.addr, Pid: pid, Versions: versions}); err != nil || !resp.Known {
 		t.Fatalf("heartbeat of %s: %v %v", f.id, resp, err)
 	}
 }
@@ -154,7 +154,7 @@ func TestUnplacedVersionsIgnored(t *testing.T) {
 // Forged counters (MaxInt64, then 0, then MaxInt64 again) count a bounded
 // number of crashes per beat, and a drop is never counted again.
 func TestForgedCountersBounded(t *testing.T) {
-	p := New(Config{Known: []string{"a"}, HeartbeatInterval: time.Hour})
+	p := newTestPool(Config{Known: []string{"a"}, HeartbeatInterval: time.Hour})
 	t.Cleanup(p.Close)
 	a := startFake(t, "a")
 	a.register(t, p, 1)
@@ -191,7 +191,7 @@ func TestOutOfRangeFiguresClamped(t *testing.T) {
 			t.Errorf("worker %s: queued %d load %d", c.w.id, c.queued, c.load)
 		}
 	}
-	if _, err := p.Heartbeat(t.Context(), &workerpb.WorkerStatus{Id: "a", Address: a.addr, Pid: 1, StartedUnixMs: math.MinInt64, RssBytes: -1,
+	if _, err := p.testBeat(t.Context(), &workerpb.WorkerStatus{Id: "a", Address: a.addr, Pid: 1, StartedUnixMs: math.MinInt64, RssBytes: -1,
 		Versions: []*workerpb.VersionStatus{ready("m")}}); err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +208,7 @@ func TestHeartbeatBudgetIgnored(t *testing.T) {
 	const mib = 1 << 20
 	p, a := oneWorker(t, 100*mib, Config{})
 	start(t, p, specOf(t, "one", "warm", "10MiB"))
-	if _, err := p.Heartbeat(t.Context(), &workerpb.WorkerStatus{Id: "a", Address: a.addr, Pid: 1, MemoryBudgetBytes: 1,
+	if _, err := p.testBeat(t.Context(), &workerpb.WorkerStatus{Id: "a", Address: a.addr, Pid: 1, MemoryBudgetBytes: 1,
 		Versions: []*workerpb.VersionStatus{ready("one")}}); err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +224,7 @@ func TestHeartbeatBudgetIgnored(t *testing.T) {
 // answered is placed again on another worker; the worker keeps its other
 // copies and the version keeps serving.
 func TestFailedReportPlacedElsewhere(t *testing.T) {
-	p := New(Config{Known: []string{"a", "b", "c"}, HeartbeatInterval: time.Hour})
+	p := newTestPool(Config{Known: []string{"a", "b", "c"}, HeartbeatInterval: time.Hour})
 	t.Cleanup(p.Close)
 	fs := map[string]*fakeWorker{}
 	for i, id := range []string{"a", "b", "c"} {
