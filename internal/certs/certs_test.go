@@ -312,6 +312,12 @@ func TestReload(t *testing.T) {
 			write(t, certFile, c)
 			return nil
 		}, "does not match"},
+		{"gone keeps the old", func(t *testing.T) *big.Int {
+			if err := os.Remove(certFile); err != nil {
+				t.Fatal(err)
+			}
+			return nil
+		}, "readable PEM file"},
 		{"fixed again", func(t *testing.T) *big.Int {
 			c, k, sn := ca.issue(t, "five", x509.ExtKeyUsageServerAuth)
 			write(t, keyFile, k)

@@ -42,9 +42,11 @@ type source[T any] struct {
 	cur     atomic.Pointer[T]
 	checked atomic.Int64 // unix nanos of the last stat
 
-	mu      sync.Mutex // guards stamps, lastErr; held by the one checker
-	stamps  []stamp    // of the last attempt, good or bad
-	lastErr error      // of the last attempt; nil when it loaded
+	mu      sync.Mutex // guards stamps, loadErr, statErr, logged; held by the one checker
+	stamps  []stamp    // of the last load attempt, good or bad
+	loadErr error      // of the last load attempt; nil when it loaded
+	statErr error      // of the last check, when a file could not be stat'ed
+	logged  string     // the error logged last, so it is logged once
 }
 
 func newSource[T any](what string, files []string, load func() (*T, error), log *slog.Logger) (*source[T], error) {
@@ -95,6 +97,7 @@ func (s *source[T]) get() *T {
 	defer s.mu.Unlock()
 	s.checked.Store(now)
 	infos, err := s.stat()
+	s.statErr = err
 	if err != nil {
 		s.reportLocked(err)
 		return s.cur.Load()
@@ -110,29 +113,35 @@ func (s *source[T]) get() *T {
 	}
 	s.remember(infos)
 	v, err := s.load()
+	s.loadErr = err
 	if err != nil {
 		s.reportLocked(err)
 		return s.cur.Load()
 	}
-	s.lastErr = nil
+	s.logged = ""
 	s.cur.Store(v)
 	s.log.Info("tls: reloaded "+s.what, "files", s.files)
 	return v
 }
 
-// reportLocked logs err unless it is the one already logged.
+// reportLocked logs err unless it is the one logged last.
 func (s *source[T]) reportLocked(err error) {
-	if s.lastErr == nil || s.lastErr.Error() != err.Error() {
+	if msg := err.Error(); msg != s.logged {
 		s.log.Error("tls: reload "+s.what+" failed; keeping the previous one", "files", s.files, "err", err)
+		s.logged = msg
 	}
-	s.lastErr = err
 }
 
-// err is the error of the last reload attempt, nil when it loaded.
+// err is why the files in force are not the ones on disk: a file that
+// could not be stat'ed at the last check, else the last load that failed;
+// nil when what is on disk is in force.
 func (s *source[T]) err() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.lastErr
+	if s.statErr != nil {
+		return s.statErr
+	}
+	return s.loadErr
 }
 
 // Reloader is a certificate and its key read from two PEM files and read
