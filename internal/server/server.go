@@ -83,6 +83,7 @@ type Server struct {
 	log      *slog.Logger
 	draining atomic.Bool
 	mux      *http.ServeMux
+	routes   []Route      // what mux serves, and who may call it
 	handler  http.Handler // what the listener serves: mux (tests may wrap it)
 }
 
@@ -121,22 +122,52 @@ func New(cfg Config, ctl *control.Controller) *Server {
 		}
 	}
 	if cfg.Metrics != nil {
-		s.mux.Handle("GET /metrics", cfg.Metrics.Handler())
+		s.handle("GET /metrics", Public, cfg.Metrics.Handler())
 	}
-	s.mux.HandleFunc("/v1/records", s.wrap(onlyGet(s.listRecords)))
-	s.mux.HandleFunc("/healthz", s.wrap(onlyGet(s.healthz)))
-	s.mux.HandleFunc("/readyz", s.wrap(onlyGet(s.readyz)))
-	s.mux.HandleFunc("/v1/models", s.wrap(onlyGet(s.listModels)))
-	s.mux.HandleFunc("/v1/workers", s.wrap(onlyGet(s.listWorkers)))
-	s.mux.HandleFunc("/v1/models/", s.wrap(s.models))
-	s.mux.HandleFunc("/v1/deployments/", s.wrap(s.deployments))
-	s.mux.HandleFunc("/v2", s.wrapV2(s.routeV2))
-	s.mux.HandleFunc("/v2/", s.wrapV2(s.routeV2))
-	s.mux.HandleFunc("/", s.wrap(func(w http.ResponseWriter, r *http.Request) error {
+	s.handle("/v1/records", Key, s.wrap(onlyGet(s.listRecords)))
+	s.handle("/healthz", Public, s.wrap(onlyGet(s.healthz)))
+	s.handle("/readyz", Public, s.wrap(onlyGet(s.readyz)))
+	s.handle("/v1/models", Key, s.wrap(onlyGet(s.listModels)))
+	s.handle("/v1/workers", Admin, s.wrap(onlyGet(s.listWorkers)))
+	s.handle("/v1/models/", Key, s.wrap(s.models))
+	s.handle("/v1/deployments/", Key, s.wrap(s.deployments))
+	// /v2 and /v2/health/*: OIP's server metadata and health, public as
+	// /healthz; /v2/models/… needs a key (routeV2).
+	s.handle("/v2", Public, s.wrapV2(s.routeV2))
+	s.handle("/v2/health/", Public, s.wrapV2(s.routeV2))
+	s.handle("/v2/", Key, s.wrapV2(s.routeV2))
+	s.handle("/", Public, s.wrap(func(w http.ResponseWriter, r *http.Request) error {
 		return errs.New(errs.NotFound, "no route for %s %s (see docs/api.md)", r.Method, r.URL.Path)
 	}))
 	return s
 }
+
+// Access says who may call a route when a tenants file is set (without
+// one every caller is the default tenant, an admin).
+type Access string
+
+// The accesses of the routes (docs/api.md "Authentication").
+const (
+	Public Access = "public" // no key: health, readiness, metrics, OIP server metadata, no-route 404s
+	Key    Access = "key"    // any tenant's key (401 without one); some calls need admin: true, each on the tenant's models only
+	Admin  Access = "admin"  // a key of an admin tenant (401 without a key, 403 with another)
+)
+
+// Route is one pattern of the server's mux and who may call it.
+type Route struct {
+	Pattern string
+	Access  Access
+}
+
+// handle registers h on pattern and notes its access.
+func (s *Server) handle(pattern string, a Access, h http.Handler) {
+	s.routes = append(s.routes, Route{Pattern: pattern, Access: a})
+	s.mux.Handle(pattern, h)
+}
+
+// Routes lists the mux's patterns and their accesses, in registration
+// order.
+func (s *Server) Routes() []Route { return append([]Route(nil), s.routes...) }
 
 // onlyGet refuses other methods with 405 and an Allow header.
 func onlyGet(h handler) handler {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/sluiceml/sluice/internal/api"
@@ -17,8 +18,21 @@ type WorkerLister interface {
 // Demand with the autoscaler's decisions).
 type DemandSource func() []cluster.Demand
 
-// listWorkers serves GET /v1/workers.
+// listWorkers serves GET /v1/workers: to admin tenants only (issue 18,
+// finding 10: it needed no key and showed every model and worker), with
+// the versions and demand of the caller's models only.
 func (s *Server) listWorkers(w http.ResponseWriter, r *http.Request) error {
+	tn, err := s.authenticate(r)
+	if err != nil {
+		return err
+	}
+	if err := needAdmin(tn, "list the workers"); err != nil {
+		return err
+	}
+	mine := func(version string) bool {
+		model, _, _ := strings.Cut(version, "@")
+		return tn.Allowed(model)
+	}
 	out := api.WorkerList{Mode: "in-process", Workers: []api.Worker{}}
 	if s.cfg.Workers != nil {
 		out.Mode = "workers"
@@ -27,6 +41,9 @@ func (s *Server) listWorkers(w http.ResponseWriter, r *http.Request) error {
 				CacheBytes: wi.CacheSize, Started: jsonTime(wi.Started), LastHeartbeat: jsonTime(wi.LastBeat), Versions: []api.WorkerVersion{},
 				MemoryBudgetBytes: wi.Budget, MemoryBudgetSource: wi.BudgetSource, MemoryUsedBytes: wi.MemoryUsed, Loads: wi.Loads, Evictions: wi.Evictions}
 			for _, v := range wi.Versions {
+				if !mine(v.ID) {
+					continue
+				}
 				aw.Versions = append(aw.Versions, api.WorkerVersion{Version: v.ID, State: v.State, Reason: v.Reason, ReadyReplicas: v.ReadyReplicas,
 					RestartingReplicas: v.RestartingReplicas, QueuedInstances: v.QueuedInstances, InflightBatches: v.InflightBatches,
 					Batches: v.Batches, Rows: v.Rows, Crashes: v.Crashes, Tier: v.Tier, MemoryBytes: v.Memory, MemoryMeasured: v.MemoryMeasured,
@@ -36,6 +53,9 @@ func (s *Server) listWorkers(w http.ResponseWriter, r *http.Request) error {
 		}
 		if s.cfg.Demand != nil {
 			for _, d := range s.cfg.Demand() {
+				if !mine(d.Version) {
+					continue
+				}
 				out.Demand = append(out.Demand, api.WorkerDemand{Version: d.Version, Replicas: d.Replicas, Copies: d.Copies, ReplicaMemoryBytes: d.ReplicaMemory})
 			}
 		}
