@@ -647,6 +647,20 @@ func TestSecurityRogueWorkerTakesNoTraffic(t *testing.T) {
 			}
 		}
 	}
+	// A worker with the real join token and a session of its own cannot
+	// speak for another: its secret under a real worker's id is refused.
+	in := insiderClient(t, s)
+	if se, err := in.register(rogue.status("rogue-2", 1), rogue); err == nil {
+		for _, w := range real {
+			st := forged(w)
+			st.MemoryBudgetBytes = 1
+			if known, err := in.beat(session{id: w.ID, secret: se.secret}, st); err == nil && known {
+				accepted++
+			}
+		}
+	} else {
+		t.Logf("the insider's Register: refused: %v", oneLine(err))
+	}
 	if accepted > 0 {
 		t.Errorf("%d forged heartbeats with memory_budget_bytes 1 accepted as the real workers', want 0", accepted)
 	}
