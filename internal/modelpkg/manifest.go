@@ -55,6 +55,8 @@ type Manifest struct {
 	// Release is the rollout plan used when a new version of this model is
 	// released (sluice deploy, or a changed package in --models).
 	Release *Release `yaml:"release,omitempty"`
+	// Cache turns on the version's prediction cache (cache.go).
+	Cache *Cache `yaml:"cache,omitempty"`
 	// ONNX holds ONNX Runtime session options (runtime: onnx only).
 	ONNX *runtime.SessionOptions `yaml:"onnx,omitempty"`
 }

@@ -37,6 +37,9 @@ func validate(m *Manifest) (*Spec, []Problem) {
 		ps = append(ps, m.Release.Check("release")...)
 		m.Release.Defaults()
 	}
+	if m.Cache != nil {
+		checkCache(&ps, m.Cache)
+	}
 	if m.ONNX != nil {
 		checkONNX(&ps, m.ONNX, m.Runtime)
 	}
