@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sluiceml/sluice/internal/certs"
 	"github.com/sluiceml/sluice/internal/kube"
 )
 
@@ -22,6 +23,8 @@ func newControllerCmd() *cobra.Command {
 		namespace           string
 		addr                string
 		logFormat, logLevel string
+		gwCA, gwCert, gwKey string
+		gwServerName        string
 	)
 	cmd := &cobra.Command{
 		Use:   "controller",
@@ -44,6 +47,17 @@ func newControllerCmd() *cobra.Command {
 			}
 			cfg.Client, cfg.Namespace, cfg.Logger = cl, kube.Namespace(namespace), log
 			cfg.APIKey = os.Getenv("SLUICE_API_KEY")
+			if gwCA != "" || gwCert != "" || gwKey != "" || gwServerName != "" {
+				if (gwCert == "") != (gwKey == "") {
+					return errors.New("--gateway-cert and --gateway-key: give both (the client certificate and its private key, PEM files) or neither")
+				}
+				tc, err := certs.ClientConfig(gwCA, gwCert, gwKey)
+				if err != nil {
+					return fmt.Errorf("--gateway-ca, --gateway-cert, --gateway-key: %w", err)
+				}
+				tc.ServerName = gwServerName
+				cfg.GatewayTLS = tc
+			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			c := kube.NewController(cfg)
@@ -75,6 +89,10 @@ func newControllerCmd() *cobra.Command {
 	f.StringVar(&cfg.Key, "key", "pools.yaml", "key of the pool config in the ConfigMap")
 	f.DurationVar(&cfg.Tick, "tick", 2*time.Second, "how often the gateways' demand (GET /v1/workers) is read")
 	f.StringVar(&addr, "addr", "", "serve GET /healthz on this address, e.g. :8090 (default: off)")
+	f.StringVar(&gwCA, "gateway-ca", "", "call the gateways over https://, verified against the CAs of this PEM file (for sluice serve --tls-cert; default: plain http)")
+	f.StringVar(&gwCert, "gateway-cert", "", "with --gateway-key: the client certificate (PEM) to present to gateways with --tls-client-ca; implies https://")
+	f.StringVar(&gwKey, "gateway-key", "", "the private key of --gateway-cert (PEM)")
+	f.StringVar(&gwServerName, "gateway-server-name", "", "the name the gateways' certificate is checked for (default: the pool's Service, <service>.<namespace>.svc); implies https://")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	return cmd

@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -43,7 +44,13 @@ type ControllerConfig struct {
 	// APIKey authenticates the controller to the gateways (GET
 	// /v1/workers) when they check keys.
 	APIKey string
-	Logger *slog.Logger
+	// GatewayTLS, when set, makes the controller call the gateways over
+	// https:// with it (sluice serve --tls-cert; a client certificate in it
+	// for --tls-client-ca). A gateway pod is dialed by its IP, so the name
+	// checked in its certificate is GatewayTLS.ServerName, or else the
+	// pool's Service's <service>.<namespace>.svc.
+	GatewayTLS *tls.Config
+	Logger     *slog.Logger
 }
 
 // Controller keeps one worker Deployment per pool, sized from the
@@ -310,7 +317,7 @@ func (c *Controller) demand(ctx context.Context, p Pool, l listers) ([]Demand, e
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			answers[i].ds, answers[i].err = c.gatewayDemand(ctx, "http://"+a)
+			answers[i].ds, answers[i].err = c.gatewayDemand(ctx, a, p.GatewayService+"."+l.ns+".svc")
 		}()
 	}
 	wg.Wait()
@@ -340,11 +347,25 @@ func (c *Controller) demand(ctx context.Context, p Pool, l listers) ([]Demand, e
 	return out, nil
 }
 
-// gatewayDemand reads one gateway's demand within 2 s.
-func (c *Controller) gatewayDemand(ctx context.Context, base string) ([]Demand, error) {
+// gatewayDemand reads the demand of the gateway at addr (host:port)
+// within 2 s; over TLS its certificate is checked for serverName unless
+// GatewayTLS names one.
+func (c *Controller) gatewayDemand(ctx context.Context, addr, serverName string) ([]Demand, error) {
+	base := "http://" + addr
+	hc := &http.Client{Timeout: 2 * time.Second}
+	if c.cfg.GatewayTLS != nil {
+		base = "https://" + addr
+		cfg := c.cfg.GatewayTLS.Clone()
+		if cfg.ServerName == "" {
+			cfg.ServerName = serverName
+		}
+		// One call per gateway per tick: no connection is kept between
+		// them (nothing idle to own), a handshake each time.
+		hc.Transport = &http.Transport{TLSClientConfig: cfg, DisableKeepAlives: true, TLSHandshakeTimeout: 2 * time.Second, ForceAttemptHTTP2: true}
+	}
 	cl := client.New(base)
 	cl.APIKey = c.cfg.APIKey
-	cl.HTTP = &http.Client{Timeout: 2 * time.Second}
+	cl.HTTP = hc
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	wl, err := cl.Workers(ctx)
