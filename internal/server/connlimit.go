@@ -6,6 +6,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sluiceml/sluice/internal/telemetry"
 )
 
 // Default connection limits of the listeners (--http-max-conns,
@@ -31,10 +35,17 @@ type limitListener struct {
 	// line; lastLog is when that line was written (unix seconds).
 	refused atomic.Int64
 	lastLog atomic.Int64
+	// gauge and counter on /metrics (nil without metrics).
+	gauge   prometheus.Gauge
+	counter prometheus.Counter
 }
 
-func newLimitListener(ln net.Listener, name string, max int, log *slog.Logger) *limitListener {
-	return &limitListener{Listener: ln, name: name, max: int64(max), log: log}
+func newLimitListener(ln net.Listener, name string, max int, log *slog.Logger, m *telemetry.Metrics) *limitListener {
+	l := &limitListener{Listener: ln, name: name, max: int64(max), log: log}
+	if m != nil {
+		l.gauge, l.counter = m.Listener(name)
+	}
+	return l
 }
 
 // Accept returns the next connection within the limit.
@@ -45,17 +56,23 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			return nil, err
 		}
 		if l.open.Add(1) <= l.max {
+			if l.gauge != nil {
+				l.gauge.Inc()
+			}
 			return &limitConn{Conn: c, l: l}, nil
 		}
 		l.open.Add(-1)
-		_ = c.Close()
 		l.refusedOne()
+		_ = c.Close()
 	}
 }
 
 // refusedOne counts a refused connection and logs the count at most once
 // every 10 seconds.
 func (l *limitListener) refusedOne() {
+	if l.counter != nil {
+		l.counter.Inc()
+	}
 	n := l.refused.Add(1)
 	now := time.Now().Unix()
 	last := l.lastLog.Load()
@@ -79,7 +96,12 @@ type limitConn struct {
 
 func (c *limitConn) Close() error {
 	err := c.Conn.Close()
-	c.once.Do(func() { c.l.open.Add(-1) })
+	c.once.Do(func() {
+		c.l.open.Add(-1)
+		if c.l.gauge != nil {
+			c.l.gauge.Dec()
+		}
+	})
 	return err
 }
 

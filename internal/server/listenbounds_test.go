@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -17,6 +19,7 @@ import (
 	"github.com/sluiceml/sluice/examples"
 	pb "github.com/sluiceml/sluice/internal/oip/inferencepb"
 	"github.com/sluiceml/sluice/internal/server/oipgrpc"
+	"github.com/sluiceml/sluice/internal/telemetry"
 	"github.com/sluiceml/sluice/internal/testwait"
 )
 
@@ -109,7 +112,8 @@ func TestGRPCConnectionLimit(t *testing.T) {
 // TestHTTPConnectionLimit: the HTTP listener holds at most
 // --http-max-conns connections.
 func TestHTTPConnectionLimit(t *testing.T) {
-	_, _, s := newTestServerAll(t, Config{HTTPMaxConns: 2}, examples.FS)
+	m := telemetry.New(telemetry.NewRegistry(), telemetry.BuildInfo{Version: "test", GoVersion: "go"})
+	_, _, s := newTestServerAll(t, Config{HTTPMaxConns: 2, Metrics: m}, examples.FS)
 	httpAddr, _, l := serveListeners(t, s)
 	hl := l.ln.(*limitListener)
 	var conns []net.Conn
@@ -135,6 +139,13 @@ func TestHTTPConnectionLimit(t *testing.T) {
 	if n, err := c.Read(make([]byte, 1)); err == nil || n != 0 {
 		t.Fatalf("a connection past the limit read %d bytes, err %v; want it closed", n, err)
 	}
+	open, refused := m.Listener("http")
+	testwait.UntilNil(t, 10*time.Second, func() error {
+		if o, r := testutil.ToFloat64(open), testutil.ToFloat64(refused); o != 2 || r != 1 {
+			return fmt.Errorf("sluice_connections %v, sluice_connections_refused_total %v; want 2 and 1", o, r)
+		}
+		return nil
+	})
 }
 
 // TestConnLimitsFitTheFileLimit: the listeners' limits leave descriptors

@@ -146,6 +146,8 @@ type Metrics struct {
 	evictions    *prometheus.CounterVec
 	coldStarts   *prometheus.CounterVec
 	quarantines  *prometheus.CounterVec
+	conns        *prometheus.GaugeVec
+	connsRefused *prometheus.CounterVec
 	workerBudget *prometheus.GaugeVec
 	workerUsed   *prometheus.GaugeVec
 
@@ -208,6 +210,8 @@ func New(reg prometheus.Registerer, build BuildInfo) *Metrics {
 		evictions:    counter("evictions_total", "Unloads of a version from a worker process to make room for another.", mv...),
 		coldStarts:   counter("cold_starts_total", "Requests that found their version loaded on no worker, by outcome (waited: for the load; refused: 503 cold_start).", with("outcome")...),
 		quarantines:  counter("quarantines_total", "Versions quarantined for making their worker processes exit.", mv...),
+		conns:        gauge("connections", "Connections a listener (http, grpc) holds open now.", "listener"),
+		connsRefused: counter("connections_refused_total", "Connections a listener closed at once because it held its --http-max-conns or --grpc-max-conns.", "listener"),
 		workerBudget: gauge("worker_memory_budget_bytes", "The memory a worker process's versions may hold.", "worker"),
 		workerUsed:   gauge("worker_memory_used_bytes", "The memory a worker process's versions hold, as placement counts it.", "worker"),
 		fields:       map[[2]string]map[string]bool{},
@@ -229,7 +233,7 @@ func New(reg prometheus.Registerer, build BuildInfo) *Metrics {
 		m.deadline, m.crashes, m.restarts, m.loadSeconds, m.golden, m.artifact, m.versionState,
 		m.shadowDis, m.shadowDiff, m.shadowLat, m.canaryShare, m.driftPSI, m.violations, m.missing, m.desired,
 		m.tenantReqs, m.tenantQuota, buildInfo, m.live, m.drops,
-		m.placeLoads, m.evictions, m.coldStarts, m.quarantines, m.workerBudget, m.workerUsed)
+		m.placeLoads, m.evictions, m.coldStarts, m.quarantines, m.workerBudget, m.workerUsed, m.conns, m.connsRefused)
 	if g, ok := reg.(prometheus.Gatherer); ok {
 		m.gatherer = g
 	}
@@ -511,6 +515,12 @@ func (m *Metrics) MissingFeature(model, version, field string) {
 // the client chose freely.
 func (m *Metrics) TenantRequest(tenant, codeLabel string) {
 	m.tenantReqs.WithLabelValues(tenant, code(codeLabel)).Inc()
+}
+
+// Listener returns the gauge of the connections listener ("http",
+// "grpc") holds open and the counter of those it refused.
+func (m *Metrics) Listener(listener string) (open prometheus.Gauge, refused prometheus.Counter) {
+	return m.conns.WithLabelValues(listener), m.connsRefused.WithLabelValues(listener)
 }
 
 // QuotaRefused counts a request refused because tenant was over its quota.

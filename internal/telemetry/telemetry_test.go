@@ -50,6 +50,9 @@ func observeAll(m *Metrics) {
 	m.MissingFeature("fraud", "3", "country")
 	m.TenantRequest("acme", "2xx")
 	m.QuotaRefused("acme")
+	open, refused := m.Listener("grpc")
+	open.Inc()
+	refused.Inc()
 	m.SetVersionSource(func() []VersionState {
 		return []VersionState{{Model: "fraud", Version: "3", Queued: 7, InflightBatches: 2, ReadyReplicas: 3, RestartingReplicas: 1}}
 	})
