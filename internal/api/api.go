@@ -277,6 +277,9 @@ type Record struct {
 	CreatedAt    time.Time       `json:"createdAt"`
 	Attempts     int             `json:"attempts"`
 	Input        json.RawMessage `json:"input,omitempty"`
+	// Cached is how many of the request's instances were answered from
+	// the version's prediction cache (absent: none).
+	Cached int `json:"cached,omitempty"`
 }
 
 // Records is GET /v1/records.

@@ -27,6 +27,9 @@ type Record struct {
 	CreatedAt time.Time
 	Attempts  int    // 1, plus one for every retry answered by replay
 	Input     []byte // the sampled payload, only for models that opt in; nil otherwise
+	// Cached is how many of the request's instances were answered from
+	// the version's prediction cache (0: none; model.yaml cache:).
+	Cached int
 	// Saved, when set, is stored beside the record (in the same
 	// transaction) so that a retry is answered from the store; an insert
 	// with one needs its Row (the Writer assigns rows). List does not

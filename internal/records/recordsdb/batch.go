@@ -20,14 +20,18 @@ import (
 // (the difference from the previous record's, the first from 0), request
 // id, tenant, model, version, latency (float64 bits), outcome, input hash,
 // created (unix µs, the difference from the previous record's), attempts
-// and input (length + 1; 0 for none). The request id and the input hash
+// and input (length + 1; 0 for none), then (version 2) the instances
+// answered from the prediction cache. The request id and the input hash
 // are a kind byte and, for lowercase hex of even length (the ids the
 // server makes, the hashes InputHash makes), half as many bytes, else the
 // string. Tenant, model and outcome are an index into the batch's
 // strings: the next index brings a new one, written after it. Strings are
 // a uvarint length and the bytes. Bytes are what a batch costs: SQLite
 // writes each twice (WAL, checkpoint).
-const batchVersion = 1
+const batchVersion = 2
+
+// batchV1 is the encoding before Record.Cached (read, never written).
+const batchV1 = 1
 
 // errDamaged is the decoder's error for a blob it cannot read.
 var errDamaged = errors.New("records: a batch of records in records.db is damaged (cannot be decoded)")
@@ -145,6 +149,7 @@ func (e *batchEncoder) add(row int64, r *records.Record, created int64, attempts
 	} else {
 		b = append(binary.AppendUvarint(b, uint64(len(r.Input))+1), r.Input...)
 	}
+	b = binary.AppendUvarint(b, uint64(max(r.Cached, 0)))
 	e.prevRow, e.prevAt = row, created
 	e.buf = b
 	if e.n == 0 || row < e.minRow {
@@ -192,6 +197,7 @@ type recordView struct {
 	attempts  int64
 	input     []byte
 	hasInput  bool
+	cached    uint64
 }
 
 // id is the request id.
@@ -213,7 +219,7 @@ func (v *recordView) idIs(s string) bool {
 func (v *recordView) record() records.Record {
 	r := records.Record{Row: v.row, RequestID: v.id(), Tenant: string(v.tenant), Model: string(v.model),
 		Version: int(v.version), LatencyMs: v.latency, Outcome: string(v.outcome),
-		CreatedAt: time.UnixMicro(v.created).UTC(), Attempts: int(v.attempts)}
+		CreatedAt: time.UnixMicro(v.created).UTC(), Attempts: int(v.attempts), Cached: int(min(v.cached, 1<<31))}
 	if v.rawHash {
 		r.InputHash = hex.EncodeToString(v.hash)
 	} else {
@@ -234,6 +240,7 @@ type batchReader struct {
 	dict    [][]byte // the batch's words so far
 	prevRow int64
 	prevAt  int64
+	version byte // the blob's encoding (batchV1 or batchVersion)
 }
 
 // word reads a dictionary index (and the new word it brings).
@@ -269,10 +276,11 @@ func (r *batchReader) hexOrStr() (b []byte, packed bool) {
 
 func newBatchReader(blob []byte) *batchReader {
 	r := &batchReader{b: blob}
-	if len(blob) == 0 || blob[0] != batchVersion {
+	if len(blob) == 0 || blob[0] != batchVersion && blob[0] != batchV1 {
 		r.err = errDamaged
 		return r
 	}
+	r.version = blob[0]
 	r.b = blob[1:]
 	r.left = r.uvarint()
 	return r
@@ -351,6 +359,10 @@ func (r *batchReader) next(v *recordView) bool {
 		v.input, v.hasInput = nil, false
 	default:
 		v.input, v.hasInput = r.bytes(n-1), true
+	}
+	v.cached = 0
+	if r.version >= 2 {
+		v.cached = r.uvarint()
 	}
 	return r.err == nil
 }

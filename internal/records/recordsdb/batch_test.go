@@ -222,3 +222,25 @@ func FuzzBatchReader(f *testing.F) {
 		}
 	})
 }
+
+// A batch written before Record.Cached (encoding 1) still reads, with
+// cached 0; one written now keeps it.
+func TestBatchVersions(t *testing.T) {
+	r := records.Record{RequestID: "abcd", Tenant: "acme", Model: "fraud", Version: 3, Outcome: "ok", InputHash: "h", Attempts: 2, Cached: 7}
+	var e batchEncoder
+	e.add(5, &r, 1000, 2)
+	blob := e.blob(nil)
+	var v recordView
+	if rd := newBatchReader(blob); !rd.next(&v) || v.record().Cached != 7 || v.record().Attempts != 2 {
+		t.Fatalf("version %d: %+v (err %v)", batchVersion, v.record(), rd.err)
+	}
+	// The same record in encoding 1: no cached field after the input.
+	old := append([]byte{batchV1}, blob[1:len(blob)-1]...)
+	rd := newBatchReader(old)
+	if !rd.next(&v) || v.record().Cached != 0 || v.record().RequestID != "abcd" || v.record().Attempts != 2 {
+		t.Fatalf("version 1: %+v (err %v)", v.record(), rd.err)
+	}
+	if rd.next(&v) || rd.err != nil {
+		t.Fatalf("version 1: a second record or an error: %v", rd.err)
+	}
+}

@@ -230,6 +230,28 @@ func Run(t *testing.T, open func(t *testing.T) records.Store) {
 		}
 	})
 
+	t.Run("Cached", func(t *testing.T) {
+		// Record.Cached (instances answered from the prediction cache)
+		// round trips, and a bump keeps it.
+		s := open(t)
+		write(t, s, []records.Op{
+			{Row: 1, Record: records.Record{RequestID: "none", Tenant: "acme", CreatedAt: t0}},
+			{Row: 2, Record: records.Record{RequestID: "some", Tenant: "acme", CreatedAt: t0, Cached: 3}},
+			{Row: 3, Record: records.Record{RequestID: "all", Tenant: "acme", CreatedAt: t0, Cached: 1000}},
+		})
+		write(t, s, []records.Op{{Bump: true, Row: 2}})
+		want := map[string]int{"none": 0, "some": 3, "all": 1000}
+		got := list(t, s, records.Filter{})
+		if len(got) != 3 {
+			t.Fatalf("listed %d records, want 3", len(got))
+		}
+		for _, r := range got {
+			if r.Cached != want[r.RequestID] {
+				t.Errorf("%s: cached %d, want %d", r.RequestID, r.Cached, want[r.RequestID])
+			}
+		}
+	})
+
 	t.Run("Rows", func(t *testing.T) {
 		s := open(t)
 		if n, err := s.MaxRow(ctx); err != nil || n != 0 {
