@@ -50,7 +50,7 @@ type workerFlags struct {
 	artifacts           storeFlags
 	// the hop's credentials: the control plane's CA, the join token, a
 	// client certificate
-	ca, tokenFile, cert, key string
+	ca, tokenFile, cert, key, serverName string
 }
 
 func (wf *workerFlags) register(cmd *cobra.Command) {
@@ -61,6 +61,7 @@ func (wf *workerFlags) register(cmd *cobra.Command) {
 	f.StringVar(&wf.tokenFile, "join-token-file", "", "file holding the join token presented on registration (a copy of the gateway's --join-token-file, default <--data>/control/join-token there); read again at every registration")
 	f.StringVar(&wf.cert, "cert", "", "client certificate presented to the control plane (with --key), accepted in place of the join token when the gateway's --worker-client-ca signs it")
 	f.StringVar(&wf.key, "key", "", "key of --cert")
+	f.StringVar(&wf.serverName, "control-server-name", "", "name the control plane's certificate must be valid for (default: the host of --join); for a --join address that is resolved to an IP before the worker sees it")
 	f.StringVar(&c.Worker.HealthListen, "health-addr", "", "also serve gRPC health alone, without TLS, on this address (for Kubernetes gRPC probes, which speak no TLS; default: off)")
 	f.StringVar(&c.Worker.ID, "id", "", "worker id, stable across restarts (default: hostname-pid)")
 	f.StringVar(&c.Worker.Listen, "listen", "127.0.0.1:0", "address of the worker's gRPC server (OIP inference + control)")
@@ -151,6 +152,7 @@ func (wf *workerFlags) credentials() (*tls.Config, func() ([]byte, error), error
 	if err != nil {
 		return nil, nil, fmt.Errorf("--ca %s / --cert / --key: %w", wf.ca, err)
 	}
+	tc.ServerName = wf.serverName
 	if wf.tokenFile == "" {
 		return tc, nil, nil
 	}

@@ -3,6 +3,7 @@ package kube
 import (
 	"fmt"
 	"maps"
+	"net"
 	"slices"
 	"strconv"
 
@@ -22,6 +23,14 @@ const (
 	ManagerName    = "sluice-controller"
 )
 
+// ControlDir is where worker pods find the hop's credentials (the pool's
+// ControlSecret); ImageGroup is the group of the image's user (65532,
+// scripts/build-image.sh).
+const (
+	ControlDir = "/etc/sluice/control"
+	ImageGroup = 65532
+)
+
 // DeploymentName is the Deployment of a pool.
 func DeploymentName(pool string) string { return "sluice-worker-" + pool }
 
@@ -33,8 +42,9 @@ const WorkerSelector = LabelName + "=" + WorkerName
 // worker` joined to the pool's gateway with the pod's name as its id,
 // listening on the pod's IP; the memory limit is its --worker-memory
 // (the worker would read the same figure from its cgroup's memory.max;
-// passing it makes the budget explicit in the pod spec); readiness is its
-// gRPC health (SERVING once registered with the gateway); a preStop
+// passing it makes the budget explicit in the pod spec); the CA and the
+// join token come from the pool's ControlSecret; readiness is its gRPC
+// health on HealthPort, in clear (SERVING once registered); a preStop
 // sleep keeps it serving until the gateways have seen it terminating,
 // then SIGTERM drains its queues within Grace; rolls start new pods
 // before old ones go (maxUnavailable 0).
@@ -46,8 +56,19 @@ func WorkerDeployment(ns string, p Pool, n int) *appsv1.Deployment {
 	grace := int64((p.Grace.Duration.Milliseconds()+999)/1000) + preStop + 5
 	port := int32(p.Port)
 	cache := resource.MustParse(p.CacheBytes)
+	serverName, _, err := net.SplitHostPort(p.Join)
+	if err != nil {
+		serverName = p.Join
+	}
 	args := []string{"worker",
 		"--join", p.Join,
+		// The hop's credentials, from the Secret (the control plane's
+		// certificate is checked for the name in --join, even where the
+		// address is resolved to an IP first).
+		"--ca", ControlDir + "/ca.pem",
+		"--join-token-file", ControlDir + "/join-token",
+		"--control-server-name", serverName,
+		"--health-addr", "$(POD_IP):" + strconv.Itoa(p.HealthPort),
 		"--id", "$(POD_NAME)",
 		"--listen", "$(POD_IP):" + strconv.Itoa(p.Port),
 		"--worker-memory", fmt.Sprintf("%dMiB", max(mem>>20, 1)),
@@ -78,12 +99,13 @@ func WorkerDeployment(ns string, p Pool, n int) *appsv1.Deployment {
 		}
 	}
 	probe := func(period, failures int32) *corev1.Probe {
-		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: port}},
+		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: int32(p.HealthPort)}},
 			PeriodSeconds: period, FailureThreshold: failures, TimeoutSeconds: 1}
 	}
 	surge := intstr.FromInt32(int32(p.MaxSurge))
 	zero := intstr.FromInt32(0)
 	replicas := int32(n)
+	group, secretMode := int64(ImageGroup), int32(0o440)
 	history := int32(3)
 	d := &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
@@ -105,13 +127,21 @@ func WorkerDeployment(ns string, p Pool, n int) *appsv1.Deployment {
 						ImagePullPolicy: corev1.PullPolicy(p.ImagePullPolicy),
 						Args:            args,
 						Env:             env,
-						Ports:           []corev1.ContainerPort{{Name: "grpc", ContainerPort: port, Protocol: corev1.ProtocolTCP}},
-						Resources:       res,
-						ReadinessProbe:  probe(1, 2),
-						LivenessProbe:   probe(10, 3),
-						VolumeMounts:    []corev1.VolumeMount{{Name: "cache", MountPath: "/var/cache/sluice"}},
+						Ports: []corev1.ContainerPort{{Name: "grpc", ContainerPort: port, Protocol: corev1.ProtocolTCP},
+							{Name: "health", ContainerPort: int32(p.HealthPort), Protocol: corev1.ProtocolTCP}},
+						Resources:      res,
+						ReadinessProbe: probe(1, 2),
+						LivenessProbe:  probe(10, 3),
+						VolumeMounts: []corev1.VolumeMount{{Name: "cache", MountPath: "/var/cache/sluice"},
+							{Name: "control", MountPath: ControlDir, ReadOnly: true}},
 					}},
-					Volumes: []corev1.Volume{{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &cache}}}},
+					// The image's user (65532) reads the Secret's files
+					// through their group.
+					SecurityContext: &corev1.PodSecurityContext{FSGroup: &group},
+					Volumes: []corev1.Volume{{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &cache}}},
+						// Only the CA and the token: never the gateway's key.
+						{Name: "control", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: p.ControlSecret, DefaultMode: &secretMode,
+							Items: []corev1.KeyToPath{{Key: "ca.pem", Path: "ca.pem"}, {Key: "join-token", Path: "join-token"}}}}}},
 				},
 			},
 		},

@@ -33,10 +33,17 @@ type Pool struct {
 	// controller reads the autoscaler's demand (GET /v1/workers) from
 	// every Ready pod it selects, on GatewayPort (the container's HTTP
 	// port, default 8080), and takes, per version, the largest.
-	GatewayService string    `yaml:"gatewayService"`
-	GatewayPort    int       `yaml:"gatewayPort"`
-	Port           int       `yaml:"port"` // the worker's gRPC port (default 9000)
-	Resources      Resources `yaml:"resources"`
+	GatewayService string `yaml:"gatewayService"`
+	GatewayPort    int    `yaml:"gatewayPort"`
+	Port           int    `yaml:"port"` // the worker's gRPC port (default 9000; TLS)
+	// HealthPort serves the worker's gRPC health alone, in clear, for the
+	// kubelet's probes, which speak no TLS (default Port+1).
+	HealthPort int `yaml:"healthPort"`
+	// ControlSecret names the Secret holding the gateway's control CA (key
+	// ca.pem) and the join token (key join-token): both are mounted in
+	// every worker pod (default sluice-control; docs/kubernetes.md).
+	ControlSecret string    `yaml:"controlSecret"`
+	Resources     Resources `yaml:"resources"`
 	// MemoryReserve is what the worker process needs beyond its versions'
 	// memory: its budget (--worker-memory) is limits.memory less this
 	// (default 64Mi; at most half the limit).
@@ -99,6 +106,7 @@ const (
 	DefaultPreStopDelay      = 2 * time.Second
 	DefaultScaleDownCooldown = 2 * time.Minute
 	DefaultMinReadySeconds   = 5
+	DefaultControlSecret     = "sluice-control"
 )
 
 var nameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$`)
@@ -167,6 +175,15 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 		}
 		if p.Port < 1 || p.Port > 65535 {
 			bad(at("port"), "%d: must be 1..65535", p.Port)
+		}
+		if p.HealthPort == 0 {
+			p.HealthPort = p.Port + 1
+		}
+		if p.HealthPort < 1 || p.HealthPort > 65535 || p.HealthPort == p.Port {
+			bad(at("healthPort"), "%d: must be 1..65535 and not the port (%d)", p.HealthPort, p.Port)
+		}
+		if p.ControlSecret == "" {
+			p.ControlSecret = DefaultControlSecret
 		}
 		for _, q := range []struct{ path, v string }{
 			{"resources.requests.cpu", p.Resources.Requests.CPU}, {"resources.requests.memory", p.Resources.Requests.Memory},

@@ -70,7 +70,8 @@ func TestWorkerDeployment(t *testing.T) {
 	pod := d.Spec.Template.Spec
 	ct := pod.Containers[0]
 	args := strings.Join(ct.Args, " ")
-	for _, want := range []string{"worker --join gw:7070", "--id $(POD_NAME)", "--listen $(POD_IP):9000", "--worker-memory 960MiB", "--grace 10s"} {
+	for _, want := range []string{"worker --join gw:7070", "--id $(POD_NAME)", "--listen $(POD_IP):9000", "--worker-memory 960MiB", "--grace 10s",
+		"--ca /etc/sluice/control/ca.pem", "--join-token-file /etc/sluice/control/join-token", "--control-server-name gw", "--health-addr $(POD_IP):9001"} {
 		if !strings.Contains(args, want) {
 			t.Errorf("args %q lack %q", args, want)
 		}
@@ -81,7 +82,10 @@ func TestWorkerDeployment(t *testing.T) {
 	if ct.Lifecycle == nil || ct.Lifecycle.PreStop.Sleep == nil || ct.Lifecycle.PreStop.Sleep.Seconds != 2 {
 		t.Errorf("preStop %+v", ct.Lifecycle)
 	}
-	if ct.ReadinessProbe.GRPC == nil || ct.ReadinessProbe.GRPC.Port != 9000 {
+	if vs := pod.Volumes; len(vs) != 2 || vs[1].Secret == nil || vs[1].Secret.SecretName != "sluice-control" || len(vs[1].Secret.Items) != 2 {
+		t.Errorf("the control Secret's volume (the CA and the token, not the key): %+v", vs)
+	}
+	if ct.ReadinessProbe.GRPC == nil || ct.ReadinessProbe.GRPC.Port != 9001 {
 		t.Errorf("readiness %+v", ct.ReadinessProbe)
 	}
 	if q := ct.Resources.Limits[corev1.ResourceMemory]; q.Value() != 1<<30 {

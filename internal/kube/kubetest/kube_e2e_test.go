@@ -3,6 +3,8 @@ package kubetest
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,9 +20,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sluiceml/sluice/internal/api"
+	"github.com/sluiceml/sluice/internal/certs"
 	"github.com/sluiceml/sluice/internal/kube"
 	"github.com/sluiceml/sluice/internal/testwait"
 )
@@ -95,6 +99,11 @@ func TestKubernetes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer kl.Stop()
+
+	// The control plane's credentials, as docs/kubernetes.md has an
+	// operator make them: a certificate for the control Service's names,
+	// its key and a join token, in the Secret sluice-control.
+	controlSecret(ctx, t, cp)
 
 	// Apply the manifests as an operator would. The first apply can race
 	// the namespace's creation: kubectl is run again until it succeeds.
@@ -508,4 +517,29 @@ func (l *load) stop() (sent, failed int64, fails []string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.sent.Load(), l.failed.Load(), append([]string(nil), l.fails...)
+}
+
+// controlSecret creates the namespace and the Secret sluice-control the
+// manifests mount (ca.pem and key.pem: a self-signed certificate for the
+// gateway's control Service; join-token).
+func controlSecret(ctx context.Context, t *testing.T, cp *ControlPlane) {
+	t.Helper()
+	_, err := cp.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	svc := "sluice-gateway-control"
+	certPEM, keyPEM, err := certs.SelfSigned([]string{svc, svc + "." + ns + ".svc", svc + "." + ns + ".svc.cluster.local"}, 24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := make([]byte, 32)
+	if _, err := rand.Read(token); err != nil {
+		t.Fatal(err)
+	}
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: kube.DefaultControlSecret, Namespace: ns},
+		Data: map[string][]byte{"ca.pem": certPEM, "key.pem": keyPEM, "join-token": []byte(hex.EncodeToString(token) + "\n")}}
+	if _, err := cp.Client.CoreV1().Secrets(ns).Create(ctx, sec, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -397,12 +397,19 @@ func (k *Kubelet) startProcess(ctx context.Context, r *podRun, p *corev1.Pod, ct
 			if vol.Name != vm.Name {
 				continue
 			}
-			if vol.EmptyDir == nil && vol.Projected == nil {
-				return fmt.Errorf("volume %s: only emptyDir: %w", vol.Name, errNotSupported)
+			if vol.EmptyDir == nil && vol.Projected == nil && vol.Secret == nil {
+				return fmt.Errorf("volume %s: only emptyDir and secret: %w", vol.Name, errNotSupported)
 			}
 			if vol.EmptyDir != nil {
 				d := filepath.Join(r.dir, "volumes", vol.Name)
 				if err := os.MkdirAll(d, 0o755); err != nil {
+					return err
+				}
+				mounts[vm.MountPath] = d
+			}
+			if vol.Secret != nil {
+				d, err := k.secretVolume(ctx, r, p.Namespace, vol.Name, vol.Secret)
+				if err != nil {
 					return err
 				}
 				mounts[vm.MountPath] = d
@@ -466,6 +473,47 @@ func (k *Kubelet) startProcess(ctx context.Context, r *podRun, p *corev1.Pod, ct
 }
 
 var hostPort = regexp.MustCompile(`\b([a-z0-9]([-a-z0-9]*[a-z0-9])?)((\.[a-z0-9-]+)*):([0-9]{1,5})\b`)
+
+// secretVolume writes a Secret's keys (or the items named) as files of
+// the pod's folder, with the volume's mode (default 0644, as the kubelet):
+// the folder stands in for the mount path.
+func (k *Kubelet) secretVolume(ctx context.Context, r *podRun, ns, name string, sv *corev1.SecretVolumeSource) (string, error) {
+	sec, err := k.cp.Client.CoreV1().Secrets(ns).Get(ctx, sv.SecretName, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("volume %s: secret %s: %w", name, sv.SecretName, err)
+	}
+	d := filepath.Join(r.dir, "volumes", name)
+	if err := os.MkdirAll(d, 0o700); err != nil {
+		return "", err
+	}
+	mode := os.FileMode(0o644)
+	if sv.DefaultMode != nil {
+		mode = os.FileMode(*sv.DefaultMode)
+	}
+	files := map[string]string{} // key → path in the volume
+	for key := range sec.Data {
+		files[key] = key
+	}
+	if len(sv.Items) > 0 {
+		files = map[string]string{}
+		for _, it := range sv.Items {
+			files[it.Key] = it.Path
+		}
+	}
+	for key, path := range files {
+		b, ok := sec.Data[key]
+		if !ok {
+			return "", fmt.Errorf("volume %s: secret %s has no key %s", name, sv.SecretName, key)
+		}
+		if err := os.WriteFile(filepath.Join(d, path), b, mode); err != nil {
+			return "", err
+		}
+		if err := os.Chmod(filepath.Join(d, path), mode); err != nil {
+			return "", err
+		}
+	}
+	return d, nil
+}
 
 // resolveServices replaces SERVICE[.NS[.svc[.cluster.local]]]:PORT in s
 // with the address of a pod the Service selects (Ready, or any with an IP
