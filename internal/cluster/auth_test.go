@@ -194,7 +194,7 @@ func TestRegisterNeedsTheJoinCredential(t *testing.T) {
 // process exited, or it missed its heartbeats) the id may be taken, and
 // the old session's heartbeats are refused from then on.
 func TestRegisterRefusesAnIDWithALiveSession(t *testing.T) {
-	p := newTestPool(Config{HeartbeatInterval: 20 * time.Millisecond, MissedHeartbeats: 3})
+	p := newTestPool(Config{HeartbeatInterval: time.Hour})
 	defer p.Close()
 	real, rogue := startFake(t, "a"), startFake(t, "a")
 	real.register(t, p, 1)
@@ -229,7 +229,10 @@ func TestRegisterRefusesAnIDWithALiveSession(t *testing.T) {
 		t.Fatalf("the old session's heartbeat: %v, want unauthenticated", err)
 	}
 
-	// A session that stops heartbeating dies too.
+	// A session that stops heartbeating dies too (a pool with a short
+	// interval: 3 × 20 ms of silence).
+	p = newTestPool(Config{HeartbeatInterval: 20 * time.Millisecond, MissedHeartbeats: 3})
+	defer p.Close()
 	resp, err := p.Register(join, &workerpb.RegisterRequest{Status: &workerpb.WorkerStatus{Id: "b", Address: real.addr, Pid: 2}, CallSecret: real.secret, TlsCertSha256: fakeCert.sha})
 	if err != nil || resp.SessionSecret == "" {
 		t.Fatal(err)
