@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluiceml/sluice/internal/app"
 	"github.com/sluiceml/sluice/internal/bytesize"
+	"github.com/sluiceml/sluice/internal/cluster"
 	"github.com/sluiceml/sluice/internal/control"
 	"github.com/sluiceml/sluice/internal/cpuprio"
 	"github.com/sluiceml/sluice/internal/placement"
@@ -52,6 +53,7 @@ type serveFlags struct {
 	workerNice          int
 	workerSched         string
 	artifacts           storeFlags
+	workerCIDRs         string
 }
 
 func (sf *serveFlags) register(cmd *cobra.Command) {
@@ -98,6 +100,9 @@ func (sf *serveFlags) register(cmd *cobra.Command) {
 	f.DurationVar(&c.MinResidency, "min-residency", placement.DefaultMinResidency, "a version loaded on a worker less than this long ago that serves is never evicted, and one not called for this long is idle (anti-thrash)")
 	f.IntVar(&c.ShardSize, "shard-size", 2, "how many workers hold each model (its shard, chosen by rendezvous hashing of the model name)")
 	f.StringVar(&c.KubeWorkers, "kube-workers", "", "label selector of worker pods in Kubernetes, e.g. app.kubernetes.io/name=sluice-worker: a pod not Ready or terminating is out of routing at once, a deleted one forgotten (needs --control-addr; the API from $KUBECONFIG or the pod's service account)")
+	f.IntVar(&c.MaxWorkers, "max-workers", cluster.DefaultMaxWorkers, "at most this many workers registered at once: a registration of a new id beyond it is refused (too_many_workers, retried by the worker); the local --workers always register")
+	f.DurationVar(&c.ForgetAfter, "forget-after", cluster.DefaultForgetAfter, "a worker that attached with --join (not a local --workers one) and stayed out of routing and silent this long is forgotten: out of the registry and every model's shard, its connection closed, its metric series deleted")
+	f.StringVar(&sf.workerCIDRs, "worker-cidrs", "127.0.0.0/8,::1/128", "the networks whose addresses the gateway dials when a worker registers (comma-separated CIDRs or IPs; a worker address that is a name must resolve only inside them); with --kube-workers only a watched pod's own IP is dialled, and the local --workers only on loopback")
 	f.StringVar(&c.KubeNamespace, "kube-namespace", "", "namespace of the --kube-workers pods (default: $POD_NAMESPACE, then the service account's)")
 	sf.artifacts.register(f, false)
 	f.StringVar(&c.ControlAddr, "control-addr", "", "where workers register (sluice worker --join ADDR); set it to attach workers started elsewhere (default with --workers: 127.0.0.1:0). It always speaks TLS, and workers join with --join-token-file or a client certificate")
@@ -131,6 +136,9 @@ func (sf *serveFlags) config(cmd *cobra.Command) (app.Config, error) {
 			return c, fmt.Errorf("--worker-memory %q: a size more than 0 like \"4GiB\" (%v)", c.WorkerMemory, err)
 		}
 	}
+	if c.WorkerCIDRs, err = cluster.ParseCIDRs(sf.workerCIDRs); err != nil {
+		return c, err
+	}
 	for _, l := range []struct {
 		flag string
 		n    int
@@ -152,6 +160,10 @@ func (sf *serveFlags) config(cmd *cobra.Command) (app.Config, error) {
 		return c, errors.New("--kube-workers: needs --control-addr (the workers in those pods register there)")
 	case c.ModelCPUs < 0: // refused with workers too, as before --model-sched
 		return c, fmt.Errorf("--model-cpus %d: use 0 (no bound) or the number of batches that may compute at once", c.ModelCPUs)
+	case c.MaxWorkers < 1:
+		return c, fmt.Errorf("--max-workers %d: must be >= 1 (the workers registered at once)", c.MaxWorkers)
+	case c.ForgetAfter <= 0:
+		return c, fmt.Errorf("--forget-after %s: must be > 0 (how long a silent attached worker is kept)", c.ForgetAfter)
 	case c.DeleteQuiet < 0:
 		return c, fmt.Errorf("--delete-quiet %s: must be >= 0", c.DeleteQuiet)
 	case c.ModelsPoll < 0 || (c.ModelsPoll > 0 && c.Models == ""):

@@ -16,6 +16,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
@@ -110,6 +111,10 @@ type Config struct {
 	KubeWorkers   string // --kube-workers (label selector; needs ControlAddr)
 	KubeNamespace string // --kube-namespace
 
+	MaxWorkers  int            // --max-workers (0: cluster.DefaultMaxWorkers)
+	ForgetAfter time.Duration  // --forget-after (0: cluster.DefaultForgetAfter)
+	WorkerCIDRs []netip.Prefix // --worker-cidrs (nil: loopback only)
+
 	// Serving, when set, is called with the HTTP listener's address once
 	// every part is up (tests, and programs that embed the server).
 	Serving func(addr net.Addr)
@@ -151,6 +156,7 @@ type app struct {
 	supCtx      context.Context
 	stopSup     context.CancelFunc
 	pods        *kube.PodWatch
+	podsReady   atomic.Pointer[kube.PodWatch] // pods, once listed: the dial policy reads it (workerAddrPolicy)
 	writer      *records.Writer
 	writerCtxV  context.Context
 	stopWriter  context.CancelFunc
@@ -350,6 +356,7 @@ func (a *app) newPool(context.Context) error {
 	}
 	a.cpCreds = creds
 	a.pool = cluster.New(cluster.Config{Artifacts: storeArtifacts{a.store}, Join: creds.join, Known: localWorkerIDs(c.Workers), ShardSize: c.ShardSize, Logger: a.log,
+		MaxWorkers: c.MaxWorkers, ForgetAfter: c.ForgetAfter, AllowAddr: workerAddrPolicy(c, a.podsReady.Load),
 		Placement: placement.Policy{MinResidency: c.MinResidency}, Metrics: m,
 		Protected: func(model string, n int) bool { ctl := a.ctl.Load(); return ctl != nil && ctl.RollbackTarget(model, n) },
 		OnQuarantine: func(model string, n int, why string) {
@@ -414,6 +421,7 @@ func (a *app) watchPods(context.Context) error {
 		return fmt.Errorf("--kube-workers: %w", err)
 	}
 	a.pods = pw
+	a.podsReady.Store(pw)
 	return nil
 }
 

@@ -7,9 +7,11 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"slices"
 	"strconv"
 	"time"
 
@@ -19,6 +21,7 @@ import (
 	"github.com/sluiceml/sluice/internal/control"
 	"github.com/sluiceml/sluice/internal/cpuprio"
 	"github.com/sluiceml/sluice/internal/hosting"
+	"github.com/sluiceml/sluice/internal/kube"
 	"github.com/sluiceml/sluice/internal/registry"
 	"github.com/sluiceml/sluice/internal/runtime/synthetic"
 	"github.com/sluiceml/sluice/internal/serving"
@@ -176,4 +179,30 @@ func ModelCPUs(n int, sched cpuprio.Sched, log *slog.Logger) (*serving.CPUs, err
 	}
 	log.Info("replicas compute on SCHED_IDLE threads", "model_cpus", n, "gomaxprocs", procs)
 	return serving.NewCPUs(n).WithThread(cpuprio.IdleThread), nil
+}
+
+// workerAddrPolicy is the pool's dial policy (cluster.Config.AllowAddr):
+// the local --workers on loopback; with --kube-workers, a watched pod's
+// own worker from that pod's IP (pods is nil until the watch listed
+// them: nobody else is admitted meanwhile); otherwise an IP inside
+// --worker-cidrs (default loopback).
+func workerAddrPolicy(c Config, pods func() *kube.PodWatch) func(string, netip.Addr) error {
+	local := localWorkerIDs(c.Workers)
+	cidrs := cluster.AllowCIDRs(c.WorkerCIDRs)
+	if len(c.WorkerCIDRs) == 0 {
+		cidrs = cluster.LoopbackOnly
+	}
+	return func(id string, ip netip.Addr) error {
+		switch {
+		case slices.Contains(local, id):
+			return cluster.LoopbackOnly(id, ip)
+		case c.KubeWorkers != "":
+			pw := pods()
+			if pw == nil {
+				return fmt.Errorf("the --kube-workers pods are not listed yet: register again shortly")
+			}
+			return pw.Admit(id, ip)
+		}
+		return cidrs(id, ip)
+	}
 }

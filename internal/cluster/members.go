@@ -72,23 +72,44 @@ func (p *Pool) Forget(id string) {
 		p.mu.Unlock()
 		return
 	}
-	delete(p.workers, id)
+	p.forgetLocked(w, "forgotten")
+	jobs := p.reconcileAllLocked(time.Now())
+	p.mu.Unlock()
+	p.forgetSeries([]string{id})
+	p.run(jobs)
+}
+
+// forgetLocked drops w from the registry (and so from every model's
+// shard), closes its connection and takes its copies out of the
+// accounting; the caller places the versions again (reconcileAllLocked)
+// and deletes its series (forgetSeries) without the lock.
+func (p *Pool) forgetLocked(w *worker, why string) {
+	delete(p.workers, w.id)
 	if w.conn != nil {
 		_ = w.conn.Close()
 	}
-	w.live, w.why = false, "forgotten"
+	w.live, w.why = false, why
+	w.gone.Store(w.session) // a route still holding it skips it
 	for _, v := range p.versions {
-		if v.on[id] != nil {
-			delete(v.on, id)
+		if v.on[w.id] != nil {
+			delete(v.on, w.id)
 			p.rerouteLocked(v)
 			p.settleLocked(v)
 		}
+		delete(v.exitSeen, w.id)
 	}
-	p.log.Info("worker forgotten", "worker", id)
+	p.log.Info("worker forgotten", "worker", w.id, "why", why)
 	p.broadcastLocked()
-	jobs := p.reconcileAllLocked(time.Now())
-	p.mu.Unlock()
-	p.run(jobs)
+}
+
+// forgetSeries deletes the metric series of forgotten workers.
+func (p *Pool) forgetSeries(ids []string) {
+	if p.cfg.Metrics == nil {
+		return
+	}
+	for _, id := range ids {
+		p.cfg.Metrics.ForgetWorker(id)
+	}
 }
 
 // fencedLocked reports why worker id is fenced ("" when it is not).

@@ -310,6 +310,8 @@ func TestNoRoomFails(t *testing.T) {
 
 type countingMetrics struct {
 	loaded, evicted, waited, refused, quarantined atomic.Int64
+	mu                                            sync.Mutex
+	forgotten                                     []string
 }
 
 func (m *countingMetrics) VersionLoaded(string, string)  { m.loaded.Add(1) }
@@ -323,6 +325,11 @@ func (m *countingMetrics) ColdStart(_, _, outcome string) {
 }
 func (m *countingMetrics) VersionQuarantined(string, string) { m.quarantined.Add(1) }
 func (m *countingMetrics) WorkerMemory(string, int64, int64) {}
+func (m *countingMetrics) ForgetWorker(id string) {
+	m.mu.Lock()
+	m.forgotten = append(m.forgotten, id)
+	m.mu.Unlock()
+}
 
 // A report built before an eviction's unload ended still lists the
 // victim: its memory left the accounting when the eviction was decided

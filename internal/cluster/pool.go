@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"slices"
 	"strconv"
 	"sync"
@@ -57,6 +58,21 @@ type Config struct {
 	// workers a supervisor starts): they count in every model's shard
 	// from the start, so shards do not move while workers boot.
 	Known []string
+	// MaxWorkers bounds the registered workers (sluice serve
+	// --max-workers, default 256): a Register of a new id beyond it is
+	// refused (too_many_workers) before anything is dialled. Known ids
+	// are always admitted.
+	MaxWorkers int
+	// ForgetAfter is how long a worker that is not Known may be out of
+	// routing and silent before it is forgotten (--forget-after, default
+	// 1m): out of the registry and every model's shard, its connection
+	// closed and its metric series deleted.
+	ForgetAfter time.Duration
+	// AllowAddr, when set, says whether Register may dial worker id at
+	// ip (one of its address's IPs; every one must be allowed): the
+	// dial policy (internal/app builds it from --workers, --kube-workers
+	// and --worker-cidrs). Nil allows loopback only.
+	AllowAddr func(id string, ip netip.Addr) error
 	// ShardSize is how many workers hold each model (default 2): each
 	// model's versions go to the ShardSize workers chosen by rendezvous
 	// hashing of the model name (Shard); its replicas are spread over them.
@@ -102,6 +118,8 @@ type Metrics interface {
 	ColdStart(model, version, outcome string) // outcome: waited, refused
 	VersionQuarantined(model, version string)
 	WorkerMemory(worker string, budget, used int64)
+	// ForgetWorker deletes a forgotten worker's series.
+	ForgetWorker(worker string)
 }
 
 // Flow-control windows of the hop, both ways (the gateway's client and the
@@ -245,6 +263,12 @@ func New(cfg Config) *Pool {
 	if cfg.ShardSize <= 0 {
 		cfg.ShardSize = 2
 	}
+	if cfg.MaxWorkers <= 0 {
+		cfg.MaxWorkers = DefaultMaxWorkers
+	}
+	if cfg.ForgetAfter <= 0 {
+		cfg.ForgetAfter = DefaultForgetAfter
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -287,7 +311,14 @@ func (p *Pool) broadcastLocked() {
 	p.changed = make(chan struct{})
 }
 
-// watch takes workers that stopped heartbeating out of routing.
+// Defaults of Config.MaxWorkers and Config.ForgetAfter.
+const (
+	DefaultMaxWorkers  = 256
+	DefaultForgetAfter = time.Minute
+)
+
+// watch takes workers that stopped heartbeating out of routing, and
+// forgets attached ones that stayed out (Forgettable).
 func (p *Pool) watch() {
 	t := time.NewTicker(p.cfg.HeartbeatInterval)
 	defer t.Stop()
@@ -308,13 +339,32 @@ func (p *Pool) watch() {
 			continue
 		}
 		p.mu.Lock()
+		var forgotten []string
+		var jobs []func()
 		for _, w := range p.workers {
-			if w.live && Silent(now, w.lastBeat, time.Unix(0, w.seen.Load()), limit) {
+			heard := time.Unix(0, w.seen.Load())
+			switch {
+			case w.live && Silent(now, w.lastBeat, heard, limit):
 				p.downLocked(w, fmt.Sprintf("missed heartbeats for %s", now.Sub(w.lastBeat).Round(time.Millisecond)))
+			case Forgettable(w.live, slices.Contains(p.cfg.Known, w.id), now, w.lastBeat, heard, p.cfg.ForgetAfter):
+				p.forgetLocked(w, fmt.Sprintf("silent for %s", now.Sub(w.lastBeat).Round(time.Second)))
+				forgotten = append(forgotten, w.id)
 			}
 		}
+		if len(forgotten) > 0 {
+			jobs = p.reconcileAllLocked(p.now())
+		}
 		p.mu.Unlock()
+		p.forgetSeries(forgotten)
+		p.run(jobs)
 	}
+}
+
+// Forgettable reports whether a worker is to be forgotten: it is not one
+// of the Known (supervised) ones, it is out of routing, and it has been
+// silent (no heartbeat, no answered call) for longer than after.
+func Forgettable(live, known bool, now, lastBeat, lastAnswer time.Time, after time.Duration) bool {
+	return !live && !known && Silent(now, lastBeat, lastAnswer, after)
 }
 
 // Silent reports whether a worker has been silent for longer than limit:
@@ -407,8 +457,18 @@ func (p *Pool) Register(ctx context.Context, req *workerpb.RegisterRequest) (*wo
 	if err != nil {
 		return nil, hop.Status(err)
 	}
+	dialAddr, err := p.allowedAddr(ctx, st.Id, st.Address)
+	if err != nil {
+		return nil, hop.Status(err)
+	}
 	p.mu.Lock()
 	w := p.workers[st.Id]
+	if w == nil && len(p.workers) >= p.cfg.MaxWorkers && !slices.Contains(p.cfg.Known, st.Id) {
+		n := len(p.workers)
+		p.mu.Unlock()
+		return nil, hop.Status(&errs.Error{Code: errs.TooManyWorkers, RetryAfter: p.cfg.ForgetAfter,
+			Message: fmt.Sprintf("register %s: %d workers are registered, the most sluice serve --max-workers allows; raise --max-workers, or wait until silent ones are forgotten (--forget-after %s)", st.Id, n, p.cfg.ForgetAfter)})
+	}
 	if w != nil {
 		if err := p.claimLocked(ctx, w, time.Now()); err != nil {
 			p.mu.Unlock()
@@ -427,7 +487,7 @@ func (p *Pool) Register(ctx context.Context, req *workerpb.RegisterRequest) (*wo
 		if w.conn != nil {
 			_ = w.conn.Close()
 		}
-		conn, err := grpc.NewClient(st.Address, append(dial,
+		conn, err := grpc.NewClient(dialAddr, append(dial,
 			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(p.cfg.MaxMessageBytes), grpc.MaxCallSendMsgSize(p.cfg.MaxMessageBytes)),
 			// Static flow-control windows: no BDP estimation, whose PING
 			// and WINDOW_UPDATE frames cost a write and a wake-up on both

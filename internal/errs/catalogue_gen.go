@@ -16,6 +16,8 @@ const (
 	Unauthenticated Code = "unauthenticated"
 	// PermissionDenied: the tenant may not call this model, or is not admin and publishes, archives, loads, deletes or changes a deployment; a worker fetching an artifact of a version not placed on it, or sending another worker's status
 	PermissionDenied Code = "permission_denied"
+	// WorkerAddressRefused: a worker's `Register` with an address the gateway may not dial: not `host:port`, a name that resolves to an address outside the policy, or an address outside it (`--worker-cidrs`, default loopback; with `--kube-workers` only a watched pod's own IP, for a worker whose id is a watched Running pod; local `--workers` on loopback)
+	WorkerAddressRefused Code = "worker_address_refused"
 	// NotFound: unknown route, model or version; a model with no deployment or no rollout; a version without `drift:`; records off (`--no-records`); rollback with no earlier 100 % version
 	NotFound Code = "not_found"
 	// MethodNotAllowed: wrong method for a known path (`Allow` names the right one)
@@ -46,6 +48,8 @@ const (
 	ColdStart Code = "cold_start"
 	// QueueFull: refused before queueing: the version's queue cannot take this many instances
 	QueueFull Code = "queue_full"
+	// TooManyWorkers: a worker's `Register` for a new id while `--max-workers` workers are registered (raise `--max-workers`, or wait until dead ones are forgotten)
+	TooManyWorkers Code = "too_many_workers"
 	// ShuttingDown: the server (or the worker holding the version) is draining
 	ShuttingDown Code = "shutting_down"
 	// Unavailable: a replica or worker crashed while computing this request and it could not be retried in time; the metadata store, the artifact store or the records store failed (a push on a full disk: `no space left on the artifact store's disk`); the message never names a server path
@@ -64,6 +68,8 @@ var catalogue = [...]Entry{
 		Doc: "tenants file in use and the API key is missing or unknown; a worker's `Register` without a valid join token or client certificate, its `Heartbeat` or `FetchArtifact` without its session, a call to a worker without its call secret"},
 	{Code: PermissionDenied, HTTP: http.StatusForbidden, GRPC: codes.PermissionDenied,
 		Doc: "the tenant may not call this model, or is not admin and publishes, archives, loads, deletes or changes a deployment; a worker fetching an artifact of a version not placed on it, or sending another worker's status"},
+	{Code: WorkerAddressRefused, HTTP: http.StatusForbidden, GRPC: codes.PermissionDenied,
+		Doc: "a worker's `Register` with an address the gateway may not dial: not `host:port`, a name that resolves to an address outside the policy, or an address outside it (`--worker-cidrs`, default loopback; with `--kube-workers` only a watched pod's own IP, for a worker whose id is a watched Running pod; local `--workers` on loopback)"},
 	{Code: NotFound, HTTP: http.StatusNotFound, GRPC: codes.NotFound,
 		Doc: "unknown route, model or version; a model with no deployment or no rollout; a version without `drift:`; records off (`--no-records`); rollback with no earlier 100 % version"},
 	{Code: MethodNotAllowed, HTTP: http.StatusMethodNotAllowed, GRPC: codes.Unimplemented,
@@ -94,6 +100,8 @@ var catalogue = [...]Entry{
 		Doc: "the version is ready but loaded on no worker (tier `cold`, or a `warm` one that was evicted) and the request's deadline is shorter than its load time: the request started the load (shared by every request for it) and was refused at once (`--workers` only)"},
 	{Code: QueueFull, HTTP: http.StatusServiceUnavailable, GRPC: codes.ResourceExhausted, Refusal: RefusalCapacity, Refund: true, RetryWorker: true, RetryClient: true, RetryAfter: "the estimated wait for the queue ahead plus the batch delay, whole seconds, at least 1 s",
 		Doc: "refused before queueing: the version's queue cannot take this many instances"},
+	{Code: TooManyWorkers, HTTP: http.StatusServiceUnavailable, GRPC: codes.ResourceExhausted, RetryClient: true, RetryAfter: "until a registered worker is forgotten (`--forget-after` after it went silent)",
+		Doc: "a worker's `Register` for a new id while `--max-workers` workers are registered (raise `--max-workers`, or wait until dead ones are forgotten)"},
 	{Code: ShuttingDown, HTTP: http.StatusServiceUnavailable, GRPC: codes.Unavailable, Refusal: RefusalClosing, Refund: true, RetryWorker: true, RetryClient: true, RetryAfter: "1 s",
 		Doc: "the server (or the worker holding the version) is draining"},
 	{Code: Unavailable, HTTP: http.StatusServiceUnavailable, GRPC: codes.Unavailable, RetryWorker: true, RetryClient: true, RetryAfter: "1 s for a crashed replica, an unreachable worker or a record not written; the store's advice for a failed store (2–30 s, 30 s for a full disk)",
@@ -113,44 +121,48 @@ func index(c Code) int {
 		return 1
 	case PermissionDenied:
 		return 2
-	case NotFound:
+	case WorkerAddressRefused:
 		return 3
-	case MethodNotAllowed:
+	case NotFound:
 		return 4
-	case AlreadyExists:
+	case MethodNotAllowed:
 		return 5
-	case IdempotencyConflict:
+	case AlreadyExists:
 		return 6
-	case WorkerIDInUse:
+	case IdempotencyConflict:
 		return 7
-	case PayloadTooLarge:
+	case WorkerIDInUse:
 		return 8
-	case TooManyInstances:
+	case PayloadTooLarge:
 		return 9
-	case UnsupportedMedia:
+	case TooManyInstances:
 		return 10
-	case InvalidPackage:
+	case UnsupportedMedia:
 		return 11
-	case QuotaExceeded:
+	case InvalidPackage:
 		return 12
-	case Internal:
+	case QuotaExceeded:
 		return 13
-	case DeadlineInfeasible:
+	case Internal:
 		return 14
-	case NotReady:
+	case DeadlineInfeasible:
 		return 15
-	case ColdStart:
+	case NotReady:
 		return 16
-	case QueueFull:
+	case ColdStart:
 		return 17
-	case ShuttingDown:
+	case QueueFull:
 		return 18
-	case Unavailable:
+	case TooManyWorkers:
 		return 19
-	case DeadlineExceeded:
+	case ShuttingDown:
 		return 20
-	case ExpiredInQueue:
+	case Unavailable:
 		return 21
+	case DeadlineExceeded:
+		return 22
+	case ExpiredInQueue:
+		return 23
 	}
 	return -1
 }

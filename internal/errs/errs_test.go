@@ -26,6 +26,7 @@ func TestTable(t *testing.T) {
 		ExpiredInQueue: {504, codes.DeadlineExceeded}, Unavailable: {503, codes.Unavailable},
 		ShuttingDown: {503, codes.Unavailable}, InvalidPackage: {422, codes.FailedPrecondition},
 		IdempotencyConflict: {409, codes.AlreadyExists}, WorkerIDInUse: {409, codes.AlreadyExists}, Internal: {500, codes.Internal},
+		WorkerAddressRefused: {403, codes.PermissionDenied}, TooManyWorkers: {503, codes.ResourceExhausted},
 	}
 	if len(Codes()) != len(want) {
 		t.Errorf("%d codes, the test knows %d: add the new one here (published statuses never change)", len(Codes()), len(want))

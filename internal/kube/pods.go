@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -47,8 +48,61 @@ func PodVerdict(p *corev1.Pod) (fence bool, why string) {
 // Ready one unfenced, a deleted one forgotten. The pod's name is the
 // worker's id (sluice worker --id $(POD_NAME)).
 type PodWatch struct {
-	cancel context.CancelFunc
-	done   chan struct{}
+	cancel    context.CancelFunc
+	done      chan struct{}
+	store     cache.Store
+	namespace string
+	selector  string
+}
+
+// PodAdmits says whether the gateway may dial a worker registering from
+// ip as pod p: the pod is Running, not terminating, and ip is one of its
+// own IPs (a worker can register only as the pod it runs in).
+func PodAdmits(p *corev1.Pod, ip netip.Addr) error {
+	switch {
+	case p.DeletionTimestamp != nil:
+		return fmt.Errorf("pod %s is terminating", p.Name)
+	case p.Status.Phase != corev1.PodRunning:
+		return fmt.Errorf("pod %s is %s, not Running", p.Name, p.Status.Phase)
+	}
+	ips := []string{p.Status.PodIP}
+	for _, pi := range p.Status.PodIPs {
+		ips = append(ips, pi.IP)
+	}
+	for _, s := range ips {
+		if a, err := netip.ParseAddr(s); err == nil && a.Unmap() == ip.Unmap() {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s is not an IP of pod %s (%v)", ip, p.Name, p.Status.PodIPs)
+}
+
+// Admit is the dial policy of --kube-workers: worker id must be a
+// watched pod (its name) that PodAdmits from ip.
+func (w *PodWatch) Admit(id string, ip netip.Addr) error {
+	var obj any
+	ok := false
+	if w.namespace != "" {
+		var err error
+		if obj, ok, err = w.store.GetByKey(w.namespace + "/" + id); err != nil {
+			ok = false
+		}
+	} else {
+		for _, o := range w.store.List() { // every namespace: the pod of that name
+			if p, _ := o.(*corev1.Pod); p != nil && p.Name == id {
+				obj, ok = o, true
+				break
+			}
+		}
+	}
+	if !ok {
+		return fmt.Errorf("no pod %q matching --kube-workers %q in namespace %q: only watched pods may register (sluice worker --id $(POD_NAME))", id, w.selector, w.namespace)
+	}
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return fmt.Errorf("pod %q: not a pod in the watch's store", id)
+	}
+	return PodAdmits(p, ip)
 }
 
 // WatchPods starts a PodWatch on the pods matching selector in namespace
@@ -83,7 +137,7 @@ func WatchPods(ctx context.Context, client *Client, namespace, selector string, 
 		return nil, fmt.Errorf("watch worker pods: %w", err)
 	}
 	wctx, cancel := context.WithCancel(ctx)
-	w := &PodWatch{cancel: cancel, done: make(chan struct{})}
+	w := &PodWatch{cancel: cancel, done: make(chan struct{}), store: inf.GetStore(), namespace: namespace, selector: selector}
 	go func() { defer close(w.done); inf.Run(wctx.Done()) }()
 	sctx, scancel := context.WithTimeout(wctx, 30*time.Second)
 	defer scancel()

@@ -602,3 +602,10 @@ func (m *Metrics) WorkerMemory(worker string, budget, used int64) {
 	m.workerBudget.WithLabelValues(worker).Set(float64(budget))
 	m.workerUsed.WithLabelValues(worker).Set(float64(used))
 }
+
+// ForgetWorker deletes a forgotten worker's series: a worker id is a
+// label only while the pool knows the worker.
+func (m *Metrics) ForgetWorker(worker string) {
+	m.workerBudget.DeleteLabelValues(worker)
+	m.workerUsed.DeleteLabelValues(worker)
+}

@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -514,4 +515,20 @@ func TestForgetThenObserveAgain(t *testing.T) {
 		}
 	}
 	t.Fatal("no sluice_requests_total series for fraud@3 after it was observed again")
+}
+
+// A forgotten worker's series go (issue 18 finding 11: 3,000
+// registrations left 6,006 series).
+func TestForgetWorker(t *testing.T) {
+	m, _ := newTest(t)
+	for i := range 100 {
+		m.WorkerMemory(fmt.Sprintf("w%d", i), 1, 1)
+	}
+	for i := range 100 {
+		m.ForgetWorker(fmt.Sprintf("w%d", i))
+	}
+	m.ForgetWorker("never-seen")
+	if n := testutil.CollectAndCount(m.workerBudget) + testutil.CollectAndCount(m.workerUsed); n != 0 {
+		t.Errorf("%d worker series left after forgetting every worker", n)
+	}
 }
