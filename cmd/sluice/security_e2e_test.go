@@ -136,7 +136,7 @@ func startSecure(t *testing.T, extra ...string) *secServer {
 		"--grpc-addr", s.grpcAddr, "--tenants", tenants}, extra...)
 	s.proc = startServer(t, args...)
 	s.pid = s.cmd.Process.Pid
-	testwait.UntilNil(t, 60*time.Second, func() error {
+	err := testwait.Poll(60*time.Second, func() error {
 		ws, err := s.workers()
 		if err != nil {
 			return err
@@ -146,6 +146,9 @@ func startSecure(t *testing.T, extra ...string) *secServer {
 		}
 		return nil
 	})
+	if err != nil {
+		t.Fatalf("%v\ngateway's log:\n%s", err, s.logs)
+	}
 	return s
 }
 
