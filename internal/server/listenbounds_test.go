@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -236,3 +237,26 @@ func TestGRPCStreamsBounded(t *testing.T) {
 }
 
 func discardLog() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// TestUnauthenticatedBodyDoesNotHoldTheConnection: a caller without a key
+// that declares a body and trickles it gets its 401 and loses the
+// connection at once, instead of net/http reading up to 256 KiB of the
+// body after the answer (a connection slot held until the read deadline).
+func TestUnauthenticatedBodyDoesNotHoldTheConnection(t *testing.T) {
+	set, _, _, _ := routeTenants(t)
+	_, _, s := newTestServerAll(t, Config{Tenants: set}, examples.FS)
+	httpAddr, _, _ := serveListeners(t, s)
+	for _, path := range []string{"/v1/models/fraud:predict", "/v2/models/fraud/infer"} {
+		c, err := net.Dial("tcp", httpAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 200000\r\n\r\n{\"instan", path)
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		b, err := io.ReadAll(c) // the answer, then EOF: the server closed
+		c.Close()
+		if err != nil || !strings.HasPrefix(string(b), "HTTP/1.1 401") {
+			t.Errorf("%s without a key, body trickling: %v, %.60q; want a 401 and the connection closed", path, err, b)
+		}
+	}
+}

@@ -40,6 +40,7 @@ func (s *Server) renderOIPError(w http.ResponseWriter, r *http.Request, id strin
 	if ra := errs.RetryAfterHeader(e); ra != "" {
 		w.Header().Set("Retry-After", ra)
 	}
+	closeUnauthenticated(w, r, e)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(errs.HTTPStatus(e.Code))
 	_, _ = w.Write(oip.EncodeError(e))

@@ -191,21 +191,31 @@ func (s *Server) SetDraining() { s.draining.Store(true) }
 
 // HTTPServer wraps the handler with timeouts so a slow client cannot pin a
 // connection forever: a connection that sends no request line and headers
-// within 5 s is closed, an idle keep-alive one after 2 minutes, headers
-// past 64 KiB are refused (431), and an HTTP/2 connection (over TLS) has
-// at most 100 requests open at once. The connection limit is the
-// listener's (Listeners).
+// within 5 s is closed, a request whose body is not read within
+// bodyTimeout too (uploads get uploadTimeout), an idle keep-alive one
+// after 2 minutes, headers past 64 KiB are refused (431), and an HTTP/2
+// connection (over TLS) has at most 100 requests open at once. The
+// connection limit is the listener's (Listeners).
 func (s *Server) HTTPServer() *http.Server {
 	return &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       5 * time.Minute, // uploads; predict bodies are small
+		ReadTimeout:       s.bodyTimeout(),
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: 100},
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 }
+
+// uploadTimeout is how long a package upload's body may take to arrive.
+const uploadTimeout = 5 * time.Minute
+
+// bodyTimeout is how long any other request (headers and body) may take
+// to arrive: --max-deadline, at least 10 s. A predict call's deadline runs
+// from its receipt, so a body slower than that could not be answered in
+// time anyway; a trickling body holds its connection no longer.
+func (s *Server) bodyTimeout() time.Duration { return max(s.cfg.MaxDeadline, 10*time.Second) }
 
 type handler func(w http.ResponseWriter, r *http.Request) error
 
@@ -275,6 +285,7 @@ func (s *Server) renderError(w http.ResponseWriter, r *http.Request, id string, 
 	if ra := errs.RetryAfterHeader(e); ra != "" {
 		w.Header().Set("Retry-After", ra)
 	}
+	closeUnauthenticated(w, r, e)
 	msg := e.Message
 	if e.Field != "" && strings.HasPrefix(msg, e.Field+": ") {
 		msg = strings.TrimPrefix(msg, e.Field+": ")
@@ -286,6 +297,19 @@ func (s *Server) renderError(w http.ResponseWriter, r *http.Request, id string, 
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
 	return status, b
+}
+
+// closeUnauthenticated ends the connection after a 401 to a request with
+// a body: net/http would otherwise read up to 256 KiB of the unread body
+// after the answer to keep the connection, which a caller without a key
+// could trickle to hold a connection slot (--http-max-conns) until the
+// read deadline. The answer is written first; the read deadline in the
+// past ends that read at once.
+func closeUnauthenticated(w http.ResponseWriter, r *http.Request, e *errs.Error) {
+	if e.Code == errs.Unauthenticated && r.ContentLength != 0 && r.ProtoMajor == 1 { // (HTTP/2 reads no body after the answer)
+		w.Header().Set("Connection", "close")
+		_ = http.NewResponseController(w).SetReadDeadline(time.Unix(1, 0))
+	}
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -472,6 +496,8 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request, tn *tenant.Tenan
 		}
 		wait = d
 	}
+	// An upload may take longer to arrive than other bodies.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(uploadTimeout))
 	pkg, err := modelpkg.ReadTarGz(http.MaxBytesReader(w, r.Body, s.cfg.MaxUploadBytes), modelpkg.Limits{MaxBytes: s.cfg.MaxUploadBytes}, s.cfg.UploadDir)
 	if err != nil {
 		return uploadErr(err, s.cfg.MaxUploadBytes)
