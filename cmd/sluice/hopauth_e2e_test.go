@@ -206,3 +206,54 @@ func TestLocalWorkersJoinWithTheMadeCredentials(t *testing.T) {
 		}
 	}
 }
+
+// mTLS instead of the token: a worker with a client certificate that the
+// gateway's --worker-client-ca signs, and no token file, joins and serves;
+// one whose certificate another CA signed is refused at the handshake.
+func TestHopMutualTLS(t *testing.T) {
+	addr := freeAddr(t)
+	h := newHopFiles(t)
+	dir := t.TempDir()
+	writeCert := func(name string) (string, string) {
+		certPEM, keyPEM, err := certs.SelfSigned([]string{name}, time.Hour) // its own CA
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, k := filepath.Join(dir, name+".pem"), filepath.Join(dir, name+"-key.pem")
+		if err := os.WriteFile(c, certPEM, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(k, keyPEM, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return c, k
+	}
+	goodCert, goodKey := writeCert("far-1")
+	badCert, badKey := writeCert("stranger")
+	start := func(id, cert, key string, log *syncLog) *exec.Cmd {
+		cmd := exec.Command(binary, "worker", "--join", addr, "--id", id, "--cache-dir", t.TempDir(), "--ca", h.cert, "--cert", cert, "--key", key)
+		cmd.Stderr = &logWriter{log}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
+		return cmd
+	}
+	var goodLog, badLog syncLog
+	start("far-1", goodCert, goodKey, &goodLog)
+	start("stranger", badCert, badKey, &badLog)
+	srv := startServer(t, append([]string{"--data", t.TempDir(), "--control-addr", addr, "--workers", "0", "--worker-client-ca", goodCert}, h.serverArgs()...)...)
+	testwait.Until(t, 10*time.Second, func() bool { return holders(workers(t, srv.url), "fraud@1") == 1 })
+	if status, out, err := postJSON(srv.url+"/v1/models/fraud:predict", `{"instances":[{"amount":800.0,"accountAgeDays":91,"declines5m":3,"country":"US"}]}`); err != nil || status != 200 {
+		t.Fatalf("predict through the mTLS worker: %d %v %s", status, err, out)
+	}
+	// The stranger is refused once the control plane listens (before, it
+	// finds nothing to connect to).
+	testwait.Until(t, 10*time.Second, func() bool {
+		return strings.Count(badLog.String(), "register refused or failed") >= 2 && strings.Contains(badLog.String(), "--worker-client-ca")
+	})
+	if wl := workers(t, srv.url); len(wl.Workers) != 1 || wl.Workers[0].ID != "far-1" {
+		t.Fatalf("workers: %+v (the stranger joined?)", wl)
+	}
+	srv.stop(t)
+}

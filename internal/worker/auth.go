@@ -106,6 +106,8 @@ func registerHint(err error) string {
 			return "the control plane's certificate does not name the address in --join: use a name it is valid for, or add the address to the gateway's --control-tls-hosts"
 		}
 		return "the control plane's certificate is not signed by --ca: pass the gateway's control CA (<--data>/control/ca.pem on the gateway host, or the CA of its --control-tls-cert)"
+	case strings.Contains(msg, "bad certificate"), strings.Contains(msg, "certificate required"), strings.Contains(msg, "unknown certificate authority"):
+		return "the control plane refused this worker's client certificate: --cert must be signed by the gateway's --worker-client-ca (or join with --join-token-file instead)"
 	case strings.Contains(msg, "tls:") || strings.Contains(msg, "first record does not look like a TLS handshake"):
 		return "TLS with the control plane failed: --join must be the gateway's --control-addr (which always speaks TLS), --ca its control CA"
 	}
