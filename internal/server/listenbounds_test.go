@@ -207,6 +207,13 @@ func TestGRPCStreamsBounded(t *testing.T) {
 		return out
 	}
 	a := dial()
+	// A call that ends gives its slot back.
+	for range 3 {
+		if _, err := pb.NewGRPCInferenceServiceClient(a).ServerLive(ctx, &pb.ServerLiveRequest{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testwait.Until(t, 10*time.Second, func() bool { return gs.Open() == 0 })
 	open(a, oipgrpc.MaxStreamsPerConn)
 	testwait.Until(t, 10*time.Second, func() bool { return gs.Open() == oipgrpc.MaxStreamsPerConn })
 	// The 101st waits for the server's stream limit (the client sees
