@@ -59,6 +59,9 @@ type Manifest struct {
 	Cache *Cache `yaml:"cache,omitempty"`
 	// ONNX holds ONNX Runtime session options (runtime: onnx only).
 	ONNX *runtime.SessionOptions `yaml:"onnx,omitempty"`
+	// Features fills input fields from an entity's stored features
+	// (features.go).
+	Features *Features `yaml:"features,omitempty"`
 }
 
 // Input is model.yaml input:.

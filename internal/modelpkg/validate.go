@@ -43,6 +43,9 @@ func validate(m *Manifest) (*Spec, []Problem) {
 	if m.ONNX != nil {
 		checkONNX(&ps, m.ONNX, m.Runtime)
 	}
+	if m.Features != nil {
+		checkFeatures(&ps, m.Features, m.Input.Fields)
+	}
 	outNames, outIdx := checkSchemas(&ps, m)
 	checkServing(&ps, m)
 
