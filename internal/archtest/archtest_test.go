@@ -314,6 +314,9 @@ var stores = []rule{
 	{module + "/internal/pgdb", "PostgreSQL stores"},
 	{module + "/internal/records/recordsdb", "prediction records' databases"},
 	{module + "/internal/registry", "registry store"},
+	{"github.com/redis/rueidis", "Redis client (the feature store)"},
+	{module + "/internal/features/redisfeat", "Redis feature store"},
+	{module + "/internal/features/pgfeat", "PostgreSQL feature store"},
 }
 
 // workerForbidden are the packages a worker must not link: it hosts
