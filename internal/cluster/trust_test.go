@@ -264,3 +264,50 @@ func TestMissingCopyPlacedAgain(t *testing.T) {
 		t.Errorf("submit after the copy was placed again: %v", err)
 	}
 }
+
+// Which entries of a report apply, and what they do: only the version
+// the pool placed on the worker gets a slot; its state says whether it
+// takes traffic; an unplaced one is memory only.
+func TestWhichEntriesApply(t *testing.T) {
+	cases := []struct {
+		name       string
+		entry      *workerpb.VersionStatus
+		routed     bool // m@1 routed to a after the report
+		slotOther  bool // a slot was made for other@1
+		foreign    int64
+		copyOfMAtA bool // the pool still counts m@1's copy on a
+	}{
+		{"placed, ready", &workerpb.VersionStatus{Model: "m", Version: 1, State: "ready", ReadyReplicas: 1}, true, false, 0, true},
+		{"placed, no ready replica", &workerpb.VersionStatus{Model: "m", Version: 1, State: "ready"}, false, false, 0, true},
+		{"placed, unloading", &workerpb.VersionStatus{Model: "m", Version: 1, State: "unloading"}, false, false, 0, true},
+		{"placed, unknown state", &workerpb.VersionStatus{Model: "m", Version: 1, State: "weird", ReadyReplicas: 1}, false, false, 0, true},
+		{"placed, failed after its load", &workerpb.VersionStatus{Model: "m", Version: 1, State: "failed"}, false, false, 0, false},
+		{"not placed", &workerpb.VersionStatus{Model: "other", Version: 1, State: "ready", ReadyReplicas: 1, MemoryBytes: 7}, true, false, 7, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p, a := oneWorker(t, 0, Config{})
+			v := start(t, p, testSpec(t))
+			testwait.Until(t, 10*time.Second, func() bool { return len(routed(v)) == 1 })
+			entries := []*workerpb.VersionStatus{c.entry}
+			if c.entry.Model != "m" {
+				entries = append(entries, ready("m"))
+			}
+			report(t, p, a, 1, entries...)
+			p.mu.Lock()
+			w := p.workers["a"]
+			_, slot := w.slots["other@1"]
+			foreign, held := w.foreign, v.on["a"] != nil
+			p.mu.Unlock()
+			if got := len(routed(v)) == 1; got != c.routed {
+				t.Errorf("routed %v, want %v", got, c.routed)
+			}
+			if slot != c.slotOther || foreign != c.foreign {
+				t.Errorf("slot for other@1 %v, foreign %d; want %v, %d", slot, foreign, c.slotOther, c.foreign)
+			}
+			if held != c.copyOfMAtA {
+				t.Errorf("m@1's copy on a counted %v, want %v", held, c.copyOfMAtA)
+			}
+		})
+	}
+}
