@@ -457,18 +457,22 @@ func (p *Pool) Register(ctx context.Context, req *workerpb.RegisterRequest) (*wo
 	if err != nil {
 		return nil, hop.Status(err)
 	}
+	p.mu.Lock()
+	err = p.capLocked(st.Id)
+	p.mu.Unlock()
+	if err != nil {
+		return nil, hop.Status(err) // before any lookup or dial
+	}
 	dialAddr, err := p.allowedAddr(ctx, st.Id, st.Address)
 	if err != nil {
 		return nil, hop.Status(err)
 	}
 	p.mu.Lock()
-	w := p.workers[st.Id]
-	if w == nil && len(p.workers) >= p.cfg.MaxWorkers && !slices.Contains(p.cfg.Known, st.Id) {
-		n := len(p.workers)
+	if err := p.capLocked(st.Id); err != nil {
 		p.mu.Unlock()
-		return nil, hop.Status(&errs.Error{Code: errs.TooManyWorkers, RetryAfter: p.cfg.ForgetAfter,
-			Message: fmt.Sprintf("register %s: %d workers are registered, the most sluice serve --max-workers allows; raise --max-workers, or wait until silent ones are forgotten (--forget-after %s)", st.Id, n, p.cfg.ForgetAfter)})
+		return nil, hop.Status(err)
 	}
+	w := p.workers[st.Id]
 	if w != nil {
 		if err := p.claimLocked(ctx, w, time.Now()); err != nil {
 			p.mu.Unlock()
@@ -535,6 +539,16 @@ func (p *Pool) Register(ctx context.Context, req *workerpb.RegisterRequest) (*wo
 	p.log.Info("worker registered", "worker", st.Id, "addr", st.Address, "pid", st.Pid, "loads", len(jobs))
 	p.run(jobs)
 	return &workerpb.RegisterResponse{HeartbeatIntervalMs: p.cfg.HeartbeatInterval.Milliseconds(), SessionSecret: secret}, nil
+}
+
+// capLocked refuses the registration of a new id past MaxWorkers (Known
+// ids are always admitted).
+func (p *Pool) capLocked(id string) error {
+	if p.workers[id] != nil || len(p.workers) < p.cfg.MaxWorkers || slices.Contains(p.cfg.Known, id) {
+		return nil
+	}
+	return &errs.Error{Code: errs.TooManyWorkers, RetryAfter: p.cfg.ForgetAfter,
+		Message: fmt.Sprintf("register %s: %d workers are registered, the most sluice serve --max-workers allows; raise --max-workers, or wait until silent ones are forgotten (--forget-after %s)", id, len(p.workers), p.cfg.ForgetAfter)}
 }
 
 // applyStatusLocked takes a worker's report (it owns st from then on:
