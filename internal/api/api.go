@@ -280,6 +280,9 @@ type Record struct {
 	// Cached is how many of the request's instances were answered from
 	// the version's prediction cache (absent: none).
 	Cached int `json:"cached,omitempty"`
+	// Features is the request's enrichment (model.yaml features:): per
+	// instance its entity, the filled values and where each came from.
+	Features json.RawMessage `json:"features,omitempty"`
 }
 
 // Records is GET /v1/records.

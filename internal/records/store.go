@@ -30,6 +30,11 @@ type Record struct {
 	// Cached is how many of the request's instances were answered from
 	// the version's prediction cache (0: none; model.yaml cache:).
 	Cached int
+	// Features is the request's enrichment (model.yaml features:), as
+	// canonical JSON: per instance its entity, the filled values and
+	// where each came from (request, memory, redis, database, default,
+	// stale); nil for a model without features.
+	Features []byte
 	// Saved, when set, is stored beside the record (in the same
 	// transaction) so that a retry is answered from the store; an insert
 	// with one needs its Row (the Writer assigns rows). List does not
@@ -106,7 +111,7 @@ const MaxPageBytes = 8 << 20
 // Bytes is about what r takes in a listing: its texts (the model twice,
 // as "model" and "modelVersion"), its input and the rest's JSON.
 func (r *Record) Bytes() int64 {
-	return int64(192 + len(r.RequestID) + len(r.Tenant) + 2*len(r.Model) + len(r.Outcome) + len(r.InputHash) + len(r.Input))
+	return int64(192 + len(r.RequestID) + len(r.Tenant) + 2*len(r.Model) + len(r.Outcome) + len(r.InputHash) + len(r.Input) + len(r.Features))
 }
 
 // MaxBytesOf is f.MaxBytes, or MaxPageBytes when unset.

@@ -21,17 +21,21 @@ import (
 // id, tenant, model, version, latency (float64 bits), outcome, input hash,
 // created (unix µs, the difference from the previous record's), attempts
 // and input (length + 1; 0 for none), then (version 2) the instances
-// answered from the prediction cache. The request id and the input hash
+// answered from the prediction cache, then (version 3) the enrichment's
+// JSON (length + 1; 0 for none). The request id and the input hash
 // are a kind byte and, for lowercase hex of even length (the ids the
 // server makes, the hashes InputHash makes), half as many bytes, else the
 // string. Tenant, model and outcome are an index into the batch's
 // strings: the next index brings a new one, written after it. Strings are
 // a uvarint length and the bytes. Bytes are what a batch costs: SQLite
 // writes each twice (WAL, checkpoint).
-const batchVersion = 2
+const batchVersion = 3
 
 // batchV1 is the encoding before Record.Cached (read, never written).
 const batchV1 = 1
+
+// batchV2 is the encoding before Record.Features (read, never written).
+const batchV2 = 2
 
 // errDamaged is the decoder's error for a blob it cannot read.
 var errDamaged = errors.New("records: a batch of records in records.db is damaged (cannot be decoded)")
@@ -150,6 +154,11 @@ func (e *batchEncoder) add(row int64, r *records.Record, created int64, attempts
 		b = append(binary.AppendUvarint(b, uint64(len(r.Input))+1), r.Input...)
 	}
 	b = binary.AppendUvarint(b, uint64(max(r.Cached, 0)))
+	if r.Features == nil {
+		b = append(b, 0)
+	} else {
+		b = append(binary.AppendUvarint(b, uint64(len(r.Features))+1), r.Features...)
+	}
 	e.prevRow, e.prevAt = row, created
 	e.buf = b
 	if e.n == 0 || row < e.minRow {
@@ -198,6 +207,8 @@ type recordView struct {
 	input     []byte
 	hasInput  bool
 	cached    uint64
+	features  []byte
+	hasFeat   bool
 }
 
 // id is the request id.
@@ -225,6 +236,9 @@ func (v *recordView) record() records.Record {
 	} else {
 		r.InputHash = string(v.hash)
 	}
+	if v.hasFeat {
+		r.Features = append([]byte{}, v.features...)
+	}
 	if v.hasInput {
 		r.Input = append([]byte{}, v.input...)
 	}
@@ -240,7 +254,7 @@ type batchReader struct {
 	dict    [][]byte // the batch's words so far
 	prevRow int64
 	prevAt  int64
-	version byte // the blob's encoding (batchV1 or batchVersion)
+	version byte // the blob's encoding (batchV1, batchV2 or batchVersion)
 }
 
 // word reads a dictionary index (and the new word it brings).
@@ -276,7 +290,7 @@ func (r *batchReader) hexOrStr() (b []byte, packed bool) {
 
 func newBatchReader(blob []byte) *batchReader {
 	r := &batchReader{b: blob}
-	if len(blob) == 0 || blob[0] != batchVersion && blob[0] != batchV1 {
+	if len(blob) == 0 || blob[0] != batchVersion && blob[0] != batchV1 && blob[0] != batchV2 {
 		r.err = errDamaged
 		return r
 	}
@@ -363,6 +377,12 @@ func (r *batchReader) next(v *recordView) bool {
 	v.cached = 0
 	if r.version >= 2 {
 		v.cached = r.uvarint()
+	}
+	v.features, v.hasFeat = nil, false
+	if r.version >= 3 {
+		if n := r.uvarint(); n > 0 {
+			v.features, v.hasFeat = r.bytes(n-1), true
+		}
 	}
 	return r.err == nil
 }

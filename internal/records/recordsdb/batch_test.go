@@ -223,20 +223,36 @@ func FuzzBatchReader(f *testing.F) {
 	})
 }
 
-// A batch written before Record.Cached (encoding 1) still reads, with
-// cached 0; one written now keeps it.
+// Batches written before Record.Cached (encoding 1) and before
+// Record.Features (encoding 2) still read, with cached 0 and no features;
+// one written now keeps both.
 func TestBatchVersions(t *testing.T) {
 	r := records.Record{RequestID: "abcd", Tenant: "acme", Model: "fraud", Version: 3, Outcome: "ok", InputHash: "h", Attempts: 2, Cached: 7}
 	var e batchEncoder
 	e.add(5, &r, 1000, 2)
 	blob := e.blob(nil)
 	var v recordView
-	if rd := newBatchReader(blob); !rd.next(&v) || v.record().Cached != 7 || v.record().Attempts != 2 {
+	if rd := newBatchReader(blob); !rd.next(&v) || v.record().Cached != 7 || v.record().Attempts != 2 || v.record().Features != nil {
 		t.Fatalf("version %d: %+v (err %v)", batchVersion, v.record(), rd.err)
 	}
-	// The same record in encoding 1: no cached field after the input.
-	old := append([]byte{batchV1}, blob[1:len(blob)-1]...)
-	rd := newBatchReader(old)
+	r.Features = []byte(`[{"entity":"c"}]`)
+	var ef batchEncoder
+	ef.add(5, &r, 1000, 2)
+	if rd := newBatchReader(ef.blob(nil)); !rd.next(&v) || string(v.record().Features) != `[{"entity":"c"}]` {
+		t.Fatalf("version %d with features: %+v (err %v)", batchVersion, v.record(), rd.err)
+	}
+	// The same record in encoding 2: no features after cached.
+	v2 := append([]byte{batchV2}, blob[1:len(blob)-1]...)
+	rd := newBatchReader(v2)
+	if !rd.next(&v) || v.record().Cached != 7 || v.record().Features != nil {
+		t.Fatalf("version 2: %+v (err %v)", v.record(), rd.err)
+	}
+	if rd.next(&v) || rd.err != nil {
+		t.Fatalf("version 2: a second record or an error: %v", rd.err)
+	}
+	// In encoding 1: no cached field after the input either.
+	old := append([]byte{batchV1}, blob[1:len(blob)-2]...)
+	rd = newBatchReader(old)
 	if !rd.next(&v) || v.record().Cached != 0 || v.record().RequestID != "abcd" || v.record().Attempts != 2 {
 		t.Fatalf("version 1: %+v (err %v)", v.record(), rd.err)
 	}

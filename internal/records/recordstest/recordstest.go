@@ -252,6 +252,31 @@ func Run(t *testing.T, open func(t *testing.T) records.Store) {
 		}
 	})
 
+	t.Run("Features", func(t *testing.T) {
+		// Record.Features (the enrichment: entities, values, sources)
+		// round trips, and a bump keeps it; a record without is nil.
+		s := open(t)
+		feat := []byte(`[{"entity":"c1","values":{"declines5m":3},"sources":{"declines5m":"redis"}}]`)
+		write(t, s, []records.Op{
+			{Row: 1, Record: records.Record{RequestID: "none", Tenant: "acme", CreatedAt: t0}},
+			{Row: 2, Record: records.Record{RequestID: "some", Tenant: "acme", CreatedAt: t0, Features: feat}},
+		})
+		write(t, s, []records.Op{{Bump: true, Row: 2}})
+		got := list(t, s, records.Filter{})
+		if len(got) != 2 {
+			t.Fatalf("listed %d records, want 2", len(got))
+		}
+		for _, r := range got {
+			want := []byte(nil)
+			if r.RequestID == "some" {
+				want = feat
+			}
+			if string(r.Features) != string(want) || (want == nil) != (r.Features == nil) {
+				t.Errorf("%s: features %q, want %q", r.RequestID, r.Features, want)
+			}
+		}
+	})
+
 	t.Run("Rows", func(t *testing.T) {
 		s := open(t)
 		if n, err := s.MaxRow(ctx); err != nil || n != 0 {
