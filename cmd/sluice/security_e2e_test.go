@@ -1377,6 +1377,46 @@ func TestSecurityRegisterAddressPolicy(t *testing.T) {
 	}
 	s.mustServe(t, 20)
 	s.stop(t)
+
+	t.Run("refused without a dial", func(t *testing.T) {
+		// The policy narrowed to 127.0.0.2: a worker address on 127.0.0.1
+		// is outside it, and the listener there sees no connection.
+		if !hasServeFlag("--worker-cidrs") {
+			t.Fatal("sluice serve has no --worker-cidrs")
+		}
+		s := startSecure(t, "--worker-cidrs", "127.0.0.2/32")
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var dials atomic.Int64
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				dials.Add(1)
+				c.Close()
+			}
+		}()
+		defer func() { ln.Close(); <-done }()
+		fw := startFakeWorker(t)
+		st := fw.status("ssrf-local", 8<<30)
+		st.Address = ln.Addr().String()
+		if _, err := insiderClient(t, s).register(st, fw); err == nil {
+			t.Errorf("Register with address %s outside --worker-cidrs 127.0.0.2/32: accepted, want refused", st.Address)
+		} else {
+			t.Logf("Register with address %s: refused: %v", st.Address, oneLine(err))
+		}
+		s.mustServe(t, 20)
+		if n := dials.Load(); n > 0 {
+			t.Errorf("the gateway dialled the refused address %d times", n)
+		}
+		s.stop(t)
+	})
 }
 
 // --- 12–15: the public surfaces ---
