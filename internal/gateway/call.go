@@ -120,6 +120,10 @@ type Answer struct {
 	Prediction   *Prediction
 	Err          *errs.Error // nil on success
 	Timing       Timing      // fresh answers only (zero on replay)
+	// Cache is the X-Cache value of a prediction of a version with a
+	// prediction cache: CacheHit, CacheMiss or CachePartial ("": the
+	// version has no cache:, or the call failed).
+	Cache string
 }
 
 // Prediction is a successful answer: the version that answered and its
@@ -329,6 +333,8 @@ func (p *predictCall) succeeded(res *Response, n int) {
 	p.a.Prediction = &Prediction{Model: tg.Model, Version: tg.N, ID: tg.ID, InputSchema: m.Input.Schema, OutputSchema: m.Output.Schema,
 		Outputs: tg.Spec.OutputNames, Out: res.Out}
 	p.a.Timing = Timing{Preprocess: res.Preprocess, Queue: res.Timing.Queue, BatchWait: res.Timing.BatchWait, Compute: res.Timing.Compute}
+	p.a.Cache = res.Cache.header()
+	p.rec.Cached = res.Cache.Hits
 	if p.span.IsRecording() {
 		p.span.SetAttributes(attribute.Int("sluice.instances", n),
 			attribute.Float64("sluice.preprocess_ms", ms(res.Preprocess)), attribute.Float64("sluice.queue_ms", ms(res.Timing.Queue)),
@@ -344,6 +350,7 @@ func (p *predictCall) finish(err error) *Answer {
 	if err != nil {
 		a.Err = errs.As(err)
 		a.Prediction = nil
+		a.Cache = ""
 		rec.Outcome = string(a.Err.Code)
 	} else {
 		rec.Outcome = "ok"

@@ -18,6 +18,7 @@ import (
 
 	"github.com/sluiceml/sluice/internal/errs"
 	"github.com/sluiceml/sluice/internal/modelpkg"
+	"github.com/sluiceml/sluice/internal/predcache"
 	"github.com/sluiceml/sluice/internal/records"
 	"github.com/sluiceml/sluice/internal/routing"
 	"github.com/sluiceml/sluice/internal/runtime"
@@ -41,6 +42,9 @@ type Gateway struct {
 	// an id (after a restart); nil: only Idem replays. Needs Records.
 	Saved SavedAnswers
 	Log   *slog.Logger // nil: slog.Default()
+	// Caches holds the prediction caches of versions that declare
+	// cache: (nil: nothing is cached).
+	Caches *predcache.Set
 }
 
 // Request is one routed predict call (after decoding and idempotency).
@@ -66,6 +70,8 @@ type Response struct {
 	// Submitted: the rows reached the version's server (an error came
 	// from the model's side, not from routing, validation or quota).
 	Submitted bool
+	// Cache is how the call used the version's prediction cache.
+	Cache CacheUse
 }
 
 // run routes and runs req. On error, a non-nil Response names the version
@@ -163,7 +169,13 @@ func (g *Gateway) predict(ctx context.Context, tn *tenant.Tenant, tg *routing.Ta
 	if err := tn.Take(n, time.Now()); err != nil {
 		return nil, err
 	}
-	res, err := tg.Server.Submit(ctx, serving.Work{Rows: rows, Priority: serving.Online})
+	var res serving.Result
+	var use CacheUse
+	if cr := g.lookupCache(tg, tn.Name, rows); cr != nil {
+		res, use, err = cr.run(ctx, tg.Server, rows) // only the rows the cache did not answer reach admission
+	} else {
+		res, err = tg.Server.Submit(ctx, serving.Work{Rows: rows, Priority: serving.Online})
+	}
 	if err != nil {
 		if errs.Of(err).Refund {
 			tn.Refund(n) // refused before computing: the catalogue's refund column
@@ -182,7 +194,7 @@ func (g *Gateway) predict(ctx context.Context, tn *tenant.Tenant, tg *routing.Ta
 		// Finished, but too late to be useful: never answer 200 after the deadline.
 		return &Response{Target: tg, Attempts: res.Attempts, Submitted: true}, errs.New(errs.DeadlineExceeded, "deadline %s passed as the result arrived", d)
 	}
-	return &Response{Target: tg, Out: res.Out, Timing: res.Timing, Preprocess: pre, Attempts: res.Attempts}, nil
+	return &Response{Target: tg, Out: res.Out, Timing: res.Timing, Preprocess: pre, Attempts: res.Attempts, Cache: use}, nil
 }
 
 // deadline is a request's deadline: the one it asked for, else the
@@ -245,6 +257,9 @@ func (g *Gateway) observe(tn *tenant.Tenant, tg *routing.Target, req Request, re
 	m.TenantRequest(tn.Name, code)
 	st := telemetry.Stages{Preprocess: res.Preprocess, Queue: res.Timing.Queue, BatchWait: res.Timing.BatchWait, Compute: res.Timing.Compute, Total: time.Since(req.Received)}
 	m.ObserveRequest(model, version, code, req.Rows.Len(), st)
+	if u := res.Cache; err == nil && u.On {
+		m.CacheRequests(model, version, u.Hits, u.Misses)
+	}
 	switch e := errs.Of(err); {
 	case e.Refusal != "": // the catalogue's refusals, each its own reason
 		m.Refused(model, version, e.Code)

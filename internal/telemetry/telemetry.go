@@ -158,6 +158,7 @@ type Metrics struct {
 
 	live  *liveCollector
 	drops *dropsCollector
+	cache *cacheMetrics
 
 	mu sync.Mutex // guards fields
 	// fields holds each version's declared field names, when declared; a
@@ -226,6 +227,8 @@ func New(reg prometheus.Registerer, build BuildInfo) *Metrics {
 	}
 	m.live = newLiveCollector()
 	m.drops = newDropsCollector()
+	m.cache = newCacheMetrics()
+	m.perVersion = append(m.perVersion, m.cache.requests)
 	buildInfo := gauge("build_info", "Always 1; labels say which Sluice build is running.", "version", "goversion")
 	buildInfo.WithLabelValues(build.Version, build.GoVersion).Set(1)
 
@@ -233,7 +236,7 @@ func New(reg prometheus.Registerer, build BuildInfo) *Metrics {
 		m.deadline, m.crashes, m.restarts, m.loadSeconds, m.golden, m.artifact, m.versionState,
 		m.shadowDis, m.shadowDiff, m.shadowLat, m.canaryShare, m.driftPSI, m.violations, m.missing, m.desired,
 		m.tenantReqs, m.tenantQuota, buildInfo, m.live, m.drops,
-		m.placeLoads, m.evictions, m.coldStarts, m.quarantines, m.workerBudget, m.workerUsed, m.conns, m.connsRefused)
+		m.placeLoads, m.evictions, m.coldStarts, m.quarantines, m.workerBudget, m.workerUsed, m.conns, m.connsRefused, m.cache.requests, m.cache)
 	if g, ok := reg.(prometheus.Gatherer); ok {
 		m.gatherer = g
 	}
