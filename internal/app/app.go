@@ -36,6 +36,7 @@ import (
 	"github.com/sluiceml/sluice/internal/kube"
 	"github.com/sluiceml/sluice/internal/modelpkg"
 	"github.com/sluiceml/sluice/internal/placement"
+	"github.com/sluiceml/sluice/internal/predcache"
 	"github.com/sluiceml/sluice/internal/records"
 	"github.com/sluiceml/sluice/internal/registry"
 	"github.com/sluiceml/sluice/internal/runtime/onnx"
@@ -166,11 +167,12 @@ type app struct {
 	stopLoop    context.CancelFunc
 	srv         *server.Server
 	lis         *server.Listeners
-	serving     bool // the listeners started
+	caches      *predcache.Set // the gateway's prediction caches; the controller drops a version's
+	serving     bool           // the listeners started
 }
 
 func newApp(cfg Config) *app {
-	return &app{cfg: cfg, log: cfg.Logger,
+	return &app{cfg: cfg, log: cfg.Logger, caches: predcache.NewSet(),
 		metrics: telemetry.New(telemetry.NewRegistry(), telemetry.BuildInfo{Version: cfg.Version, GoVersion: goruntime.Version()})}
 }
 
@@ -460,7 +462,7 @@ func (a *app) startController(context.Context) error {
 	// Built whole, then followed: a change notification may start work
 	// at once, so nothing is set on the controller after.
 	ctl := control.New(control.Config{Store: a.store, Host: host, Logger: a.log, Metrics: a.counting(),
-		NoDrift: a.cfg.NoDrift, DeleteQuiet: a.cfg.DeleteQuiet})
+		NoDrift: a.cfg.NoDrift, DeleteQuiet: a.cfg.DeleteQuiet, Unrouted: a.caches.Drop})
 	a.ctl.Store(ctl)
 	a.metrics.SetVersionSource(ctl.LiveState)
 	if ch, ok := a.store.(registry.Changes); ok {
@@ -535,7 +537,7 @@ func (a *app) runLoop() error {
 func (a *app) newServer(context.Context) error {
 	cfg := a.cfg.Server
 	cfg.Logger, cfg.Version, cfg.Tenants, cfg.UploadDir, cfg.Metrics = a.log, a.cfg.Version, a.tenants, a.uploadDir(), a.counting()
-	cfg.TLS = a.tls
+	cfg.TLS, cfg.Caches = a.tls, a.caches
 	if a.writer != nil {
 		cfg.Records, cfg.RecordStore = a.writer, a.rs
 	}

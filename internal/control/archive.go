@@ -284,6 +284,9 @@ func (c *Controller) unrouteLocked(ls []*Loaded, st registry.State, reason strin
 		if c.metrics != nil {
 			c.metrics.SetVersionState(l.Version.Model, strconv.Itoa(l.Version.N), string(st))
 		}
+		if c.unrouted != nil {
+			c.unrouted(l.Version.ID())
+		}
 	}
 	return servers
 }

@@ -2,9 +2,11 @@ package control
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"testing/fstest"
 	"testing/synctest"
@@ -249,4 +251,22 @@ func TestDeleteModel(t *testing.T) {
 		h.scan(folder(map[string]map[string]string{"calc": linear("calc", 3)}))
 		testwait.Until(t, 30*time.Second, func() bool { return h.ctl.Table.Load().Serving("calc") == 3 })
 	})
+}
+
+// Config.Unrouted hears of a version that leaves the routing for good
+// (the gateway drops its prediction cache).
+func TestUnroutedOnArchive(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	h := startWith(t, t.TempDir(), Config{Unrouted: func(id string) { mu.Lock(); got = append(got, id); mu.Unlock() }})
+	h.scan(folder(map[string]map[string]string{"calc": linear("calc", 1)}))
+	h.scan(folder(map[string]map[string]string{"calc": linear("calc", 2)}))
+	if _, err := h.ctl.Archive(context.Background(), "calc", 2, "ops", ""); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if fmt.Sprint(got) != "[calc@2]" {
+		t.Fatalf("unrouted %v, want [calc@2]", got)
+	}
 }

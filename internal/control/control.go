@@ -45,6 +45,12 @@ type Config struct {
 	// DeleteModel accepts it (0: no such check; sluice serve's default is
 	// DefaultDeleteQuiet). Negative is refused by New's caller.
 	DeleteQuiet time.Duration
+	// Unrouted, when set, is called with a version's id ("fraud@3") once
+	// it has left the routing snapshot for good (archived, deleted or
+	// quarantined, here or by another gateway): the gateway drops its
+	// prediction cache. It must be quick and must not call the
+	// controller.
+	Unrouted func(id string)
 }
 
 // Controller owns loaded versions and the routing snapshot.
@@ -66,6 +72,7 @@ type Controller struct {
 	metrics     *telemetry.Metrics
 	noDrift     bool
 	deleteQuiet time.Duration
+	unrouted    func(id string)
 
 	born    time.Time              // when the controller was made: traffic before it is unknown
 	tmu     sync.Mutex             // guards traffic
@@ -121,7 +128,7 @@ func New(cfg Config) *Controller {
 	}
 	return &Controller{store: store, host: host, log: log, Table: &routing.Holder{}, ctx: ctx, cancel: cancel,
 		sem: make(chan struct{}, 2), versions: map[string]*Loaded{}, Stats: &vstats.Set{},
-		metrics: cfg.Metrics, noDrift: cfg.NoDrift, deleteQuiet: cfg.DeleteQuiet,
+		metrics: cfg.Metrics, noDrift: cfg.NoDrift, deleteQuiet: cfg.DeleteQuiet, unrouted: cfg.Unrouted,
 		policies: map[string]registry.Policy{}, dirty: map[string]*Loaded{},
 		rollouts: map[string]*Rollout{}, wake: make(chan struct{}),
 		invalid: map[string]PackageProblem{}, born: time.Now().UTC(), traffic: map[string]trafficSeen{}}

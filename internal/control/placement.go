@@ -50,6 +50,9 @@ func (c *Controller) Quarantine(model string, n int, reason string) {
 	c.mu.Lock()
 	c.publishLocked()
 	c.mu.Unlock()
+	if c.unrouted != nil {
+		c.unrouted(l.Version.ID())
+	}
 	c.log.Error("version quarantined", "model", model, "version", n, "reason", reason)
 	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
 	defer cancel()

@@ -212,6 +212,9 @@ func (s *Server) oipInfer(w http.ResponseWriter, r *http.Request, tn *tenant.Ten
 	if a.Replay {
 		w.Header().Set("Idempotent-Replay", "true")
 	}
+	if v := xCache(a); v != nil {
+		w.Header()["X-Cache"] = v
+	}
 	if a.Err != nil {
 		s.renderOIPError(w, r, a.RequestID, a.Err)
 		return

@@ -147,6 +147,9 @@ func (s *Server) writeAnswer(w http.ResponseWriter, r *http.Request, a *gateway.
 	if a.Replay {
 		w.Header().Set("Idempotent-Replay", "true")
 	}
+	if v := xCache(a); v != nil {
+		h["X-Cache"] = v
+	}
 	if a.Err != nil {
 		s.renderError(w, r, a.RequestID, a.Err)
 		return

@@ -27,6 +27,7 @@ import (
 	"github.com/sluiceml/sluice/internal/errs"
 	"github.com/sluiceml/sluice/internal/gateway"
 	"github.com/sluiceml/sluice/internal/modelpkg"
+	"github.com/sluiceml/sluice/internal/predcache"
 	"github.com/sluiceml/sluice/internal/records"
 	"github.com/sluiceml/sluice/internal/registry"
 	"github.com/sluiceml/sluice/internal/telemetry"
@@ -73,6 +74,10 @@ type Config struct {
 	// which reloads the certificate and verifies client certificates.
 	// nil: plain HTTP and plaintext gRPC.
 	TLS *tls.Config
+	// Caches holds the prediction caches of the versions that declare
+	// cache: (nil: a set of the server's own; app passes the one whose
+	// Drop the controller calls when a version leaves the routing).
+	Caches *predcache.Set
 }
 
 // Server serves the public API.
@@ -110,9 +115,15 @@ func New(cfg Config, ctl *control.Controller) *Server {
 	if cfg.GRPCMaxConns <= 0 {
 		cfg.GRPCMaxConns = DefaultGRPCMaxConns
 	}
+	if cfg.Caches == nil {
+		cfg.Caches = predcache.NewSet()
+	}
 	s := &Server{cfg: cfg, ctl: ctl, gw: &gateway.Gateway{Table: ctl.Table, MaxDeadline: cfg.MaxDeadline, Stats: ctl.Stats,
 		Shadows: gateway.NewShadows(ctl.Stats, cfg.Logger, 2, 256, 2*time.Second), Metrics: cfg.Metrics,
-		Records: cfg.Records, Log: cfg.Logger}, log: cfg.Logger, mux: http.NewServeMux()}
+		Records: cfg.Records, Log: cfg.Logger, Caches: cfg.Caches}, log: cfg.Logger, mux: http.NewServeMux()}
+	if cfg.Metrics != nil {
+		cfg.Metrics.SetCacheSource(cacheStates(cfg.Caches))
+	}
 	s.handler = s.mux
 	s.gw.Shadows.Metrics = cfg.Metrics
 	if cfg.IdempotencyWindow > 0 {

@@ -288,6 +288,9 @@ func (s *Server) ModelInfer(ctx context.Context, req *pb.ModelInferRequest) (*pb
 	if a.Replay {
 		hdr.Set("idempotent-replay", "true")
 	}
+	if a.Cache != "" {
+		hdr.Set("x-cache", a.Cache) // as HTTP's X-Cache; also the response parameter "cache"
+	}
 	_ = grpc.SetHeader(ctx, hdr)
 	if a.Err != nil {
 		return nil, toStatus(ctx, a.Err)
@@ -296,7 +299,11 @@ func (s *Server) ModelInfer(ctx context.Context, req *pb.ModelInferRequest) (*pb
 	if err != nil {
 		return nil, toStatus(ctx, err)
 	}
-	return oip.ToProto(a.Prediction, respID, cols, raw), nil
+	resp := oip.ToProto(a.Prediction, respID, cols, raw)
+	if a.Cache != "" {
+		resp.Parameters["cache"] = &pb.InferParameter{ParameterChoice: &pb.InferParameter_StringParam{StringParam: a.Cache}}
+	}
+	return resp, nil
 }
 
 func newRequestID() string {
