@@ -41,6 +41,7 @@ import (
 	"github.com/sluiceml/sluice/internal/registry"
 	"github.com/sluiceml/sluice/internal/runtime/onnx"
 	"github.com/sluiceml/sluice/internal/server"
+	"github.com/sluiceml/sluice/internal/server/oipgrpc"
 	"github.com/sluiceml/sluice/internal/telemetry"
 	"github.com/sluiceml/sluice/internal/tenant"
 	"github.com/sluiceml/sluice/internal/workerpb"
@@ -378,7 +379,15 @@ func (a *app) startControlPlane(context.Context) error {
 	if err != nil {
 		return fmt.Errorf("--control-addr %s: %w", addr, err)
 	}
-	gs := grpc.NewServer(grpc.Creds(credentials.NewTLS(a.cpCreds.tls)), grpc.MaxRecvMsgSize(4<<20))
+	// Bounded as the OIP gRPC listener (issue 18, findings 14 and 15),
+	// for as many workers as --max-workers admits: a flood of idle or
+	// stalled connections from anyone who reaches it holds at most that.
+	maxWorkers := a.cfg.MaxWorkers
+	if maxWorkers <= 0 {
+		maxWorkers = cluster.DefaultMaxWorkers
+	}
+	ln = server.LimitListener(ln, "control", "--max-workers", 4*maxWorkers+64, a.log, a.counting())
+	gs := grpc.NewServer(append(oipgrpc.Bounds(4<<20, 16*maxWorkers+64), grpc.Creds(credentials.NewTLS(a.cpCreds.tls)))...)
 	workerpb.RegisterControlPlaneServer(gs, a.pool)
 	a.cp = &controlPlane{ln: ln, gs: gs}
 	args := []any{"control_addr", ln.Addr().String(), "local_workers", a.cfg.Workers, "ca", a.cpCreds.caFile, "join_token_file", a.cpCreds.tokenFile}

@@ -27,7 +27,8 @@ const (
 // the descriptors another one (or the stores) need.
 type limitListener struct {
 	net.Listener
-	name string // "http", "grpc": for the log
+	name string // "http", "grpc", "control": for the log and the metrics
+	flag string // the flag that sets max, for the log
 	max  int64
 	log  *slog.Logger
 	open atomic.Int64
@@ -40,8 +41,8 @@ type limitListener struct {
 	counter prometheus.Counter
 }
 
-func newLimitListener(ln net.Listener, name string, max int, log *slog.Logger, m *telemetry.Metrics) *limitListener {
-	l := &limitListener{Listener: ln, name: name, max: int64(max), log: log}
+func newLimitListener(ln net.Listener, name, flag string, max int, log *slog.Logger, m *telemetry.Metrics) *limitListener {
+	l := &limitListener{Listener: ln, name: name, flag: flag, max: int64(max), log: log}
 	if m != nil {
 		l.gauge, l.counter = m.Listener(name)
 	}
@@ -80,8 +81,15 @@ func (l *limitListener) refusedOne() {
 		return
 	}
 	n = l.refused.Swap(0)
-	flag := "--" + l.name + "-max-conns"
-	l.log.Warn("connections refused: the listener is at its connection limit", "listener", l.name, "refused", n, "limit", l.max, "flag", flag)
+	l.log.Warn("connections refused: the listener is at its connection limit", "listener", l.name, "refused", n, "limit", l.max, "flag", l.flag)
+}
+
+// LimitListener is ln holding at most max connections open at once, as
+// the HTTP and gRPC listeners do (name labels the log line and the
+// sluice_connections metrics, the log names flag as what sets max; m may
+// be nil): for the process's other listeners (the control plane).
+func LimitListener(ln net.Listener, name, flag string, max int, log *slog.Logger, m *telemetry.Metrics) net.Listener {
+	return newLimitListener(ln, name, flag, max, log, m)
 }
 
 // Open is how many connections are open now.

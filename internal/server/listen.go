@@ -29,9 +29,9 @@ type Listeners struct {
 // nil, gRPC on grpcLn. Nothing is served before Start.
 func (s *Server) Listeners(ln, grpcLn net.Listener) *Listeners {
 	httpMax, grpcMax := connLimits(s.cfg.HTTPMaxConns, s.cfg.GRPCMaxConns, grpcLn != nil, s.log)
-	ln = newLimitListener(ln, "http", httpMax, s.log, s.cfg.Metrics)
+	ln = newLimitListener(ln, "http", "--http-max-conns", httpMax, s.log, s.cfg.Metrics)
 	if grpcLn != nil {
-		grpcLn = newLimitListener(grpcLn, "grpc", grpcMax, s.log, s.cfg.Metrics)
+		grpcLn = newLimitListener(grpcLn, "grpc", "--grpc-max-conns", grpcMax, s.log, s.cfg.Metrics)
 	}
 	l := &Listeners{s: s, hs: s.HTTPServer(), ln: ln, grpcLn: grpcLn, errc: make(chan error, 2)}
 	if s.cfg.TLS != nil {

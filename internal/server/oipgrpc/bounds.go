@@ -59,6 +59,13 @@ func serverOptions(cfg Config, streams *streamLimit) []grpc.ServerOption {
 	}
 }
 
+// Bounds are serverOptions for another gRPC listener of the process (the
+// control plane workers register on): the same bounds, with messages up
+// to maxRecvBytes and at most maxStreams calls open on it.
+func Bounds(maxRecvBytes, maxStreams int) []grpc.ServerOption {
+	return serverOptions(Config{MaxRecvBytes: maxRecvBytes}, &streamLimit{max: int64(maxStreams)})
+}
+
 // streamLimit counts the calls open on the listener and refuses one past
 // max before a goroutine is started for it.
 type streamLimit struct {
