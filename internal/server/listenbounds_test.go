@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
@@ -266,4 +267,43 @@ func TestUnauthenticatedBodyDoesNotHoldTheConnection(t *testing.T) {
 			t.Errorf("%s without a key, body trickling: %v, %.60q; want a 401 and the connection closed", path, err, b)
 		}
 	}
+}
+
+// TestGRPCSilentAndIdleConnectionsClosed: a connection that never sends
+// the HTTP/2 preface is closed after the handshake timeout, and one with
+// no call open after the idle timeout (finding 14: idle connections were
+// kept forever).
+func TestGRPCSilentAndIdleConnectionsClosed(t *testing.T) {
+	_, _, s := newTestServerAll(t, Config{}, examples.FS)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := oipgrpc.New(oipgrpc.Config{HandshakeTimeout: 200 * time.Millisecond, IdleTimeout: 300 * time.Millisecond}, s.Gateway(), s)
+	go gs.Serve(ln)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		gs.Stop(ctx)
+	})
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second)) // a bound on a hang, not a timing assertion
+	if _, err := io.ReadAll(c); err != nil {
+		t.Fatalf("a silent connection was not closed by the server: %v", err)
+	}
+	cc, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	if _, err := pb.NewGRPCInferenceServiceClient(cc).ServerLive(context.Background(), &pb.ServerLiveRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	// The server's GOAWAY after the idle timeout puts the channel back to
+	// IDLE (it would stay READY on a connection kept open).
+	testwait.Until(t, 30*time.Second, func() bool { return cc.GetState() == connectivity.Idle })
 }

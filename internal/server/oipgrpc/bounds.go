@@ -48,12 +48,19 @@ const (
 // connection and in all, metadata size, handshake, idle and keepalive
 // timers. (Transport credentials are added beside them.)
 func serverOptions(cfg Config, streams *streamLimit) []grpc.ServerOption {
+	handshake, idle := HandshakeTimeout, IdleTimeout
+	if cfg.HandshakeTimeout > 0 {
+		handshake = cfg.HandshakeTimeout
+	}
+	if cfg.IdleTimeout > 0 {
+		idle = cfg.IdleTimeout
+	}
 	return []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(cfg.MaxRecvBytes),
 		grpc.MaxConcurrentStreams(MaxStreamsPerConn),
 		grpc.MaxHeaderListSize(MaxHeaderListBytes),
-		grpc.ConnectionTimeout(HandshakeTimeout),
-		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: IdleTimeout, Time: PingInterval, Timeout: PingTimeout}),
+		grpc.ConnectionTimeout(handshake),
+		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: idle, Time: PingInterval, Timeout: PingTimeout}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: MinClientPing, PermitWithoutStream: false}),
 		grpc.InTapHandle(streams.tap),
 	}

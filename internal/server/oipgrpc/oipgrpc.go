@@ -44,8 +44,11 @@ type Config struct {
 	MaxDeadline  time.Duration // caps grpc-timeout and deadline_ms (default 60s)
 	MaxRecvBytes int           // largest request message (default 1 MiB)
 	MaxStreams   int           // calls open at once on the listener (default DefaultMaxStreams)
-	Version      string        // the build's version (ServerMetadata)
-	Logger       *slog.Logger
+	// HandshakeTimeout and IdleTimeout replace the defaults of the same
+	// names when > 0 (tests).
+	HandshakeTimeout, IdleTimeout time.Duration
+	Version                       string // the build's version (ServerMetadata)
+	Logger                        *slog.Logger
 	// TLS, when set, makes the listener speak TLS with it (gRPC adds h2 to
 	// its ALPN protocols); nil: plaintext HTTP/2.
 	TLS *tls.Config
