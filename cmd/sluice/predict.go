@@ -31,6 +31,11 @@ func newPredictCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if xc := r.Header.Get("X-Cache"); xc != "" {
+				// The version has a prediction cache: say what it did, on
+				// stderr so that stdout stays the answer's JSON.
+				fmt.Fprintf(cmd.ErrOrStderr(), "X-Cache: %s\n", xc)
+			}
 			fmt.Fprint(cmd.OutOrStdout(), string(r.Body))
 			return nil
 		},
