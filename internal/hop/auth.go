@@ -69,7 +69,13 @@ func Bearer(v string) string {
 // metadata map is built once per Set and shared by every call (gRPC only
 // reads it).
 type Credentials struct {
-	md atomic.Pointer[map[string]string]
+	cur atomic.Pointer[credState]
+}
+
+// credState is one Set's metadata and the channel the next Set closes.
+type credState struct {
+	md      map[string]string
+	changed chan struct{}
 }
 
 // NewCredentials returns credentials sending the given key, value pairs.
@@ -80,7 +86,7 @@ func NewCredentials(kv ...string) *Credentials {
 }
 
 // Set replaces the metadata sent: key, value pairs; a pair with an empty
-// value is left out.
+// value is left out. It closes the channel Changed returned before.
 func (c *Credentials) Set(kv ...string) {
 	md := make(map[string]string, len(kv)/2)
 	for i := 0; i+1 < len(kv); i += 2 {
@@ -88,12 +94,19 @@ func (c *Credentials) Set(kv ...string) {
 			md[kv[i]] = kv[i+1]
 		}
 	}
-	c.md.Store(&md)
+	if old := c.cur.Swap(&credState{md: md, changed: make(chan struct{})}); old != nil {
+		close(old.changed)
+	}
 }
+
+// Changed is closed by the next Set: a call refused for the metadata sent
+// now may wait on it and try again with the new (a worker's first call of
+// a session can race the Register answer that carries the session).
+func (c *Credentials) Changed() <-chan struct{} { return c.cur.Load().changed }
 
 // GetRequestMetadata implements credentials.PerRPCCredentials.
 func (c *Credentials) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
-	return *c.md.Load(), nil
+	return c.cur.Load().md, nil
 }
 
 // RequireTransportSecurity implements credentials.PerRPCCredentials.

@@ -104,3 +104,36 @@ func TestRawContents(t *testing.T) {
 		t.Errorf("TokensRaw: %v, want %v", got, want)
 	}
 }
+
+// Set closes the channel Changed gave before it, and only that one: a
+// call refused with the old session waits on it, then sends the new.
+func TestCredentialsChanged(t *testing.T) {
+	c := NewCredentials(WorkerKey, "w1")
+	first := c.Changed()
+	select {
+	case <-first:
+		t.Fatal("Changed closed before any Set")
+	default:
+	}
+	c.Set(WorkerKey, "w1", SessionKey, "s1")
+	select {
+	case <-first:
+	default:
+		t.Fatal("Set did not close the channel Changed returned before it")
+	}
+	second := c.Changed()
+	select {
+	case <-second:
+		t.Fatal("the new channel is closed already")
+	default:
+	}
+	md, err := c.GetRequestMetadata(t.Context())
+	if err != nil || md[SessionKey] != "s1" || md[WorkerKey] != "w1" {
+		t.Fatalf("metadata after Set: %v %v", md, err)
+	}
+	c.Set(WorkerKey, "w1", SessionKey, "")
+	if md, _ := c.GetRequestMetadata(t.Context()); len(md) != 1 {
+		t.Fatalf("an empty value is left out: %v", md)
+	}
+	<-second
+}

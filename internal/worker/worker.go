@@ -565,11 +565,29 @@ func (w *Worker) artifactsFrom() string {
 }
 
 // fetch streams an artifact from the object store when the worker has it,
-// else from the control plane.
+// else from the control plane. A fetch the control plane refuses as
+// unauthenticated is tried once more when the session changes (within
+// ctx): the pool starts a worker's loads while it registers, so a Load
+// can arrive before the Register answer that carries the session.
 func (w *Worker) fetch(ctx context.Context, sha string) (io.ReadCloser, int64, error) {
 	if w.cfg.Artifacts != nil {
 		return w.cfg.Artifacts.Open(ctx, sha)
 	}
+	changed := w.session.Changed()
+	r, n, err := w.fetchControl(ctx, sha)
+	if errs.CodeOf(err) != errs.Unauthenticated && status.Code(err) != codes.Unauthenticated {
+		return r, n, err
+	}
+	select {
+	case <-changed:
+		return w.fetchControl(ctx, sha)
+	case <-ctx.Done():
+		return nil, 0, err
+	}
+}
+
+// fetchControl streams an artifact from the control plane.
+func (w *Worker) fetchControl(ctx context.Context, sha string) (io.ReadCloser, int64, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	stream, err := w.cp.FetchArtifact(ctx, &workerpb.FetchArtifactRequest{Sha256: sha})
 	if err != nil {
