@@ -171,6 +171,9 @@ func (g *Gateway) predict(ctx context.Context, tn *tenant.Tenant, tg *routing.Ta
 	}
 	var res serving.Result
 	var use CacheUse
+	// The prediction cache keys on the rows as built above: after the
+	// Enricher filled the instances (issue 19), validation and
+	// preprocessing, so it must stay after both.
 	if cr := g.lookupCache(tg, tn.Name, rows); cr != nil {
 		res, use, err = cr.run(ctx, tg.Server, rows) // only the rows the cache did not answer reach admission
 	} else {
