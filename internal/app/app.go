@@ -92,6 +92,12 @@ type Config struct {
 	// in the rest (logger, metrics, records, tenants, workers).
 	Server server.Config
 
+	// FeaturesRedis and FeaturesPostgres are the feature stores versions
+	// with features: read ("": none; with neither such a version refuses
+	// to load).
+	FeaturesRedis    string // --features-redis
+	FeaturesPostgres string // --features-postgres
+
 	NoRecords   bool          // --no-records
 	Durable     bool          // --records-durability durable
 	Retention   time.Duration // --records-retention
@@ -170,6 +176,7 @@ type app struct {
 	lis         *server.Listeners
 	caches      *predcache.Set // the gateway's prediction caches; the controller drops a version's
 	serving     bool           // the listeners started
+	feat        *featureStores // nil: no feature store
 }
 
 func newApp(cfg Config) *app {
@@ -212,6 +219,9 @@ func (a *app) group() *Group {
 	if !c.NoRecords {
 		g.Add(Part{Name: "records writer", Start: a.newWriter, Run: func() error { return a.writer.Run(a.writerCtx()) },
 			Stop: func(context.Context) error { a.stopWriter(); return nil }}) // Run flushes every buffered record, then returns
+	}
+	if c.FeaturesRedis != "" || c.FeaturesPostgres != "" {
+		g.Add(Part{Name: "feature stores", Start: a.startFeatures, Run: a.runFeatures, Stop: a.stopFeatures})
 	}
 	g.Add(Part{Name: "controller", Start: a.startController, Stop: func(ctx context.Context) error { return a.ctl.Load().Close(ctx) }})
 	g.Add(Part{Name: "models", Start: a.publishModels})
@@ -471,7 +481,8 @@ func (a *app) startController(context.Context) error {
 	// Built whole, then followed: a change notification may start work
 	// at once, so nothing is set on the controller after.
 	ctl := control.New(control.Config{Store: a.store, Host: host, Logger: a.log, Metrics: a.counting(),
-		NoDrift: a.cfg.NoDrift, DeleteQuiet: a.cfg.DeleteQuiet, Unrouted: a.caches.Drop})
+		NoDrift: a.cfg.NoDrift, DeleteQuiet: a.cfg.DeleteQuiet, Unrouted: a.caches.Drop,
+		CheckSpec: a.checkSpec})
 	a.ctl.Store(ctl)
 	a.metrics.SetVersionSource(ctl.LiveState)
 	if ch, ok := a.store.(registry.Changes); ok {
@@ -547,6 +558,7 @@ func (a *app) newServer(context.Context) error {
 	cfg := a.cfg.Server
 	cfg.Logger, cfg.Version, cfg.Tenants, cfg.UploadDir, cfg.Metrics = a.log, a.cfg.Version, a.tenants, a.uploadDir(), a.counting()
 	cfg.TLS, cfg.Caches = a.tls, a.caches
+	cfg.Features = a.featureSet()
 	if a.writer != nil {
 		cfg.Records, cfg.RecordStore = a.writer, a.rs
 	}

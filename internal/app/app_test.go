@@ -135,11 +135,11 @@ func TestRunFailingHalfWayStopsWhatStarted(t *testing.T) {
 // The one order, as docs/design.md ("Lifecycle") writes it: the parts of
 // a process with every option on, in start order (stop is the reverse).
 var fullOrder = []string{"gc floor", "listen", "tenants", "registry", "records store", "tracing", "pprof",
-	"pool", "control plane", "local workers", "kube pod watch", "records writer", "controller", "models",
+	"pool", "control plane", "local workers", "kube pod watch", "records writer", "feature stores", "controller", "models",
 	"autoscaler", "gateway", "listeners"}
 
 func TestOrder(t *testing.T) {
-	full := Config{OTLPEndpoint: "http://x", PprofAddr: ":0", Workers: 2, KubeWorkers: "app=w"}
+	full := Config{OTLPEndpoint: "http://x", PprofAddr: ":0", Workers: 2, KubeWorkers: "app=w", FeaturesRedis: "redis://127.0.0.1:1/0"}
 	for _, tc := range []struct {
 		name string
 		cfg  Config

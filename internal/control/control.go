@@ -51,6 +51,10 @@ type Config struct {
 	// prediction cache. It must be quick and must not call the
 	// controller.
 	Unrouted func(id string)
+	// CheckSpec (nil: none) may refuse a version before it is loaded for
+	// what this server lacks (features: without a feature store); its
+	// error is the version's failure reason.
+	CheckSpec func(*modelpkg.Spec) error
 }
 
 // Controller owns loaded versions and the routing snapshot.
@@ -73,6 +77,7 @@ type Controller struct {
 	noDrift     bool
 	deleteQuiet time.Duration
 	unrouted    func(id string)
+	checkSpec   func(*modelpkg.Spec) error
 
 	born    time.Time              // when the controller was made: traffic before it is unknown
 	tmu     sync.Mutex             // guards traffic
@@ -128,7 +133,7 @@ func New(cfg Config) *Controller {
 	}
 	return &Controller{store: store, host: host, log: log, Table: &routing.Holder{}, ctx: ctx, cancel: cancel,
 		sem: make(chan struct{}, 2), versions: map[string]*Loaded{}, Stats: &vstats.Set{},
-		metrics: cfg.Metrics, noDrift: cfg.NoDrift, deleteQuiet: cfg.DeleteQuiet, unrouted: cfg.Unrouted,
+		metrics: cfg.Metrics, noDrift: cfg.NoDrift, deleteQuiet: cfg.DeleteQuiet, unrouted: cfg.Unrouted, checkSpec: cfg.CheckSpec,
 		policies: map[string]registry.Policy{}, dirty: map[string]*Loaded{},
 		rollouts: map[string]*Rollout{}, wake: make(chan struct{}),
 		invalid: map[string]PackageProblem{}, born: time.Now().UTC(), traffic: map[string]trafficSeen{}}
@@ -382,6 +387,12 @@ func (c *Controller) load(l *Loaded) {
 	if err != nil {
 		fail(fmt.Errorf("load %s: %w", v.ID(), err))
 		return
+	}
+	if c.checkSpec != nil {
+		if err := c.checkSpec(spec); err != nil {
+			fail(fmt.Errorf("load %s: %w", v.ID(), err))
+			return
+		}
 	}
 	c.mu.Lock()
 	l.Spec = spec

@@ -136,6 +136,9 @@ type Prediction struct {
 	OutputSchema string   // model.yaml output.schema
 	Outputs      []string // output field names, in column order
 	Out          runtime.Output
+	// Features is what enrichment filled, per instance, and where each
+	// value came from (nil: the version has no features:).
+	Features *Enriched
 }
 
 // Timing is where a fresh answer's time went.
@@ -324,6 +327,9 @@ func (p *predictCall) ran(res *Response, rows Rows) {
 		p.rec.Version = tg.N
 		p.rec.Input = sampleInput(tg.Spec.Manifest.Logging, rows)
 	}
+	if res.Features != nil {
+		p.rec.Features = res.Features.record()
+	}
 }
 
 // succeeded makes the answer a prediction of res (n instances).
@@ -331,7 +337,7 @@ func (p *predictCall) succeeded(res *Response, n int) {
 	tg := res.Target
 	m := tg.Spec.Manifest
 	p.a.Prediction = &Prediction{Model: tg.Model, Version: tg.N, ID: tg.ID, InputSchema: m.Input.Schema, OutputSchema: m.Output.Schema,
-		Outputs: tg.Spec.OutputNames, Out: res.Out}
+		Outputs: tg.Spec.OutputNames, Out: res.Out, Features: res.Features}
 	p.a.Timing = Timing{Preprocess: res.Preprocess, Queue: res.Timing.Queue, BatchWait: res.Timing.BatchWait, Compute: res.Timing.Compute}
 	p.a.Cache = res.Cache.header()
 	p.rec.Cached = res.Cache.Hits
@@ -445,6 +451,12 @@ func (a *Answer) size() int {
 		n += 96 + len(p.Model) + len(p.ID) + len(p.InputSchema) + len(p.OutputSchema) + 4*len(p.Out.Data)
 		for _, o := range p.Outputs {
 			n += 16 + len(o)
+		}
+		if f := p.Features; f != nil {
+			n += 64 + len(f.Origins)*(48+len(f.Fields)*9) + len(f.Fields)*24
+			for _, e := range f.Entities {
+				n += len(e)
+			}
 		}
 	}
 	if e := a.Err; e != nil {

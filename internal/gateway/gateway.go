@@ -45,6 +45,9 @@ type Gateway struct {
 	// Caches holds the prediction caches of versions that declare
 	// cache: (nil: nothing is cached).
 	Caches *predcache.Set
+	// Features enriches the versions that declare features: (nil: no
+	// feature store; such a version is refused at load, see app).
+	Features FeatureSet
 }
 
 // Request is one routed predict call (after decoding and idempotency).
@@ -72,6 +75,9 @@ type Response struct {
 	Submitted bool
 	// Cache is how the call used the version's prediction cache.
 	Cache CacheUse
+	// Features is what enrichment filled (nil: the version has no
+	// features:).
+	Features *Enriched
 }
 
 // run routes and runs req. On error, a non-nil Response names the version
@@ -107,10 +113,11 @@ func (g *Gateway) run(ctx context.Context, req Request) (*Response, error) {
 	res, err := g.predict(ctx, tn, tg, req)
 	if err != nil {
 		attempts, submitted := 0, false
+		var feat *Enriched
 		if res != nil {
-			attempts, submitted = res.Attempts, res.Submitted
+			attempts, submitted, feat = res.Attempts, res.Submitted, res.Features
 		}
-		res = &Response{Target: tg, Attempts: attempts, Submitted: submitted} // the caller may still name the version that refused
+		res = &Response{Target: tg, Attempts: attempts, Submitted: submitted, Features: feat} // the caller may still name the version that refused
 	}
 	g.observe(tn, tg, req, res, err)
 	if g.Stats != nil {
@@ -144,13 +151,17 @@ func (g *Gateway) predict(ctx context.Context, tn *tenant.Tenant, tg *routing.Ta
 
 	t0 := time.Now()
 	sch := tg.Spec.Schema
+	in, enriched, err := g.enrich(ctx, tg.Spec, req.Rows)
+	if err != nil {
+		return nil, err
+	}
 	var missing func(row []float32)
 	if g.Metrics != nil {
 		missing = func(row []float32) {
 			sch.Missing(row, func(f string) { g.Metrics.MissingFeature(tg.Model, strconv.Itoa(tg.N), f) })
 		}
 	}
-	rows, err := req.Rows.Build(sch, missing)
+	rows, err := in.Build(sch, missing)
 	if err != nil {
 		if g.Metrics != nil {
 			e := errs.As(err)
@@ -186,7 +197,7 @@ func (g *Gateway) predict(ctx context.Context, tn *tenant.Tenant, tg *routing.Ta
 		if e := errs.As(err); e.Code == errs.DeadlineExceeded || e.Code == errs.ExpiredInQueue {
 			e.Message = fmt.Sprintf("%s (deadline %s)", e.Message, d)
 		}
-		return &Response{Target: tg, Attempts: res.Attempts, Submitted: true}, err
+		return &Response{Target: tg, Attempts: res.Attempts, Submitted: true, Features: enriched}, err
 	}
 	if tg.Drift != nil && rows.Tokens == nil {
 		for i := 0; i < n; i++ {
@@ -197,7 +208,7 @@ func (g *Gateway) predict(ctx context.Context, tn *tenant.Tenant, tg *routing.Ta
 		// Finished, but too late to be useful: never answer 200 after the deadline.
 		return &Response{Target: tg, Attempts: res.Attempts, Submitted: true}, errs.New(errs.DeadlineExceeded, "deadline %s passed as the result arrived", d)
 	}
-	return &Response{Target: tg, Out: res.Out, Timing: res.Timing, Preprocess: pre, Attempts: res.Attempts, Cache: use}, nil
+	return &Response{Target: tg, Out: res.Out, Timing: res.Timing, Preprocess: pre, Attempts: res.Attempts, Cache: use, Features: enriched}, nil
 }
 
 // deadline is a request's deadline: the one it asked for, else the

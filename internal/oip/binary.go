@@ -174,6 +174,12 @@ func appendHead(b []byte, p *gateway.Prediction, id string) []byte {
 	b = strconv.AppendQuote(b, id)
 	b = append(b, `,"parameters":{"schema_version":`...)
 	b = strconv.AppendQuote(b, p.InputSchema)
+	if p.Features != nil {
+		// OIP parameters hold strings, numbers or booleans: the sources
+		// are their JSON in a string.
+		b = append(b, `,"feature_sources":`...)
+		b = records.AppendCanonicalString(b, string(p.Features.AppendSources(nil)))
+	}
 	return append(b, `},"outputs":[`...)
 }
 

@@ -321,6 +321,9 @@ func ToProto(p *gateway.Prediction, id string, cols []int, raw bool) *pb.ModelIn
 	n := p.Out.Rows
 	resp := &pb.ModelInferResponse{ModelName: p.Model, ModelVersion: strconv.Itoa(p.Version), Id: id,
 		Parameters: map[string]*pb.InferParameter{"schema_version": {ParameterChoice: &pb.InferParameter_StringParam{StringParam: p.InputSchema}}}}
+	if p.Features != nil {
+		resp.Parameters["feature_sources"] = &pb.InferParameter{ParameterChoice: &pb.InferParameter_StringParam{StringParam: string(p.Features.AppendSources(nil))}}
+	}
 	// One allocation for every output's elements, each output a slice of it.
 	var all []byte
 	var vals []float32

@@ -723,6 +723,12 @@ func Input(g *gateway.Gateway, req *Request, model string, version int, id, rout
 		if _, err := SelectOutputs(spec.OutputNames, req.Outputs); err != nil {
 			return gateway.Input{}, err
 		}
+		if spec.Manifest.Features != nil {
+			// The entity is no schema field and filled fields may be
+			// absent: the tensors become instances by their names and
+			// the gateway validates them after enrichment.
+			sch = nil
+		}
 	}
 	if direct(sch) {
 		n, _, err := checkInputs(req.Inputs, sch)

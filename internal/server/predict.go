@@ -271,7 +271,12 @@ func appendPrediction(b []byte, res *gateway.Prediction, id string) []byte {
 		}
 		b = append(b, '}')
 	}
-	b = append(b, `],"modelVersion":`...)
+	b = append(b, ']')
+	if res.Features != nil {
+		b = append(b, `,"featureSources":`...)
+		b = res.Features.AppendSources(b)
+	}
+	b = append(b, `,"modelVersion":`...)
 	b = strconv.AppendQuote(b, res.ID)
 	b = append(b, `,"schemaVersion":`...)
 	b = strconv.AppendQuote(b, res.InputSchema)

@@ -44,6 +44,7 @@ type Config struct {
 	Metrics        *telemetry.Metrics // nil: no /metrics, no request metrics
 	Records        *records.Writer    // nil: prediction records off
 	RecordStore    records.Store      // for GET /v1/records (nil: 404)
+	Features       gateway.FeatureSet // the feature stores (nil: none; app refuses versions with features: then)
 	// IdempotencyWindow is how long a request id's answer is replayed
 	// (0: 10 minutes; negative: idempotency off).
 	IdempotencyWindow time.Duration
@@ -120,7 +121,7 @@ func New(cfg Config, ctl *control.Controller) *Server {
 	}
 	s := &Server{cfg: cfg, ctl: ctl, gw: &gateway.Gateway{Table: ctl.Table, MaxDeadline: cfg.MaxDeadline, Stats: ctl.Stats,
 		Shadows: gateway.NewShadows(ctl.Stats, cfg.Logger, 2, 256, 2*time.Second), Metrics: cfg.Metrics,
-		Records: cfg.Records, Log: cfg.Logger, Caches: cfg.Caches}, log: cfg.Logger, mux: http.NewServeMux()}
+		Records: cfg.Records, Log: cfg.Logger, Caches: cfg.Caches, Features: cfg.Features}, log: cfg.Logger, mux: http.NewServeMux()}
 	if cfg.Metrics != nil {
 		cfg.Metrics.SetCacheSource(cacheStates(cfg.Caches))
 	}

@@ -139,6 +139,7 @@ type Metrics struct {
 	desired      *prometheus.GaugeVec
 	violations   *prometheus.CounterVec
 	missing      *prometheus.CounterVec
+	feat         *featureMetrics // enrichment (features.go)
 	tenantReqs   *prometheus.CounterVec
 	tenantQuota  *prometheus.CounterVec
 	// placement (workers mode)
@@ -216,6 +217,7 @@ func New(reg prometheus.Registerer, build BuildInfo) *Metrics {
 		workerBudget: gauge("worker_memory_budget_bytes", "The memory a worker process's versions may hold.", "worker"),
 		workerUsed:   gauge("worker_memory_used_bytes", "The memory a worker process's versions hold, as placement counts it.", "worker"),
 		fields:       map[[2]string]map[string]bool{},
+		feat:         newFeatureMetrics(),
 	}
 	m.perVersion = []interface {
 		DeletePartialMatch(prometheus.Labels) int
@@ -237,6 +239,7 @@ func New(reg prometheus.Registerer, build BuildInfo) *Metrics {
 		m.shadowDis, m.shadowDiff, m.shadowLat, m.canaryShare, m.driftPSI, m.violations, m.missing, m.desired,
 		m.tenantReqs, m.tenantQuota, buildInfo, m.live, m.drops,
 		m.placeLoads, m.evictions, m.coldStarts, m.quarantines, m.workerBudget, m.workerUsed, m.conns, m.connsRefused, m.cache.requests, m.cache)
+	reg.MustRegister(m.feat.collectors()...)
 	if g, ok := reg.(prometheus.Gatherer); ok {
 		m.gatherer = g
 	}
