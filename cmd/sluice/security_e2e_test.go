@@ -98,17 +98,9 @@ type secServer struct {
 // serveHelp is the help of `sluice serve`, read once: a flag the suite
 // uses only to stay short (--forget-after) is passed when the binary has it.
 var serveHelp = sync.OnceValue(func() string {
-	out, _ := exec_(binary, "serve", "--help")
-	return out
+	out, _ := exec.Command(binary, "serve", "--help").CombinedOutput()
+	return string(out)
 })
-
-func exec_(name string, args ...string) (string, error) {
-	var b strings.Builder
-	cmd := exec.Command(name, args...)
-	cmd.Stdout, cmd.Stderr = &b, &b
-	err := cmd.Run()
-	return b.String(), err
-}
 
 func hasServeFlag(flag string) bool { return strings.Contains(serveHelp(), flag) }
 
@@ -489,7 +481,7 @@ type fakeWorker struct {
 	addr, secret, certSHA                    string
 	loads, unloads, infers, others, noSecret atomic.Int64
 
-	mu     sync.Mutex          // guards held, loaded
+	mu     sync.Mutex          // guards held, loaded, drop
 	held   map[string]bool     // model@version loaded and not unloaded
 	loaded map[string]int      // model@version: Load calls
 	drop   map[string]struct{} // left out of the reports
@@ -596,7 +588,7 @@ func (fw *fakeWorker) report() []*workerpb.VersionStatus {
 	return vs
 }
 
-// fakeStatus is the fake worker's own report under id.
+// status is the fake worker's own report under id, with budget.
 func (fw *fakeWorker) status(id string, budget int64) *workerpb.WorkerStatus {
 	return &workerpb.WorkerStatus{Id: id, Address: fw.addr, Pid: int64(os.Getpid()), Healthy: true, RssBytes: 30 << 20,
 		StartedUnixMs: time.Now().UnixMilli(), Build: "fake", MemoryBudgetBytes: budget, MemoryBudgetSource: "test"}
@@ -722,18 +714,18 @@ func TestSecurityWorkerIDNotClaimed(t *testing.T) {
 
 // --- 3, 10: the worker's own service ---
 
-// workerCallers are the ways an attacker reaches a worker's gRPC service.
-func workerCallers(t *testing.T, addr string) []struct {
+// workerCaller is one way an attacker reaches a worker's gRPC service.
+type workerCaller struct {
 	how string
 	ctl workerpb.WorkerClient
 	inf inferencepb.GRPCInferenceServiceClient
-} {
+}
+
+// workerCallers reach addr in clear and over TLS without verifying the
+// worker's certificate, with no call secret.
+func workerCallers(t *testing.T, addr string) []workerCaller {
 	t.Helper()
-	var out []struct {
-		how string
-		ctl workerpb.WorkerClient
-		inf inferencepb.GRPCInferenceServiceClient
-	}
+	var out []workerCaller
 	for _, tr := range []struct {
 		how   string
 		creds credentials.TransportCredentials
@@ -746,11 +738,7 @@ func workerCallers(t *testing.T, addr string) []struct {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { conn.Close() })
-		out = append(out, struct {
-			how string
-			ctl workerpb.WorkerClient
-			inf inferencepb.GRPCInferenceServiceClient
-		}{tr.how, workerpb.NewWorkerClient(conn), inferencepb.NewGRPCInferenceServiceClient(conn)})
+		out = append(out, workerCaller{tr.how, workerpb.NewWorkerClient(conn), inferencepb.NewGRPCInferenceServiceClient(conn)})
 	}
 	return out
 }
@@ -836,11 +824,7 @@ func TestSecurityUnloadNeedsTheCallSecret(t *testing.T) {
 func startBare(t *testing.T) *secServer {
 	t.Helper()
 	s := &secServer{data: t.TempDir(), controlAddr: freeAddr(t)}
-	args := []string{"serve", "--addr", "127.0.0.1:0", "--data", s.data, "--control-addr", s.controlAddr}
-	if hasServeFlag("--forget-after") {
-		args = append(args, "--forget-after", "1m")
-	}
-	s.proc = startNoReady(t, args...)
+	s.proc = startNoReady(t, "serve", "--addr", "127.0.0.1:0", "--data", s.data, "--control-addr", s.controlAddr)
 	s.pid = s.cmd.Process.Pid
 	// The control plane's files exist once it listens.
 	testwait.Until(t, 30*time.Second, func() bool {
