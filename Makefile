@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all build test test-security test-s3 test-postgres fmt-check vet unit fuzz-smoke bench-xgboost clean test-kube image test-kube-image
+.PHONY: all build test test-security test-s3 test-postgres test-features fmt-check vet unit fuzz-smoke bench-xgboost clean test-kube image test-kube-image
 
 all: build
 
@@ -120,6 +120,20 @@ test-postgres:
 	$(GO) test -race -count=1 -run 'Postgres' -v -timeout 10m ./cmd/sluice/ && \
 	echo "the PostgreSQL e2e again, replicas on 2 worker processes:" && \
 	SLUICE_E2E_WORKERS=2 $(GO) test -race -count=1 -run 'Postgres' -v -timeout 10m ./cmd/sluice/
+
+# Feature enrichment against real stores (not part of `make test`):
+# scripts/start-redis.sh installs Debian's redis-server if missing (the
+# tests start their own servers with it, to stop and kill them) and
+# scripts/start-postgres.sh starts PostgreSQL; the conformance suites of
+# redisfeat and pgfeat, then the e2e through the real binary (every tier,
+# defaults, stale values, records, OIP, the CLI; Redis stopped with SIGSTOP
+# under load and killed and restarted).
+test-features:
+	@bash scripts/start-redis.sh >/dev/null || { echo "make: scripts/start-redis.sh failed: the feature tests need redis-server"; exit 1; }; \
+	url="$$(bash scripts/start-postgres.sh)" || { echo "make: scripts/start-postgres.sh failed: the feature tests need PostgreSQL"; exit 1; }; \
+	export SLUICE_TEST_POSTGRES="$$url" SLUICE_TEST_POSTGRES_REQUIRED=1 SLUICE_TEST_REDIS_REQUIRED=1 SLUICE_TEST_FEATURES=1; \
+	$(GO) test -race -count=1 -v ./internal/features/... && \
+	$(GO) test -race -count=1 -run 'TestFeatures' -v -timeout 10m ./cmd/sluice/
 
 # A short run of every fuzz target (not part of `make test`; run before releases).
 fuzz-smoke:

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -36,6 +39,7 @@ func newPredictCmd() *cobra.Command {
 				// stderr so that stdout stays the answer's JSON.
 				fmt.Fprintf(cmd.ErrOrStderr(), "X-Cache: %s\n", xc)
 			}
+			printFeatureSources(cmd.ErrOrStderr(), r.Body)
 			fmt.Fprint(cmd.OutOrStdout(), string(r.Body))
 			return nil
 		},
@@ -44,4 +48,28 @@ func newPredictCmd() *cobra.Command {
 	cmd.Flags().IntVar(&version, "version", 0, "call this version (default: the version that serves the model)")
 	cmd.Flags().StringVar(&requestID, "request-id", "", "X-Request-Id to send")
 	return cmd
+}
+
+// printFeatureSources says, on stderr, where each instance's filled
+// features came from (the answer's featureSources: a version with
+// features:), one line per instance: "features[0]: declines5m=redis …".
+func printFeatureSources(w io.Writer, body []byte) {
+	var a struct {
+		FeatureSources []map[string]string `json:"featureSources"`
+	}
+	if json.Unmarshal(body, &a) != nil {
+		return
+	}
+	for i, src := range a.FeatureSources {
+		keys := make([]string, 0, len(src))
+		for k := range src {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		var b strings.Builder
+		for _, k := range keys {
+			fmt.Fprintf(&b, " %s=%s", k, src[k])
+		}
+		fmt.Fprintf(w, "features[%d]:%s\n", i, b.String())
+	}
 }

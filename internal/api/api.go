@@ -24,10 +24,14 @@ type ErrorDetail struct {
 // writes it by hand (float32 outputs in shortest form, fields in output
 // order); this type documents it and lets clients decode it.
 type PredictResponse struct {
-	Predictions   []map[string]float64 `json:"predictions"`
-	ModelVersion  string               `json:"modelVersion"`
-	SchemaVersion string               `json:"schemaVersion"`
-	RequestID     string               `json:"requestId"`
+	Predictions []map[string]float64 `json:"predictions"`
+	// FeatureSources (a version with features:): per instance, where
+	// each filled field came from (request, memory, redis, database,
+	// default, stale).
+	FeatureSources []map[string]string `json:"featureSources,omitempty"`
+	ModelVersion   string              `json:"modelVersion"`
+	SchemaVersion  string              `json:"schemaVersion"`
+	RequestID      string              `json:"requestId"`
 }
 
 // Field describes one input field.

@@ -37,9 +37,19 @@ type Source struct {
 	pool *pgxpool.Pool
 	url  string
 
-	mu   sync.Mutex                 // guards cols
-	cols map[string]map[string]bool // view -> its columns
+	mu       sync.Mutex                 // guards cols, fetching
+	cols     map[string]map[string]bool // view -> its columns
+	fetching map[string]chan struct{}   // view -> closed when its columns' fetch ends
+	wg       sync.WaitGroup             // the fetches
+	ctx      context.Context            // cancelled by Close: ends the fetches
+	cancel   context.CancelFunc
 }
+
+// ColumnsTimeout bounds the one read of a view's columns. It runs apart
+// from the request that needed it (whose budget is a few milliseconds,
+// less than information_schema takes on a busy server): that request
+// gets its defaults if it cannot wait, the next ones find the columns.
+const ColumnsTimeout = 5 * time.Second
 
 // Open connects to rawURL lazily (pgx dials on first use, so a gateway
 // starts while the database is down): a bad URL is an error naming
@@ -53,51 +63,89 @@ func Open(ctx context.Context, rawURL string) (*Source, error) {
 		cfg.ConnConfig.ConnectTimeout = time.Second
 	}
 	cfg.MaxConns = 16
+	// Connections are kept open: a request's budget is too short to dial.
+	cfg.MinConns = 4
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("--features-postgres %s: %v", pgdb.Redact(rawURL), err)
 	}
-	return &Source{pool: pool, url: pgdb.Redact(rawURL), cols: map[string]map[string]bool{}}, nil
+	s := &Source{pool: pool, url: pgdb.Redact(rawURL), cols: map[string]map[string]bool{}, fetching: map[string]chan struct{}{}}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	return s, nil
 }
 
 // URL is the store's URL without its password.
 func (s *Source) URL() string { return s.url }
 
-// Close closes the pool.
-func (s *Source) Close() { s.pool.Close() }
+// Close ends the columns' fetches and closes the pool.
+func (s *Source) Close() {
+	s.cancel()
+	s.wg.Wait()
+	s.pool.Close()
+}
 
 // Ping checks the database answers.
 func (s *Source) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
 
+// columns is view's columns, read once (ColumnsTimeout, apart from ctx,
+// one fetch per view at a time) and waited for within ctx.
 func (s *Source) columns(ctx context.Context, view string) (map[string]bool, error) {
 	s.mu.Lock()
-	c, ok := s.cols[view]
-	s.mu.Unlock()
-	if ok {
+	if c, ok := s.cols[view]; ok {
+		s.mu.Unlock()
 		return c, nil
 	}
-	rows, err := s.pool.Query(ctx, `SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1`, view)
-	if err != nil {
-		return nil, err
+	done, ok := s.fetching[view]
+	if !ok {
+		if s.ctx.Err() != nil {
+			s.mu.Unlock()
+			return nil, s.ctx.Err()
+		}
+		done = make(chan struct{})
+		s.fetching[view] = done
+		s.wg.Add(1)
+		go s.fetchColumns(view, done)
 	}
-	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, err
-	}
-	c = map[string]bool{}
-	for _, n := range names {
-		c[n] = true
-	}
-	if len(c) == 0 {
-		return c, nil // no table (yet): not remembered, every entity unknown
+	s.mu.Unlock()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
 	s.mu.Lock()
-	if len(s.cols) >= MaxColumnsCache {
-		clear(s.cols)
+	defer s.mu.Unlock()
+	if c, ok := s.cols[view]; ok {
+		return c, nil
 	}
-	s.cols[view] = c
+	return map[string]bool{}, nil // no such table (yet): every entity unknown
+}
+
+func (s *Source) fetchColumns(view string, done chan struct{}) {
+	defer s.wg.Done()
+	ctx, cancel := context.WithTimeout(s.ctx, ColumnsTimeout)
+	defer cancel()
+	var c map[string]bool
+	rows, err := s.pool.Query(ctx, `SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1`, view)
+	if err == nil {
+		var names []string
+		names, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		if err == nil && len(names) > 0 {
+			c = map[string]bool{}
+			for _, n := range names {
+				c[n] = true
+			}
+		}
+	}
+	s.mu.Lock()
+	delete(s.fetching, view)
+	if c != nil {
+		if len(s.cols) >= MaxColumnsCache {
+			clear(s.cols)
+		}
+		s.cols[view] = c // a missing table is not remembered: it may be made later
+	}
 	s.mu.Unlock()
-	return c, nil
+	close(done)
 }
 
 // Lookup reads the view's fields of the entities: one query (plus, the
