@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"strconv"
 
 	"github.com/sluiceml/sluice/internal/errs"
 	"github.com/sluiceml/sluice/internal/predcache"
@@ -47,12 +46,23 @@ func (u CacheUse) header() string {
 // preprocessing): the answer is a function of exactly that.
 type cacheRun struct {
 	c      *predcache.Cache
-	keys   []byte // every row's key, one after the other
-	ends   []int  // keys[ends[i-1]:ends[i]] is row i's
-	out    [][]float32
-	leads  []*predcache.Flight // rows this call computes for others too
-	waits  []*predcache.Flight // rows another call is computing
-	misses []int               // rows to compute now (leads, and misses past the flights' bound)
+	keys   []byte    // every row's key, one after the other
+	rows   []rowLook // per row
+	misses []int     // rows to compute now (leads, and misses past the flights' bound)
+
+	// A 1-row call (the common case) keeps its row, its miss and its key
+	// here: one allocation for the whole lookup.
+	one     [1]rowLook
+	oneMiss [1]int
+	keyBuf  [160]byte
+}
+
+// rowLook is one row's lookup.
+type rowLook struct {
+	end  int       // keys[rows[i-1].end:end] is the row's key
+	out  []float32 // its answer (cached, waited for or computed)
+	lead *predcache.Flight
+	wait *predcache.Flight
 }
 
 // lookupCache looks every row of rows up in tg's prediction cache for
@@ -63,27 +73,33 @@ func (g *Gateway) lookupCache(tg *routing.Target, tenant string, rows runtime.Ba
 	if cfg == nil || g.Caches == nil {
 		return nil
 	}
-	c := g.Caches.For(tg.Model, strconv.Itoa(tg.N), tg.ID, tg.Digest, predcache.Config{TTL: cfg.TTL.Duration, MaxBytes: cfg.MaxBytes.Bytes})
+	c := g.Caches.For(tg.Model, tg.N, tg.ID, tg.Digest, predcache.Config{TTL: cfg.TTL.Duration, MaxBytes: cfg.MaxBytes.Bytes})
 	n := rows.Rows
-	r := &cacheRun{c: c, ends: make([]int, n), out: make([][]float32, n), leads: make([]*predcache.Flight, n), waits: make([]*predcache.Flight, n)}
-	version := tg.ID + "\x00" + tg.Digest
+	r := &cacheRun{c: c}
+	r.keys, r.misses = r.keyBuf[:0], r.oneMiss[:0]
+	if n == 1 {
+		r.rows = r.one[:]
+	} else {
+		r.rows = make([]rowLook, n)
+	}
 	for i := 0; i < n; i++ {
 		start := len(r.keys)
 		if rows.Tokens != nil {
-			r.keys = predcache.AppendKey(r.keys, version, tenant, nil, rows.Tokens[i])
+			r.keys = c.Key(r.keys, tenant, nil, rows.Tokens[i])
 		} else {
-			r.keys = predcache.AppendKey(r.keys, version, tenant, rows.Row(i), nil)
+			r.keys = c.Key(r.keys, tenant, rows.Row(i), nil)
 		}
-		r.ends[i] = len(r.keys)
+		rl := &r.rows[i]
+		rl.end = len(r.keys)
 		out, f, lead := c.Get(r.keys[start:])
 		switch {
 		case out != nil:
-			r.out[i] = out
+			rl.out = out
 		case lead:
-			r.leads[i] = f
+			rl.lead = f
 			r.misses = append(r.misses, i)
 		case f != nil:
-			r.waits[i] = f
+			rl.wait = f
 		default:
 			r.misses = append(r.misses, i)
 		}
@@ -94,18 +110,18 @@ func (g *Gateway) lookupCache(tg *routing.Target, tenant string, rows runtime.Ba
 func (r *cacheRun) key(i int) []byte {
 	start := 0
 	if i > 0 {
-		start = r.ends[i-1]
+		start = r.rows[i-1].end
 	}
-	return r.keys[start:r.ends[i]]
+	return r.keys[start:r.rows[i].end]
 }
 
 // abandon fails the flights the call still leads (it ends without their
 // answers): their waiters compute the rows themselves.
 func (r *cacheRun) abandon() {
-	for i, f := range r.leads {
-		if f != nil {
+	for i := range r.rows {
+		if f := r.rows[i].lead; f != nil {
 			f.Fail()
-			r.leads[i] = nil
+			r.rows[i].lead = nil
 		}
 	}
 }
@@ -127,13 +143,14 @@ func (r *cacheRun) run(ctx context.Context, srv routing.Backend, rows runtime.Ba
 		if res.Out.Cols == 0 {
 			res.Timing = got.Timing
 		}
-		res.Out.Cols = got.Out.Cols
+		res.Out = got.Out
 		for j, i := range idx {
 			row := got.Out.Row(j)
-			r.out[i] = row
-			if f := r.leads[i]; f != nil {
+			rl := &r.rows[i]
+			rl.out = row
+			if f := rl.lead; f != nil {
 				f.Done(row)
-				r.leads[i] = nil
+				rl.lead = nil
 			} else {
 				r.c.Put(r.key(i), row)
 			}
@@ -141,18 +158,23 @@ func (r *cacheRun) run(ctx context.Context, srv routing.Backend, rows runtime.Ba
 		use.Misses += len(idx)
 		return nil
 	}
+	n := rows.Rows
 	if len(r.misses) > 0 {
 		if err := compute(r.misses); err != nil {
 			return res, use, err
 		}
+		if len(r.misses) == n {
+			return res, use, nil // every row computed, in order: the answer as it came
+		}
 	}
 	var again []int
-	for i, f := range r.waits {
+	for i := range r.rows {
+		f := r.rows[i].wait
 		if f == nil {
 			continue
 		}
 		if out, ok := f.Wait(ctx); ok {
-			r.out[i] = out
+			r.rows[i].out = out
 			continue
 		}
 		if ctx.Err() != nil {
@@ -165,11 +187,11 @@ func (r *cacheRun) run(ctx context.Context, srv routing.Backend, rows runtime.Ba
 			return res, use, err
 		}
 	}
-	n := rows.Rows
 	use.Hits = n - use.Misses
-	cols := len(r.out[0])
+	cols := len(r.rows[0].out)
 	out := runtime.Output{Rows: n, Cols: cols, Data: make([]float32, 0, n*cols)}
-	for i, o := range r.out {
+	for i := range r.rows {
+		o := r.rows[i].out
 		if len(o) != cols {
 			return res, use, errs.New(errs.Internal, "prediction cache: instance %d has %d outputs, instance 0 has %d", i, len(o), cols)
 		}

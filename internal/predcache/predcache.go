@@ -19,13 +19,15 @@ import (
 	"encoding/binary"
 	"hash/maphash"
 	"math"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
 // EntryOverhead is what an entry costs beyond its key and outputs: the
-// entry (list links, expiry, slice and string headers) and its map slot.
+// entry (list links, expiry, slice and string headers, room for 4 outputs
+// inline) and its map slot.
 const EntryOverhead = 128
 
 // MaxFlightsPerShard bounds the misses being computed that others may
@@ -45,7 +47,9 @@ type Config struct {
 type Cache struct {
 	Model   string // labels of its metrics
 	Version string
-	id      string // the version's identity: id and digest (Set)
+	id      string // the version's id and content digest (Set)
+	digest  string
+	prefix  []byte // AppendKey's version part for id and digest (Key)
 	ttl     time.Duration
 	now     func() time.Time
 	seed    maphash.Seed
@@ -68,9 +72,10 @@ type shard struct {
 
 type entry struct {
 	key        string
-	out        []float32
-	expires    int64 // unix nanoseconds
+	out        []float32 // inline's, for outputs of up to 4 columns
+	expires    int64     // unix nanoseconds
 	prev, next *entry
+	inline     [4]float32
 }
 
 func (e *entry) size() int64 { return entrySize(len(e.key), len(e.out)) }
@@ -81,6 +86,10 @@ func entrySize(keyLen, outLen int) int64 {
 
 // New returns an empty cache of model@version under cfg.
 func New(model, version string, cfg Config) *Cache {
+	return newCache(model, version, "", "", cfg)
+}
+
+func newCache(model, version, id, digest string, cfg Config) *Cache {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -90,8 +99,9 @@ func New(model, version string, cfg Config) *Cache {
 	for n < 16 && cfg.MaxBytes/int64(2*n) >= 1<<20 {
 		n *= 2
 	}
-	c := &Cache{Model: model, Version: version, ttl: cfg.TTL, now: cfg.Now, seed: maphash.MakeSeed(),
+	c := &Cache{Model: model, Version: version, id: id, digest: digest, ttl: cfg.TTL, now: cfg.Now, seed: maphash.MakeSeed(),
 		shards: make([]shard, n), mask: uint64(n - 1)}
+	c.prefix = appendString(appendString(nil, id), digest)
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.items = map[string]*entry{}
@@ -133,12 +143,15 @@ func (c *Cache) Get(key []byte) (out []float32, f *Flight, lead bool) {
 		c.removeLocked(s, e)
 	}
 	if f, ok := s.flights[string(key)]; ok {
+		if f.done == nil {
+			f.done = make(chan struct{}) // the first waiter: the leader will close it
+		}
 		return nil, f, false
 	}
 	if len(s.flights) >= MaxFlightsPerShard {
 		return nil, nil, false
 	}
-	f = &Flight{c: c, s: s, key: string(key), done: make(chan struct{})}
+	f = &Flight{c: c, s: s, key: string(key)}
 	s.flights[f.key] = f
 	return nil, f, true
 }
@@ -151,12 +164,17 @@ func (c *Cache) Put(key []byte, out []float32) {
 }
 
 // putLocked stores an entry; lock says s.mu is not held yet.
-func (c *Cache) putLocked(s *shard, key string, out []float32, lock bool) {
+func (c *Cache) putLocked(s *shard, key string, out []float32, lock bool) *entry {
 	size := entrySize(len(key), len(out))
 	if size > s.max {
-		return
+		return nil
 	}
-	e := &entry{key: key, out: append([]float32(nil), out...), expires: c.now().Add(c.ttl).UnixNano()}
+	e := &entry{key: key, expires: c.now().Add(c.ttl).UnixNano()}
+	if len(out) <= len(e.inline) {
+		e.out = append(e.inline[:0], out...)
+	} else {
+		e.out = append([]float32(nil), out...)
+	}
 	if lock {
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -172,6 +190,7 @@ func (c *Cache) putLocked(s *shard, key string, out []float32, lock bool) {
 	s.bytes += size
 	c.bytes.Add(size)
 	c.entries.Add(1)
+	return e
 }
 
 func (c *Cache) removeLocked(s *shard, e *entry) {
@@ -201,9 +220,9 @@ type Flight struct {
 	c    *Cache
 	s    *shard
 	key  string
-	done chan struct{}
-	out  []float32 // set before done is closed; nil: failed
-	over bool      // ended; guarded by s.mu
+	done chan struct{} // made by the first waiter (guarded by s.mu), closed by the end
+	out  []float32     // set before done is closed; nil: failed
+	over bool          // ended; guarded by s.mu
 }
 
 // Done ends the flight with its answer: stored, and handed to the
@@ -226,15 +245,22 @@ func (f *Flight) end(out []float32, ok bool) {
 		delete(s.flights, f.key)
 	}
 	if ok {
-		f.out = append([]float32{}, out...)
-		f.c.putLocked(s, f.key, out, false)
+		if e := f.c.putLocked(s, f.key, out, false); e != nil {
+			f.out = e.out // entries' outputs are never changed
+		} else {
+			f.out = append([]float32{}, out...)
+		}
 	}
+	done := f.done
 	s.mu.Unlock()
-	close(f.done)
+	if done != nil {
+		close(done)
+	}
 }
 
 // Wait waits for the flight's answer until ctx is done. ok is false when
-// the leader failed or ctx ended first: the caller computes the row.
+// the leader failed or ctx ended first: the caller computes the row. Only
+// a caller Get gave the flight to as a waiter (lead false) may wait.
 func (f *Flight) Wait(ctx context.Context) (out []float32, ok bool) {
 	select {
 	case <-f.done:
@@ -244,15 +270,28 @@ func (f *Flight) Wait(ctx context.Context) (out []float32, ok bool) {
 	}
 }
 
-// AppendKey appends the key of a row to dst: the version's identity, the
-// tenant and the row the model receives (float32 features, or token ids
+// Key appends to dst the key of row (or tokens) for tenant in this
+// cache: AppendKey with the version's id and digest, as Set.For made it.
+func (c *Cache) Key(dst []byte, tenant string, row []float32, tokens []int64) []byte {
+	dst = append(dst, c.prefix...)
+	return appendRow(appendString(dst, tenant), row, tokens)
+}
+
+func appendString(dst []byte, s string) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(s)))
+	return append(dst, s...)
+}
+
+// AppendKey appends the key of a row to dst: the version's id and
+// content digest, the tenant and the row the model receives (float32 features, or token ids
 // for a sequence model), each with its length first, so that two
 // different triples never make the same key.
-func AppendKey(dst []byte, version, tenant string, row []float32, tokens []int64) []byte {
-	dst = binary.AppendUvarint(dst, uint64(len(version)))
-	dst = append(dst, version...)
-	dst = binary.AppendUvarint(dst, uint64(len(tenant)))
-	dst = append(dst, tenant...)
+func AppendKey(dst []byte, version, digest, tenant string, row []float32, tokens []int64) []byte {
+	dst = appendString(appendString(appendString(dst, version), digest), tenant)
+	return appendRow(dst, row, tokens)
+}
+
+func appendRow(dst []byte, row []float32, tokens []int64) []byte {
 	if tokens != nil {
 		dst = append(dst, 't')
 		dst = binary.AppendUvarint(dst, uint64(len(tokens)))
@@ -280,23 +319,21 @@ type Set struct {
 func NewSet() *Set { return &Set{caches: map[string]*Cache{}} }
 
 // For returns the cache of version id (model@version) whose content is
-// digest, made with cfg if there is none; a cache of the same id and
+// digest, made with cfg if there is none (keys made by its Key name both); a cache of the same id and
 // another digest (the version published again) is replaced.
-func (s *Set) For(model, version, id, digest string, cfg Config) *Cache {
-	ident := id + "\x00" + digest
+func (s *Set) For(model string, version int, id, digest string, cfg Config) *Cache {
 	s.mu.RLock()
 	c := s.caches[id]
 	s.mu.RUnlock()
-	if c != nil && c.id == ident {
+	if c != nil && c.digest == digest {
 		return c
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if c = s.caches[id]; c != nil && c.id == ident {
+	if c = s.caches[id]; c != nil && c.digest == digest {
 		return c
 	}
-	c = New(model, version, cfg)
-	c.id = ident
+	c = newCache(model, strconv.Itoa(version), id, digest, cfg)
 	s.caches[id] = c
 	return c
 }

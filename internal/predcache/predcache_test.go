@@ -24,7 +24,7 @@ func (c *clock) add(d time.Duration) {
 }
 
 func key(version, tenant string, row ...float32) []byte {
-	return AppendKey(nil, version, tenant, row, nil)
+	return AppendKey(nil, version, "", tenant, row, nil)
 }
 
 func TestGetPut(t *testing.T) {
@@ -220,23 +220,27 @@ func TestFlightsBounded(t *testing.T) {
 func TestSet(t *testing.T) {
 	s := NewSet()
 	cfg := Config{TTL: time.Hour, MaxBytes: 1 << 20}
-	a := s.For("m", "1", "m@1", "d1", cfg)
-	if s.For("m", "1", "m@1", "d1", cfg) != a {
+	a := s.For("m", 1, "m@1", "d1", cfg)
+	if s.For("m", 1, "m@1", "d1", cfg) != a {
 		t.Fatal("For made a second cache")
 	}
-	k := key("m@1", "a", 1)
+	k := a.Key(nil, "a", []float32{1}, nil)
 	a.Put(k, []float32{1})
 	if st := s.States(); len(st) != 1 || st[0].Entries != 1 || st[0].Bytes != entrySize(len(k), 1) || st[0].Model != "m" || st[0].Version != "1" {
 		t.Fatalf("states %+v", st)
 	}
-	if b := s.For("m", "1", "m@1", "d2", cfg); b == a {
+	b := s.For("m", 1, "m@1", "d2", cfg)
+	if b == a {
 		t.Fatal("another digest shares the cache")
+	}
+	if kb := b.Key(nil, "a", []float32{1}, nil); bytes.Equal(kb, k) {
+		t.Fatal("another digest makes the same key")
 	}
 	s.Drop("m@1")
 	if st := s.States(); len(st) != 0 {
 		t.Fatalf("after Drop: %+v", st)
 	}
-	if c := s.For("m", "1", "m@1", "d1", cfg); c == a {
+	if c := s.For("m", 1, "m@1", "d1", cfg); c == a {
 		t.Fatal("a dropped cache came back")
 	} else if out, f, _ := c.Get(k); out != nil {
 		t.Fatal("a dropped version's entry was served")
@@ -263,7 +267,7 @@ func TestFuzzNoCrossHits(t *testing.T) {
 	hits, misses, cross := 0, 0, 0
 	for req := 0; req < 10_000; req++ {
 		vi, ti := rng.IntN(len(versions)), rng.IntN(len(tenants))
-		c := s.For("m", fmt.Sprint(vi), versions[vi], "d", cfg)
+		c := s.For("m", vi, versions[vi], "d", cfg)
 		n := 1 + rng.IntN(8)
 		for i := 0; i < n; i++ {
 			// Rows from a small domain so that the same row recurs for
@@ -272,7 +276,7 @@ func TestFuzzNoCrossHits(t *testing.T) {
 			for j := range row {
 				row[j] = float32(rng.IntN(4))
 			}
-			k := AppendKey(nil, versions[vi], tenants[ti], row, nil)
+			k := c.Key(nil, tenants[ti], row, nil)
 			want := answer(vi, ti, row)
 			out, f, lead := c.Get(k)
 			switch {
@@ -314,9 +318,9 @@ func equal(a, b []float32) bool {
 
 // Two different (version, tenant, row) triples never make the same key.
 func FuzzAppendKey(f *testing.F) {
-	f.Add("m@1", "a", []byte{1, 2, 3, 4}, "m@1", "ab", []byte{2, 3, 4}, false)
-	f.Add("m@1", "", []byte{}, "m@1", "", []byte{}, true)
-	f.Fuzz(func(t *testing.T, v1, t1 string, r1 []byte, v2, t2 string, r2 []byte, tokens bool) {
+	f.Add("m@1", "d", "a", []byte{1, 2, 3, 4}, "m@1", "d", "ab", []byte{2, 3, 4}, false)
+	f.Add("m@1", "", "", []byte{}, "m@1", "", "", []byte{}, true)
+	f.Fuzz(func(t *testing.T, v1, d1, t1 string, r1 []byte, v2, d2, t2 string, r2 []byte, tokens bool) {
 		row := func(b []byte) ([]float32, []int64) {
 			fs := make([]float32, len(b)/4)
 			ts := make([]int64, len(b)/8)
@@ -331,16 +335,25 @@ func FuzzAppendKey(f *testing.F) {
 		f1, k1 := row(r1)
 		f2, k2 := row(r2)
 		var a, b []byte
-		same := v1 == v2 && t1 == t2
+		same := v1 == v2 && d1 == d2 && t1 == t2
 		if tokens {
-			a, b = AppendKey(nil, v1, t1, nil, k1), AppendKey(nil, v2, t2, nil, k2)
+			a, b = AppendKey(nil, v1, d1, t1, nil, k1), AppendKey(nil, v2, d2, t2, nil, k2)
 			same = same && fmt.Sprint(k1) == fmt.Sprint(k2)
 		} else {
-			a, b = AppendKey(nil, v1, t1, f1, nil), AppendKey(nil, v2, t2, f2, nil)
+			a, b = AppendKey(nil, v1, d1, t1, f1, nil), AppendKey(nil, v2, d2, t2, f2, nil)
 			same = same && equal(f1, f2)
 		}
 		if bytes.Equal(a, b) != same {
 			t.Fatalf("keys equal %v, triples equal %v", bytes.Equal(a, b), same)
 		}
 	})
+}
+
+// Cache.Key is AppendKey with the cache's version id and digest.
+func TestKeyIsAppendKey(t *testing.T) {
+	c := NewSet().For("m", 3, "m@3", "abc", Config{TTL: time.Minute, MaxBytes: 1 << 20})
+	row := []float32{1, 2.5}
+	if !bytes.Equal(c.Key(nil, "acme", row, nil), AppendKey(nil, "m@3", "abc", "acme", row, nil)) {
+		t.Fatal("Key differs from AppendKey")
+	}
 }

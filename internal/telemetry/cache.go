@@ -28,7 +28,24 @@ type cacheMetrics struct {
 
 	mu  sync.Mutex // guards src
 	src func() []CacheState
+
+	// hot holds each version's two counters, looked up once ([2]string
+	// {model, version} → *[2]prometheus.Counter: hit, miss); forget
+	// drops a version's.
+	hot sync.Map
 }
+
+func (c *cacheMetrics) counters(model, version string) *[2]prometheus.Counter {
+	k := [2]string{model, version}
+	if v, ok := c.hot.Load(k); ok {
+		return v.(*[2]prometheus.Counter)
+	}
+	v, _ := c.hot.LoadOrStore(k, &[2]prometheus.Counter{c.requests.WithLabelValues(model, version, CacheHit), c.requests.WithLabelValues(model, version, CacheMiss)})
+	return v.(*[2]prometheus.Counter)
+}
+
+// forget drops a version's counters (after Metrics.Forget deleted its series).
+func (c *cacheMetrics) forget(model, version string) { c.hot.Delete([2]string{model, version}) }
 
 func newCacheMetrics() *cacheMetrics {
 	mv := []string{"model", "version"}
@@ -71,11 +88,12 @@ func (c *cacheMetrics) Collect(ch chan<- prometheus.Metric) {
 // CacheRequests counts one successful request's instances to a version
 // with a prediction cache: hits answered from it, misses computed.
 func (m *Metrics) CacheRequests(model, version string, hits, misses int) {
+	cs := m.cache.counters(model, version)
 	if hits > 0 {
-		m.cache.requests.WithLabelValues(model, version, CacheHit).Add(float64(hits))
+		cs[0].Add(float64(hits))
 	}
 	if misses > 0 {
-		m.cache.requests.WithLabelValues(model, version, CacheMiss).Add(float64(misses))
+		cs[1].Add(float64(misses))
 	}
 }
 

@@ -549,6 +549,7 @@ func (m *Metrics) Forget(model, version string) {
 		}
 		return true
 	})
+	m.cache.forget(model, version)
 	m.mu.Lock()
 	delete(m.fields, [2]string{model, version})
 	m.mu.Unlock()
