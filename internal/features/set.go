@@ -23,8 +23,6 @@ type Metrics interface {
 	// FeatureLookup: one tier was asked for entities of view: how many it
 	// had, how many not, how long it took; failed: it did not answer.
 	FeatureLookup(view, tier string, hits, misses int, took time.Duration, failed bool)
-	// FeatureFilled: values filled by default, and stale values served.
-	FeatureFilled(view string, defaults, stale int)
 	// FeatureBreaker: a store's breaker opened (true) or closed.
 	FeatureBreaker(store string, open bool)
 }
@@ -326,7 +324,6 @@ func (e *Enricher) Lookup(ctx context.Context, entities []string, out []Result) 
 			e.mem.put(uniq[i], rows[i], now)
 		}
 	}
-	defaults, stale := 0, 0
 	for i, u := range of {
 		r := &rows[u]
 		res := &out[i]
@@ -335,17 +332,12 @@ func (e *Enricher) Lookup(ctx context.Context, entities []string, out []Result) 
 			switch {
 			case !r.Found || v != v:
 				res.Values[k], res.Origins[k] = e.cfg.Defaults[k], Default
-				defaults++
 			case e.cfg.MaxAge > 0 && !r.At.IsZero() && now.Sub(r.At) > e.cfg.MaxAge:
 				res.Values[k], res.Origins[k] = v, Stale
-				stale++
 			default:
 				res.Values[k], res.Origins[k] = v, tier[u]
 			}
 		}
-	}
-	if e.set.metrics != nil && (defaults > 0 || stale > 0) {
-		e.set.metrics.FeatureFilled(e.view.Name, defaults, stale)
 	}
 }
 

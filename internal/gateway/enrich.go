@@ -151,13 +151,25 @@ func (g *Gateway) enrich(ctx context.Context, spec *modelpkg.Spec, rows Rows) (R
 	if len(ents) > 0 {
 		res := make([]features.Result, len(ents))
 		en.Lookup(ctx, ents, res)
+		defaults, stale := 0, 0
 		for j, i := range who {
 			s := sent[i*len(fields) : (i+1)*len(fields)]
 			for k := range fields {
 				if !s[k] {
 					e.Values[i][k], e.Origins[i][k] = res[j].Values[k], res[j].Origins[k]
+					switch res[j].Origins[k] {
+					case features.Default:
+						defaults++
+					case features.Stale:
+						stale++
+					}
 				}
 			}
+		}
+		if g.Metrics != nil && defaults+stale > 0 {
+			// Counted here, not by the enricher: a value the caller sent
+			// is neither, whatever the store holds.
+			g.Metrics.FeatureFilled(ff.View, defaults, stale)
 		}
 	}
 	out := make([]schema.Instance, n)
