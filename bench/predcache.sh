@@ -13,6 +13,7 @@
 #
 #   bash bench/predcache.sh                      # ROUNDS=3, about 4 minutes
 #   ROUNDS=1 DUR=1s bash bench/predcache.sh      # smoke test
+#   MODES=spin HITS=0 ROUNDS=10 DUR=2s bash bench/predcache.sh   # row 5 alone
 #
 # OUT (default /tmp/predcache-bench): run.txt (one JSON line per run),
 # server.log, meta.txt, summary.md.
@@ -27,6 +28,7 @@ RATE=${RATE:-20000}
 DUR=${DUR:-5s}
 CONC=${CONC:-16}
 MODES=${MODES:-spin sleep}
+HITS=${HITS:-0 0.9}
 case $ROUNDS in '' | *[!0-9]* | 0) echo "ROUNDS=$ROUNDS: want a whole number >= 1" >&2; exit 2 ;; esac
 mkdir -p "$OUT/bin" || exit 1
 rm -f "$OUT/run.txt"
@@ -38,7 +40,7 @@ go build -o "$OUT/bin/predcache" ./bench/predcache || exit 1
 {
 	echo "commit $(git rev-parse --short HEAD) $(date -u +%FT%TZ)"
 	echo "nproc $(nproc); load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-	echo "RATE=$RATE DUR=$DUR CONC=$CONC ROUNDS=$ROUNDS SRV_CPU=$SRV_CPU LOAD_CPU=$LOAD_CPU NICE='$NICE'"
+	echo "MODES='$MODES' HITS='$HITS' RATE=$RATE DUR=$DUR CONC=$CONC ROUNDS=$ROUNDS SRV_CPU=$SRV_CPU LOAD_CPU=$LOAD_CPU NICE='$NICE'"
 } >"$OUT/meta.txt"
 DATA=$(mktemp -d)
 $NICE taskset -c "$SRV_CPU" "$SLUICE" serve --data "$DATA" --models bench/models/issue19 --addr 127.0.0.1:$PORT --no-records >"$OUT/server.log" 2>&1 &
@@ -54,7 +56,7 @@ run=0
 for r in $(seq 1 "$ROUNDS"); do
 	set --
 	for m in $MODES; do
-		for h in 0 0.9; do
+		for h in $HITS; do
 			set -- "$@" "$m:off:$h" "$m:on:$h"
 		done
 	done
@@ -82,7 +84,7 @@ for x in rows:
 print("| model | hits | cache | answers/s (per round) | median | vs off, same round (per round) | median ratio | p50 median |")
 print("|---|---|---|---|---|---|---|---|")
 for mode in sorted({x["mode"] for x in rows}, reverse=True):
-    for hit in (0, 0.9):
+    for hit in sorted({x["run"]["hit"] for x in rows}):
         for c in ("off", "on"):
             rs = sorted(r for (r, m, cc, h) in by if m == mode and cc == c and h == hit)
             v = [by[(r, mode, c, hit)]["ok_per_s"] for r in rs]
