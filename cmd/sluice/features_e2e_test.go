@@ -18,6 +18,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/sluiceml/sluice/internal/oip/inferencepb"
 
 	"github.com/sluiceml/sluice/internal/pgdb/pgtest"
 	"github.com/sluiceml/sluice/internal/testwait"
@@ -136,7 +140,8 @@ func TestFeaturesTiers(t *testing.T) {
 	r.cli(t, "HSET", "card_stats:r1", "accountAgeDays", "91", "declines5m", "3", "_ts", now)
 	r.cli(t, "HSET", "card_stats:old", "accountAgeDays", "91", "declines5m", "3", "_ts", "1000")
 	pg, _ := seedPostgres(t)
-	srv := startServer(t, "--data", t.TempDir(), "--models", "../../examples/fraud-features", "--features-redis", r.url(), "--features-postgres", pg)
+	gaddr := freeAddr(t)
+	srv := startServer(t, "--data", t.TempDir(), "--models", "../../examples/fraud-features", "--features-redis", r.url(), "--features-postgres", pg, "--grpc-addr", gaddr)
 	defer srv.stop(t)
 	v1 := srv.url + "/v1/models/fraud-features:predict"
 	warmDatabase(t, v1)
@@ -202,6 +207,25 @@ func TestFeaturesTiers(t *testing.T) {
 	oa, err := postRaw(t, srv.url+"/v2/models/fraud-features/infer", `{"inputs":[{"name":"cardId","datatype":"BYTES","shape":[1],"data":["r1"]},{"name":"amount","datatype":"FP32","shape":[1],"data":[800]}]}`, nil)
 	if err != nil || oa.status != 200 || !strings.Contains(string(oa.body), `"feature_sources":"[{\"accountAgeDays\":\"`) {
 		t.Errorf("OIP REST: %v %d %s", err, oa.status, oa.body)
+	}
+
+	// OIP gRPC: the same, as the response parameter feature_sources.
+	conn, err := grpc.NewClient(gaddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	gctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	gresp, err := inferencepb.NewGRPCInferenceServiceClient(conn).ModelInfer(gctx, &inferencepb.ModelInferRequest{ModelName: "fraud-features", Inputs: []*inferencepb.ModelInferRequest_InferInputTensor{
+		{Name: "cardId", Datatype: "BYTES", Shape: []int64{2}, Contents: &inferencepb.InferTensorContents{BytesContents: [][]byte{[]byte("nobody"), []byte("r1")}}},
+		{Name: "amount", Datatype: "FP32", Shape: []int64{2}, Contents: &inferencepb.InferTensorContents{Fp32Contents: []float32{800, 800}}},
+	}})
+	if err != nil {
+		t.Fatalf("OIP gRPC: %v", err)
+	}
+	if fs := gresp.Parameters["feature_sources"].GetStringParam(); !strings.HasPrefix(fs, `[{"accountAgeDays":"default","declines5m":"default"},{"accountAgeDays":"`) {
+		t.Errorf("OIP gRPC feature_sources %q", fs)
 	}
 
 	// The CLI says where each instance's features came from.

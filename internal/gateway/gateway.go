@@ -78,6 +78,10 @@ type Response struct {
 	// Features is what enrichment filled (nil: the version has no
 	// features:).
 	Features *Enriched
+	// enriched is the rows the primary computed (after enrichment):
+	// what shadow copies are given, so a shadow sees the features the
+	// primary saw.
+	enriched Rows
 }
 
 // run routes and runs req. On error, a non-nil Response names the version
@@ -127,7 +131,11 @@ func (g *Gateway) run(ctx context.Context, req Request) (*Response, error) {
 	if err == nil && g.Shadows != nil {
 		for _, sh := range shadows {
 			if sh != tg {
-				g.Shadows.offer(shadowJob{target: sh, rows: req.Rows, primary: res.Out.Data, cols: res.Out.Cols})
+				rows := req.Rows
+				if res.enriched != nil {
+					rows = res.enriched
+				}
+				g.Shadows.offer(shadowJob{target: sh, rows: rows, primary: res.Out.Data, cols: res.Out.Cols})
 			}
 		}
 	}
@@ -208,7 +216,7 @@ func (g *Gateway) predict(ctx context.Context, tn *tenant.Tenant, tg *routing.Ta
 		// Finished, but too late to be useful: never answer 200 after the deadline.
 		return &Response{Target: tg, Attempts: res.Attempts, Submitted: true}, errs.New(errs.DeadlineExceeded, "deadline %s passed as the result arrived", d)
 	}
-	return &Response{Target: tg, Out: res.Out, Timing: res.Timing, Preprocess: pre, Attempts: res.Attempts, Cache: use, Features: enriched}, nil
+	return &Response{Target: tg, Out: res.Out, Timing: res.Timing, Preprocess: pre, Attempts: res.Attempts, Cache: use, Features: enriched, enriched: in}, nil
 }
 
 // deadline is a request's deadline: the one it asked for, else the
