@@ -22,7 +22,6 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/sluiceml/sluice/internal/oip/inferencepb"
-
 	"github.com/sluiceml/sluice/internal/pgdb/pgtest"
 	"github.com/sluiceml/sluice/internal/testwait"
 )
