@@ -13,7 +13,10 @@
 #         most SAT_CONC (16) in flight on as many connections: the arrivals
 #         beyond those are dropped by the generator, so the answers per
 #         second are the most the server (and the generator's own TLS) does
-#         with 16 requests in flight.
+#         with 16 requests in flight. Also the server process's CPU time
+#         (utime+stime from /proc/PID/stat) over the run divided by the 2xx
+#         answers: CPU per request, which other processes on the machine
+#         disturb far less than they do throughput.
 # A warm-up of WARM (3s) at 500/s on every server first. Certificates are
 # made with openssl (ECDSA P-256, as docs/operations.md "Making
 # certificates"). Everything at NICE (nice -n -10; NICE= turns it off).
@@ -109,6 +112,7 @@ start_all() { # ROUND
 		$NICE taskset -c "$SRV_CPU" "$SLUICE" serve --data "$d" --models "$OUT/models" --addr "127.0.0.1:$(port "$m")" \
 			$(serve_flags "$m") >"$OUT/server-$m-$1.log" 2>&1 &
 		echo "$! $d" >>"$PIDS"
+		eval "PID_$m=$!"
 	done
 	for m in $MODES; do
 		ok=0
@@ -120,6 +124,9 @@ start_all() { # ROUND
 		[ $ok = 1 ] || { echo "server $m not ready in 60 s: $OUT/server-$m-$1.log" >&2; exit 1; }
 	done
 }
+
+# cpu_ticks PID: the process's user + system CPU time, in clock ticks.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 load() { # MODE ARGS...
 	m=$1
@@ -152,8 +159,12 @@ for r in $(seq 1 "$ROUNDS"); do
 	done
 	for m in $order; do
 		load "$m" --arrivals poisson --seed "$r" --rate "$P50_RATE" --duration "$P50_DUR" --connections 4 --json >"$OUT/p50-$m-$r.json" || exit 1
+		pid_var=PID_$m
+		t0=$(cpu_ticks "${!pid_var}")
 		load "$m" --rate "$SAT_RATE" --duration "$SAT_DUR" --concurrency "$SAT_CONC" --connections "$SAT_CONC" --json >"$OUT/sat-$m-$r.json" 2>"$OUT/sat-$m-$r.err" || exit 1
-		echo "$m: $(python3 -c "import json,sys; p=json.load(open('$OUT/p50-$m-$r.json')); s=json.load(open('$OUT/sat-$m-$r.json')); print(f\"p50 {p['latency']['p50Ms']:.3f} ms, p99 {p['latency']['p99Ms']:.3f} ms; saturated {s['achievedRate']:.0f} req/s ({s['ok']} ok)\")")"
+		t1=$(cpu_ticks "${!pid_var}")
+		echo "$((t1 - t0)) $(getconf CLK_TCK)" >"$OUT/cpu-$m-$r.txt"
+		echo "$m: $(python3 -c "import json,sys; p=json.load(open('$OUT/p50-$m-$r.json')); s=json.load(open('$OUT/sat-$m-$r.json')); t,hz=map(int,open('$OUT/cpu-$m-$r.txt').read().split()); print(f\"p50 {p['latency']['p50Ms']:.3f} ms, p99 {p['latency']['p99Ms']:.3f} ms; saturated {s['achievedRate']:.0f} req/s ({s['ok']} ok), server CPU {t/hz*1e6/max(1,s['ok']):.1f} us/request\")")"
 	done
 	echo "   after: $(uptime)" | tee -a "$OUT/meta.txt"
 	stop_all
@@ -164,19 +175,24 @@ import json, statistics as st, sys
 out, rounds, modes = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 def get(kind, m, r):
     return json.load(open(f"{out}/{kind}-{m}-{r}.json"))
-rows = []
-print("| mode | p50 (per round) | median p50 | p99 median | server p50 median | req/s with 16 in flight (per round) | median req/s | vs http, same round: p50 / req/s |")
-print("|---|---|---|---|---|---|---|---|")
+def cpu(m, r):  # server CPU microseconds per 2xx answer of the saturation run
+    t, hz = map(int, open(f"{out}/cpu-{m}-{r}.txt").read().split())
+    return t / hz * 1e6 / max(1, get("sat", m, r)["ok"])
+print("| mode | p50 (per round) | median p50 | p99 median | server p50 median | req/s with 16 in flight (per round) | median req/s | server CPU per request (per round) | vs http, same round: p50 / req/s / CPU |")
+print("|---|---|---|---|---|---|---|---|---|")
 for m in modes:
     p50 = [get("p50", m, r)["latency"]["p50Ms"] for r in range(1, rounds + 1)]
     p99 = [get("p50", m, r)["latency"]["p99Ms"] for r in range(1, rounds + 1)]
     sp50 = [get("p50", m, r)["serverLatency"]["p50Ms"] for r in range(1, rounds + 1)]
     rps = [get("sat", m, r)["achievedRate"] for r in range(1, rounds + 1)]
+    cpus = [cpu(m, r) for r in range(1, rounds + 1)]
     ratio = ""
     if m != "http" and "http" in modes:
         dp = [p50[r] - get("p50", "http", r + 1)["latency"]["p50Ms"] for r in range(rounds)]
         rr = [rps[r] / get("sat", "http", r + 1)["achievedRate"] for r in range(rounds)]
-        ratio = f"p50 {st.median(dp):+.3f} ms ({', '.join(f'{x:+.3f}' for x in dp)}); req/s {st.median(rr):.3f}x ({', '.join(f'{x:.3f}' for x in rr)})"
+        dc = [cpus[r] - cpu("http", r + 1) for r in range(rounds)]
+        ratio = (f"p50 {st.median(dp):+.3f} ms ({', '.join(f'{x:+.3f}' for x in dp)}); req/s {st.median(rr):.3f}x ({', '.join(f'{x:.3f}' for x in rr)}); "
+                 f"CPU {st.median(dc):+.1f} µs ({', '.join(f'{x:+.1f}' for x in dc)})")
     print(f"| {m} | {', '.join(f'{x:.3f}' for x in p50)} ms | **{st.median(p50):.3f} ms** | {st.median(p99):.3f} ms | {st.median(sp50):.3f} ms | "
-          f"{', '.join(f'{x:.0f}' for x in rps)} | **{st.median(rps):.0f}** | {ratio} |")
+          f"{', '.join(f'{x:.0f}' for x in rps)} | **{st.median(rps):.0f}** | {', '.join(f'{x:.1f}' for x in cpus)} µs, median **{st.median(cpus):.1f} µs** | {ratio} |")
 PY
