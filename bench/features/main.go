@@ -18,8 +18,11 @@ import (
 	"fmt"
 	"log"
 	"math/rand/v2"
+	"os"
+	"runtime/pprof"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,7 +37,17 @@ func main() {
 	dur := flag.Duration("duration", 10*time.Second, "each case's duration")
 	nf := flag.Int("fields", 50, "features per entity")
 	pool := flag.Int("pool", 10000, "distinct entities seeded (each lookup picks at random)")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the cases to this file")
+	only := flag.String("case", "", "run only the case whose name starts with this")
 	flag.Parse()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			log.Fatal(err)
+		}
+		pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
+	}
 	ctx := context.Background()
 	src, err := redisfeat.Open(ctx, *url)
 	if err != nil {
@@ -79,6 +92,9 @@ func main() {
 		{"1 entity, memory", 1, time.Hour, features.Memory},
 		{"100 entities, Redis", 100, time.Nanosecond, features.Redis},
 	} {
+		if !strings.HasPrefix(c.name, *only) {
+			continue
+		}
 		e := set.Enricher(features.ViewConfig{View: *view, Defaults: defs, Timeout: time.Second, MemoryBytes: 1 << 30, MemoryTTL: c.ttl})
 		if c.want == features.Memory { // fill the memory tier first
 			out := make([]features.Result, 1)

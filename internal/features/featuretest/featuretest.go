@@ -92,6 +92,39 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 			}
 		}
 	})
+	t.Run("ManyFields", func(t *testing.T) {
+		// 50 features (a store may read them another way than a few):
+		// values, an absent one, a timestamp, an unknown entity.
+		s := open(t)
+		v := &features.View{Name: "wide_stats", Entity: "card_id"}
+		vals := make([]*float64, 50)
+		for k := range 50 {
+			v.Fields = append(v.Fields, "f"+strconv.Itoa(k))
+			if k != 7 {
+				vals[k] = f(float64(k) + 0.5)
+			}
+		}
+		at := time.Unix(1_700_000_200, 0)
+		if err := s.Put(ctx(t), v, "w1", vals, at); err != nil {
+			t.Fatal(err)
+		}
+		out := lookup(t, s, v, "w1", "nobody")
+		r := out[0]
+		if !r.Found || !r.At.Equal(at) || !math.IsNaN(r.Values[7]) || out[1].Found {
+			t.Fatalf("w1: found %v at %v f7 %v; nobody found %v", r.Found, r.At, r.Values[7], out[1].Found)
+		}
+		for k, x := range r.Values {
+			if k != 7 && x != float64(k)+0.5 {
+				t.Errorf("f%d = %v, want %v", k, x, float64(k)+0.5)
+			}
+		}
+		// A view of fewer fields of the same data reads only those.
+		narrow := &features.View{Name: "wide_stats", Entity: "card_id", Fields: []string{"f49", "f3"}}
+		out = lookup(t, s, narrow, "w1")
+		if out[0].Values[0] != 49.5 || out[0].Values[1] != 3.5 {
+			t.Errorf("narrow view: %v", out[0].Values)
+		}
+	})
 	t.Run("IntEntity", func(t *testing.T) {
 		s := open(t)
 		v := &features.View{Name: "user_stats", Entity: "user_id", EntityInt: true, Fields: []string{"n"}}

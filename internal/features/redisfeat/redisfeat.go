@@ -2,7 +2,8 @@
 // and Pinger): view VIEW's features of entity ENTITY are the hash at
 // VIEW:ENTITY, one field per feature holding a decimal string, plus an
 // optional _ts (Unix seconds, fractions allowed) that staleness is judged
-// by. A lookup of N entities is one pipelined round trip of N HMGETs; a
+// by. A lookup of N entities is one pipelined round trip of N HMGETs (N
+// HGETALLs for a view of more than HMGetMax fields); a
 // read-through fill is one pipeline of HSET + EXPIRE per entity. Every
 // call is bounded by its context's deadline (the enrichment's share of
 // the request's), never by a wait of the client's own.
@@ -72,6 +73,10 @@ func Open(ctx context.Context, rawURL string) (*Source, error) {
 	// again (a stopped or vanished server), whatever the callers' contexts.
 	opt.ConnWriteTimeout = time.Second
 	opt.DisableRetry = true
+	// RESP2: HGETALL answers a flat array read in place, where RESP3's map
+	// costs a Go map per entity (client-side caching, which needs RESP3,
+	// is not used).
+	opt.AlwaysRESP2 = true
 	s := &Source{opt: opt, url: redact(rawURL)}
 	_ = s.Ping(ctx)
 	return s, nil
@@ -146,6 +151,9 @@ func (s *Source) Lookup(ctx context.Context, v *features.View, entities []string
 	if len(entities) == 0 {
 		return c.Do(ctx, c.B().Ping().Build()).Error()
 	}
+	if len(v.Fields) > HMGetMax {
+		return s.lookupAll(ctx, c, v, entities, out)
+	}
 	fields := make([]string, 0, len(v.Fields)+1)
 	fields = append(fields, v.Fields...)
 	fields = append(fields, TSField)
@@ -186,6 +194,82 @@ func (s *Source) Lookup(ctx context.Context, v *features.View, entities []string
 		}
 	}
 	return nil
+}
+
+// HMGetMax is the most fields a lookup reads with HMGET; a view with more
+// reads whole hashes with HGETALL and picks its fields out. In a hash
+// Redis keeps as a listpack (up to 128 fields by default) every HMGET
+// field is a scan of the hash, so 51 of them cost redis-server 53 µs a
+// call on the test VM against HGETALL's 7.1 µs (INFO commandstats,
+// docs/benchmarks.md "Issue 19"); with few fields HMGET sends less back.
+const HMGetMax = 8
+
+// lookupAll is Lookup with HGETALL: one pipeline, the view's fields
+// picked out of each hash by name.
+func (s *Source) lookupAll(ctx context.Context, c rueidis.Client, v *features.View, entities []string, out []features.Row) error {
+	idx := make(map[string]int, len(v.Fields)+1)
+	for k, f := range v.Fields {
+		idx[f] = k
+	}
+	idx[TSField] = len(v.Fields)
+	cmds := make(rueidis.Commands, len(entities))
+	for i, e := range entities {
+		cmds[i] = c.B().Hgetall().Key(Key(v.Name, e)).Build()
+	}
+	for i, r := range c.DoMulti(ctx, cmds...) {
+		vals, err := r.ToArray()
+		if err != nil {
+			// RESP3 answers HGETALL with a map.
+			m, merr := r.AsStrMap()
+			if merr != nil {
+				return fmt.Errorf("redis HGETALL %s: %w", Key(v.Name, entities[i]), err)
+			}
+			setRow(&out[i], len(v.Fields), func(yield func(string, string) bool) {
+				for k, x := range m {
+					if !yield(k, x) {
+						return
+					}
+				}
+			}, idx)
+			continue
+		}
+		setRow(&out[i], len(v.Fields), func(yield func(string, string) bool) {
+			for j := 0; j+1 < len(vals); j += 2 {
+				k, err1 := vals[j].ToString()
+				x, err2 := vals[j+1].ToString()
+				if err1 == nil && err2 == nil && !yield(k, x) {
+					return
+				}
+			}
+		}, idx)
+	}
+	return nil
+}
+
+// setRow fills row from a hash's field/value pairs: the view's fields
+// (by idx; nfields is the _ts index) and _ts.
+func setRow(row *features.Row, nfields int, pairs func(yield func(string, string) bool), idx map[string]int) {
+	row.Found, row.At = false, time.Time{}
+	for k := range row.Values {
+		row.Values[k] = math.NaN()
+	}
+	for k, x := range pairs {
+		row.Found = true
+		j, ok := idx[k]
+		if !ok {
+			continue
+		}
+		f, ok := features.ParseValue(x)
+		if !ok {
+			continue
+		}
+		if j == nfields {
+			sec, frac := math.Modf(f)
+			row.At = time.Unix(int64(sec), int64(frac*1e9))
+		} else if j < len(row.Values) {
+			row.Values[j] = f
+		}
+	}
 }
 
 // Fill writes rows (the found ones) to their hashes, absent values left
