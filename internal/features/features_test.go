@@ -310,3 +310,23 @@ func TestChainStalledStore(t *testing.T) {
 		}
 	})
 }
+
+// A store that misses a budget too short to blame it for (under
+// MinBlame) keeps its breaker closed.
+func TestShortBudgetsDoNotOpenTheBreaker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		redis := &fakeSource{rows: map[string]Row{}, block: true}
+		db := &fakeSource{rows: map[string]Row{}}
+		s := NewSet(Config{Stores: []Store{{Tier: Redis, Source: redis}, {Tier: Database, Source: db}}, Breaker: BreakerConfig{Threshold: 2}})
+		e := s.Enricher(viewConfig())
+		out := make([]Result, 1)
+		for range 5 {
+			ctx, cancel := context.WithTimeout(t.Context(), 1500*time.Microsecond) // redis gets 0.75ms
+			e.Lookup(ctx, []string{"x"}, out)
+			cancel()
+		}
+		if s.Breaker(Redis).Open() || redis.count() != 5 {
+			t.Errorf("after 5 lookups with 0.75ms for redis: open %v, calls %d", s.Breaker(Redis).Open(), redis.count())
+		}
+	})
+}

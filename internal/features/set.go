@@ -276,7 +276,10 @@ func (e *Enricher) Lookup(ctx context.Context, entities []string, out []Result) 
 		cancel()
 		took := e.set.now().Sub(t0)
 		if err != nil {
-			if !errors.Is(ctx.Err(), context.Canceled) {
+			// A caller gone, or a budget too short to blame the store for
+			// missing it, says nothing about the store.
+			timedOut := errors.Is(err, context.DeadlineExceeded) || sctxExpired(t0, left, e.set.now())
+			if !errors.Is(ctx.Err(), context.Canceled) && !(timedOut && left < MinBlame) {
 				st.breaker.Done(false)
 			}
 			for j := range got {
@@ -365,6 +368,13 @@ func (e *Enricher) observe(t Origin, hits, misses int, took time.Duration, faile
 		e.set.metrics.FeatureLookup(e.view.Name, t.String(), hits, misses, took, failed)
 	}
 }
+
+// MinBlame is the least budget a store must have had for a timeout to
+// count against it in its breaker: requests with almost no time left
+// would otherwise open the breaker of a healthy store.
+const MinBlame = time.Millisecond
+
+func sctxExpired(t0 time.Time, left time.Duration, now time.Time) bool { return now.Sub(t0) >= left }
 
 // dedupe returns the distinct entities and, for each given one, its index
 // among them.

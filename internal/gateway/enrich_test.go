@@ -77,6 +77,11 @@ func TestEnrich(t *testing.T) {
 	if s := string(e.AppendSources(nil)); !strings.HasPrefix(s, `[{"a":"redis","b":"redis"},{"a":"request","b":"redis"}`) {
 		t.Errorf("featureSources %s", s)
 	}
+	// A saved answer (replayed after a restart) keeps the sources.
+	dec, err := decodeAnswer(encodeAnswer(&Answer{Prediction: &Prediction{Model: "m", Features: e}}), "id")
+	if err != nil || dec.Prediction.Features == nil || string(dec.Prediction.Features.AppendSources(nil)) != string(e.AppendSources(nil)) {
+		t.Errorf("saved answer: %v %+v", err, dec)
+	}
 	if r := string(e.record()); !strings.HasPrefix(r, `[{"entity":"c1","values":{"a":10,"b":20},"sources":{"a":"redis","b":"redis"}}`) {
 		t.Errorf("record %s", r)
 	}

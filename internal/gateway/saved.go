@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluiceml/sluice/internal/errs"
+	"github.com/sluiceml/sluice/internal/features"
 	"github.com/sluiceml/sluice/internal/records"
 	"github.com/sluiceml/sluice/internal/runtime"
 	"github.com/sluiceml/sluice/internal/tenant"
@@ -40,6 +41,11 @@ type savedPred struct {
 	Rows         int      `json:"rows"`
 	Cols         int      `json:"cols"`
 	Data         []byte   `json:"data"`
+	// FeatureFields and FeatureOrigins are the answer's featureSources
+	// (a version with features:): the filled fields, and per instance one
+	// digit per field, its features.Origin.
+	FeatureFields  []string `json:"ff,omitempty"`
+	FeatureOrigins []string `json:"fo,omitempty"`
 }
 
 type savedError struct {
@@ -59,6 +65,17 @@ func encodeAnswer(a *Answer) []byte {
 		}
 		s.Prediction = &savedPred{Model: p.Model, Version: p.Version, ID: p.ID, InputSchema: p.InputSchema, OutputSchema: p.OutputSchema,
 			Outputs: p.Outputs, Rows: p.Out.Rows, Cols: p.Out.Cols, Data: data}
+		if f := p.Features; f != nil {
+			s.Prediction.FeatureFields = f.Fields
+			s.Prediction.FeatureOrigins = make([]string, len(f.Origins))
+			for i, ors := range f.Origins {
+				b := make([]byte, len(ors))
+				for k, o := range ors {
+					b[k] = '0' + byte(o)
+				}
+				s.Prediction.FeatureOrigins[i] = string(b)
+			}
+		}
 	}
 	if e := a.Err; e != nil {
 		s.Err = &savedError{Code: e.Code, Message: e.Message, Field: e.Field}
@@ -90,6 +107,19 @@ func decodeAnswer(b []byte, requestID string) (*Answer, error) {
 		}
 		a.Prediction = &Prediction{Model: p.Model, Version: p.Version, ID: p.ID, InputSchema: p.InputSchema, OutputSchema: p.OutputSchema,
 			Outputs: p.Outputs, Out: out}
+		if p.FeatureFields != nil {
+			f := &Enriched{Fields: p.FeatureFields, Origins: make([][]features.Origin, len(p.FeatureOrigins))}
+			for i, s := range p.FeatureOrigins {
+				if len(s) != len(f.Fields) {
+					return nil, fmt.Errorf("decode saved answer: instance %d has %d feature origins for %d fields", i, len(s), len(f.Fields))
+				}
+				f.Origins[i] = make([]features.Origin, len(s))
+				for k := 0; k < len(s); k++ {
+					f.Origins[i][k] = features.Origin(s[k] - '0')
+				}
+			}
+			a.Prediction.Features = f
+		}
 	}
 	if e := s.Err; e != nil {
 		a.Err = &errs.Error{Code: e.Code, Message: e.Message, Field: e.Field}
