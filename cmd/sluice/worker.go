@@ -69,6 +69,8 @@ func (wf *workerFlags) register(cmd *cobra.Command) {
 	f.StringVar(&c.Worker.CacheDir, "cache-dir", "", "artifact cache folder (default: the user cache folder, sluice/artifacts-ID)")
 	f.Int64Var(&c.Worker.CacheBytes, "cache-bytes", 2<<30, "bound of the artifact cache; least recently used artifacts are deleted beyond it")
 	f.IntVar(&c.Worker.MaxLoads, "max-loads", 2, "versions loaded at once")
+	f.IntVar(&c.Worker.MaxConns, "max-conns", worker.DefaultMaxConns, "connections the worker's gRPC listener holds open at once; one past it is closed at once (a gateway holds one; see docs/operations.md, Securing workers)")
+	f.IntVar(&c.Worker.MaxCalls, "max-calls", worker.DefaultMaxCalls, "calls open at once on the worker's gRPC listener, across connections; more are refused (Unavailable) before they cost a goroutine")
 	f.StringVar(&wf.workerMemory, "worker-memory", "", "memory this worker's versions may hold, e.g. 4GiB (KiB|MiB|GiB|KB|MB|GB); reported to the control plane for placement (default: the cgroup's memory.max when set, else the host's MemTotal, divided by --workers-on-host)")
 	f.IntVar(&c.Worker.WorkersOnHost, "workers-on-host", 0, "how many workers share this host's memory, for the default --worker-memory (0: this worker alone; sluice serve --workers N passes N)")
 	f.StringVar(&c.OnnxLib, "onnxruntime-lib", "", "path of ONNX Runtime's shared library (as for sluice serve)")
@@ -103,6 +105,12 @@ func (wf *workerFlags) config() (app.WorkerConfig, error) {
 		}
 		c.Worker.MemoryBudget, c.Worker.MemoryBudgetSource = n, "--worker-memory"
 	}
+	if c.Worker.MaxConns < 1 {
+		return c, fmt.Errorf("--max-conns %d: must be >= 1 (default %d)", c.Worker.MaxConns, worker.DefaultMaxConns)
+	}
+	if c.Worker.MaxCalls < 1 {
+		return c, fmt.Errorf("--max-calls %d: must be >= 1 (default %d)", c.Worker.MaxCalls, worker.DefaultMaxCalls)
+	}
 	if c.Worker.WorkersOnHost < 0 {
 		return c, fmt.Errorf("--workers-on-host %d: must be >= 0", c.Worker.WorkersOnHost)
 	}
@@ -123,6 +131,9 @@ func (wf *workerFlags) config() (app.WorkerConfig, error) {
 	}
 	if c.Worker.ControlTLS, c.Worker.JoinToken, err = wf.credentials(); err != nil {
 		return c, err
+	}
+	if wf.tokenFile != "" {
+		app.WarnTokenMode(c.Logger, "--join-token-file", wf.tokenFile)
 	}
 	c.Worker.Build = version
 	log := c.Logger

@@ -93,7 +93,21 @@ func loadControlCreds(c Config, log *slog.Logger) (*controlCreds, error) {
 		return nil, fmt.Errorf("--join-token-file %s: %w", cc.tokenFile, err)
 	}
 	cc.join.Token = tf.Token
+	WarnTokenMode(log, "--join-token-file", cc.tokenFile)
 	return cc, nil
+}
+
+// WarnTokenMode warns when the join token's file may be read by others
+// than its owner (mode & 077): anyone who reads it can register a worker
+// and be sent a model's traffic. (sluice serve and sluice worker, at
+// start.)
+func WarnTokenMode(log *slog.Logger, flag, file string) {
+	fi, err := os.Stat(file)
+	if err != nil || fi.Mode().Perm()&0o077 == 0 {
+		return
+	}
+	log.Warn("the join token's file is readable by other users: anyone who reads it can join a worker and be sent a model's traffic; run chmod 600 on it",
+		"file", file, "mode", fmt.Sprintf("%04o", fi.Mode().Perm()), "flag", flag, "fix", "chmod 600 "+file)
 }
 
 // controlHosts are the names the self-signed certificate is valid for.

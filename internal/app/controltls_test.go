@@ -111,3 +111,25 @@ func TestTokenFileRotates(t *testing.T) {
 		t.Fatalf("after the file was emptied: %q", got)
 	}
 }
+
+// A join token file others may read is warned about, naming the file and
+// the fix; one only its owner reads is not.
+func TestWarnTokenMode(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "join-token")
+	if err := os.WriteFile(file, []byte(strings.Repeat("a", 64)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		mode os.FileMode
+		warn bool
+	}{{0o600, false}, {0o400, false}, {0o640, true}, {0o604, true}} {
+		if err := os.Chmod(file, c.mode); err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		WarnTokenMode(slog.New(slog.NewTextHandler(&b, nil)), "--join-token-file", file)
+		if got := strings.Contains(b.String(), "chmod 600 "+file); got != c.warn {
+			t.Errorf("mode %04o: warned %v, want %v: %q", c.mode, got, c.warn, b.String())
+		}
+	}
+}

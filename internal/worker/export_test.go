@@ -4,3 +4,7 @@ package worker
 // does.
 func CallSecret(w *Worker) string { return w.ident.callSecret }
 func CertSHA(w *Worker) string    { return w.ident.certSHA }
+
+// OpenConns and OpenCalls are what the worker's listener holds now.
+func OpenConns(w *Worker) int64 { return w.conns.Open() }
+func OpenCalls(w *Worker) int64 { return w.calls.Open() }

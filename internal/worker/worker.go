@@ -47,6 +47,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
+	"github.com/sluiceml/sluice/internal/connlimit"
 	"github.com/sluiceml/sluice/internal/errs"
 	"github.com/sluiceml/sluice/internal/hop"
 	"github.com/sluiceml/sluice/internal/hosting"
@@ -98,6 +99,13 @@ type Config struct {
 	// (Kubernetes' gRPC probes speak no TLS); the main listener answers
 	// health too.
 	HealthListen string
+	// MaxConns and MaxCalls bound the connections and the calls open at
+	// once on the worker's listener (--max-conns, --max-calls; 0:
+	// DefaultMaxConns, DefaultMaxCalls); HandshakeTimeout and IdleTimeout
+	// override the listener's (0: HandshakeTimeout, IdleTimeout; tests).
+	// See bounds.go.
+	MaxConns, MaxCalls            int
+	HandshakeTimeout, IdleTimeout time.Duration
 }
 
 // Source opens an artifact by SHA-256 (registry.Artifacts does); the size
@@ -127,6 +135,10 @@ type Worker struct {
 	addr    string
 
 	health *health.Server // set by Run before the heartbeat starts
+	// conns and calls are the listener's bounds (set by Run before it
+	// serves; bounds.go).
+	conns  *connlimit.Listener
+	calls  *connlimit.Calls
 	cpConn *grpc.ClientConn
 	cp     workerpb.ControlPlaneClient
 	meter  meter
@@ -198,6 +210,12 @@ func New(cfg Config) (*Worker, error) {
 	if cfg.MaxMessageBytes <= 0 {
 		cfg.MaxMessageBytes = 64 << 20
 	}
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = DefaultMaxConns
+	}
+	if cfg.MaxCalls <= 0 {
+		cfg.MaxCalls = DefaultMaxCalls
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -237,10 +255,12 @@ func New(cfg Config) (*Worker, error) {
 // Run serves until ctx ends, then stops admitting, drains every version
 // (bounded by grace) and returns.
 func (w *Worker) Run(ctx context.Context, grace time.Duration) error {
-	ln, err := net.Listen("tcp", w.cfg.Listen)
+	raw, err := net.Listen("tcp", w.cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("worker: listen on %s: %w", w.cfg.Listen, err)
 	}
+	ln := connlimit.New(raw, connlimit.Config{Max: w.cfg.MaxConns, Name: "worker", Flag: "--max-conns", Log: w.log})
+	w.conns, w.calls = ln, connlimit.NewCalls(w.cfg.MaxCalls)
 	w.addr = ln.Addr().String()
 	if w.cfg.Advertise != "" {
 		w.addr = w.cfg.Advertise
@@ -251,13 +271,17 @@ func (w *Worker) Run(ctx context.Context, grace time.Duration) error {
 			ln.Close()
 			return fmt.Errorf("worker: listen on --health-addr %s: %w", w.cfg.HealthListen, err)
 		}
+		hln = connlimit.New(hln, connlimit.Config{Max: healthMaxConns, Name: "health", Log: w.log})
 	}
 	// TLS always, with the certificate the control plane pins; every call
-	// but health needs the call secret (auth.go).
+	// but health needs the call secret, checked when its headers arrive
+	// (callTap) and again by the interceptors (auth.go); the listener
+	// bounded (bounds.go).
 	tc := &tls.Config{Certificates: []tls.Certificate{w.ident.cert}, MinVersion: tls.VersionTLS12}
-	gs := grpc.NewServer(grpc.Creds(credentials.NewTLS(tc)), grpc.ChainUnaryInterceptor(w.unaryAuth), grpc.ChainStreamInterceptor(w.streamAuth),
+	gs := grpc.NewServer(append(w.bounds(int(w.calls.Max()), w.callTap(w.calls)),
+		grpc.Creds(credentials.NewTLS(tc)), grpc.ChainUnaryInterceptor(w.unaryAuth), grpc.ChainStreamInterceptor(w.streamAuth),
 		grpc.MaxRecvMsgSize(w.cfg.MaxMessageBytes), grpc.MaxSendMsgSize(w.cfg.MaxMessageBytes),
-		grpc.StaticStreamWindowSize(streamWindowBytes), grpc.StaticConnWindowSize(connWindowBytes))
+		grpc.StaticStreamWindowSize(streamWindowBytes), grpc.StaticConnWindowSize(connWindowBytes))...)
 	inferencepb.RegisterGRPCInferenceServiceServer(gs, w)
 	workerpb.RegisterWorkerServer(gs, w)
 	// The gRPC health status (a Kubernetes readiness probe's answer) is
@@ -272,7 +296,7 @@ func (w *Worker) Run(ctx context.Context, grace time.Duration) error {
 	go func() { serveErr <- gs.Serve(ln) }()
 	var hgs *grpc.Server
 	if hln != nil {
-		hgs = grpc.NewServer()
+		hgs = grpc.NewServer(w.bounds(healthMaxCalls, healthTap(connlimit.NewCalls(healthMaxCalls)))...)
 		healthpb.RegisterHealthServer(hgs, hs)
 		go func() { serveErr <- hgs.Serve(hln) }()
 		defer hgs.Stop()
