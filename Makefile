@@ -133,7 +133,9 @@ test-features:
 	url="$$(bash scripts/start-postgres.sh)" || { echo "make: scripts/start-postgres.sh failed: the feature tests need PostgreSQL"; exit 1; }; \
 	export SLUICE_TEST_POSTGRES="$$url" SLUICE_TEST_POSTGRES_REQUIRED=1 SLUICE_TEST_REDIS_REQUIRED=1 SLUICE_TEST_FEATURES=1; \
 	$(GO) test -race -count=1 -v ./internal/features/... && \
-	$(GO) test -race -count=1 -run 'TestFeatures' -v -timeout 10m ./cmd/sluice/
+	$(GO) test -race -count=1 -run 'TestFeatures' -v -timeout 10m ./cmd/sluice/ && \
+	echo "the feature e2e again, replicas on 2 worker processes:" && \
+	SLUICE_E2E_WORKERS=2 $(GO) test -race -count=1 -run 'TestFeatures' -v -timeout 10m ./cmd/sluice/
 
 # A short run of every fuzz target (not part of `make test`; run before releases).
 fuzz-smoke:
