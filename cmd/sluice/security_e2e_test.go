@@ -1808,3 +1808,158 @@ func TestSecurityIdleGRPCConnections(t *testing.T) {
 	cs = nil
 	s.stop(t)
 }
+
+// --- 14, 15 against a worker's own listener ---
+
+// dialH2TLS is dialH2 over TLS without verifying the server (a worker's
+// listener speaks only TLS, and anyone can complete its handshake); nil
+// when the server closed the connection before the preface went out.
+func dialH2TLS(addr string) *h2Conn {
+	raw, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return nil
+	}
+	c := tls.Client(raw, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	if err := c.Handshake(); err != nil {
+		raw.Close()
+		return nil
+	}
+	_ = c.SetDeadline(time.Time{})
+	h := &h2Conn{c: c, pingAck: make(chan struct{}, 16), done: make(chan struct{})}
+	h.maxStr.Store(-1)
+	if err := h.write(append([]byte(h2Preface), h2Frame(0x4, 0, 0, nil)...)); err != nil {
+		c.Close()
+		return nil
+	}
+	go h.read()
+	return h
+}
+
+// Findings 14 and 15 against a worker's address (from GET /v1/workers):
+// 1,500 connections that never finish a handshake, 400 idle HTTP/2
+// connections over TLS and 20,000 stalled ModelInfer streams without the
+// call secret hold a bounded number of the worker's descriptors and
+// memory; every stalled stream is refused when its headers arrive; the
+// gateway's predictions through the worker keep answering.
+func TestSecurityWorkerListenerBounded(t *testing.T) {
+	raiseFDLimit(t)
+	s := startSecure(t)
+	w := s.realWorkers(t)[0]
+	pid := int(w.PID)
+	fd0, r0 := openFDs(t, pid), rss(t, pid)
+
+	// Silent TCP connections: past --max-conns (256) each is closed at
+	// once; the others are closed after the 10 s handshake timeout.
+	var silent []net.Conn
+	defer func() {
+		for _, c := range silent {
+			c.Close()
+		}
+	}()
+	for range 1500 {
+		c, err := net.DialTimeout("tcp", w.Address, 2*time.Second)
+		if err != nil {
+			break
+		}
+		silent = append(silent, c)
+	}
+	fd1 := openFDs(t, pid)
+	t.Logf("%d silent connections to %s (%s): worker descriptors %d → %d", len(silent), w.ID, w.Address, fd0, fd1)
+	if fd1 > fd0+256+64 {
+		t.Errorf("worker %s holds %d descriptors under %d silent connections (from %d), want at most %d more (--max-conns 256)", w.ID, fd1, len(silent), fd0, 256+64)
+	}
+	s.mustServe(t, 20)
+	testwait.Until(t, 60*time.Second, func() bool { return openFDs(t, pid) <= fd0+16 })
+	for _, c := range silent {
+		c.Close()
+	}
+	silent = nil
+
+	// Idle HTTP/2 connections over TLS, then stalled streams on some of
+	// them.
+	var hs []*h2Conn
+	defer func() {
+		for _, h := range hs {
+			h.c.Close()
+			<-h.done
+		}
+	}()
+	refused := 0
+	for range 400 {
+		if h := dialH2TLS(w.Address); h != nil {
+			hs = append(hs, h)
+		} else {
+			refused++
+		}
+	}
+	var open []*h2Conn
+	testwait.Until(t, 30*time.Second, func() bool {
+		open = open[:0]
+		for _, h := range hs {
+			select {
+			case <-h.done:
+			default:
+				open = append(open, h)
+			}
+		}
+		return len(open) <= 256
+	})
+	fd2 := openFDs(t, pid)
+	t.Logf("%d idle TLS HTTP/2 connections tried: %d open, %d closed (refused); worker descriptors %d", len(hs)+refused, len(open), len(hs)+refused-len(open), fd2)
+	if fd2 > fd0+256+64 {
+		t.Errorf("worker %s holds %d descriptors under %d idle connections, want at most %d more", w.ID, fd2, len(hs), 256+64)
+	}
+	if len(open) == 0 {
+		t.Fatal("no connection admitted")
+	}
+	var block []byte
+	block = hpackLiteral(block, ":method", "POST")
+	block = hpackLiteral(block, ":scheme", "https")
+	block = hpackLiteral(block, ":path", "/inference.GRPCInferenceService/ModelInfer")
+	block = hpackLiteral(block, ":authority", w.Address)
+	block = hpackLiteral(block, "content-type", "application/grpc")
+	block = hpackLiteral(block, "te", "trailers")
+	const perConn = 2000
+	attack := open[:min(10, len(open))]
+	for _, h := range attack {
+		var batch []byte
+		for i := range perConn {
+			batch = append(batch, h2Frame(0x1, 0x4, uint32(2*i+1), block)...) // HEADERS, END_HEADERS, no END_STREAM
+			if len(batch) > 64<<10 || i == perConn-1 {
+				if err := h.write(batch); err != nil {
+					t.Fatalf("the worker closed a connection after %d streams: %v", i, err)
+				}
+				batch = batch[:0]
+			}
+		}
+		_ = h.write(h2Frame(0x6, 0, 0, []byte("stalled!")))
+	}
+	sent := perConn * len(attack)
+	err := testwait.Poll(60*time.Second, func() error {
+		var refused int64
+		for _, h := range attack {
+			refused += h.rsts.Load()
+		}
+		if refused < int64(sent) {
+			return fmt.Errorf("%d of %d stalled streams without the call secret refused", refused, sent)
+		}
+		return nil
+	})
+	r1, fd3 := rss(t, pid), openFDs(t, pid)
+	t.Logf("%d stalled streams without the call secret on %d connections (MAX_CONCURRENT_STREAMS %d): worker RSS %s → %s, descriptors %d",
+		sent, len(attack), attack[0].maxStr.Load(), mibs(r0), mibs(r1), fd3)
+	if err != nil {
+		t.Error(err)
+	}
+	if r1-r0 > 64<<20 {
+		t.Errorf("worker %s RSS %s → %s under %d stalled streams", w.ID, mibs(r0), mibs(r1), sent)
+	}
+	s.mustServe(t, 20)
+	for _, h := range hs {
+		h.c.Close()
+		<-h.done
+	}
+	hs = nil
+	s.stop(t)
+}
