@@ -208,6 +208,10 @@ func TestFeaturesTiers(t *testing.T) {
 		t.Errorf("OIP REST: %v %d %s", err, oa.status, oa.body)
 	}
 
+	if md := getBody(t, srv.url+"/v2/models/fraud-features"); !strings.Contains(md, `{"name":"cardId","datatype":"BYTES","shape":[-1]}`) {
+		t.Errorf("OIP metadata lacks the entity input: %s", md)
+	}
+
 	// OIP gRPC: the same, as the response parameter feature_sources.
 	conn, err := grpc.NewClient(gaddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {

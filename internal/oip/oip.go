@@ -431,6 +431,15 @@ func MetadataOf(name string, versions []int, spec *modelpkg.Spec) Metadata {
 	for _, f := range spec.Schema.Fields() {
 		md.Inputs = append(md.Inputs, TensorMeta{Name: f.Name, Datatype: Datatype(f), Shape: shapeOf(f)})
 	}
+	if ff := spec.Manifest.Features; ff != nil && !ff.EntityInSchema(spec.Manifest.Input.Fields) {
+		// The entity is an input the model does not read: the gateway
+		// fills the features from it (the filled fields may be left out).
+		dt := BYTES
+		if ff.EntityType == modelpkg.EntityInt {
+			dt = INT64
+		}
+		md.Inputs = append(md.Inputs, TensorMeta{Name: ff.Entity, Datatype: dt, Shape: []int64{-1}})
+	}
 	for _, o := range spec.OutputNames {
 		md.Outputs = append(md.Outputs, TensorMeta{Name: o, Datatype: FP32, Shape: []int64{-1}})
 	}
