@@ -3,12 +3,8 @@ package server
 import (
 	"log/slog"
 	"net"
-	"sync"
-	"sync/atomic"
-	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
+	"github.com/sluiceml/sluice/internal/connlimit"
 	"github.com/sluiceml/sluice/internal/telemetry"
 )
 
@@ -19,69 +15,21 @@ const (
 	DefaultGRPCMaxConns = 1024
 )
 
-// limitListener holds at most max connections open at once. A connection
-// past the limit is accepted and closed at once (refused): the accept loop
-// keeps draining the kernel's backlog, no connection waits in it for a
-// slot, and the process never holds more than max descriptors for this
-// listener, so a flood of idle connections on one listener cannot use up
-// the descriptors another one (or the stores) need.
-type limitListener struct {
-	net.Listener
-	name string // "http", "grpc", "control": for the log and the metrics
-	flag string // the flag that sets max, for the log
-	max  int64
-	log  *slog.Logger
-	open atomic.Int64
-	// refused counts connections closed for the limit since the last log
-	// line; lastLog is when that line was written (unix seconds).
-	refused atomic.Int64
-	lastLog atomic.Int64
-	// gauge and counter on /metrics (nil without metrics).
-	gauge   prometheus.Gauge
-	counter prometheus.Counter
-}
+// limitListener holds at most max connections open at once: a
+// connection past the limit is accepted and closed at once (refused), so
+// a flood of idle connections on one listener cannot use up the
+// descriptors another one (or the stores) need (connlimit.Listener, with
+// the sluice_connections metrics).
+type limitListener = connlimit.Listener
 
 func newLimitListener(ln net.Listener, name, flag string, max int, log *slog.Logger, m *telemetry.Metrics) *limitListener {
-	l := &limitListener{Listener: ln, name: name, flag: flag, max: int64(max), log: log}
+	cfg := connlimit.Config{Max: max, Name: name, Flag: flag, Log: log}
 	if m != nil {
-		l.gauge, l.counter = m.Listener(name)
+		gauge, counter := m.Listener(name)
+		cfg.Opened = func(d int) { gauge.Add(float64(d)) }
+		cfg.Refused = counter.Inc
 	}
-	return l
-}
-
-// Accept returns the next connection within the limit.
-func (l *limitListener) Accept() (net.Conn, error) {
-	for {
-		c, err := l.Listener.Accept()
-		if err != nil {
-			return nil, err
-		}
-		if l.open.Add(1) <= l.max {
-			if l.gauge != nil {
-				l.gauge.Inc()
-			}
-			return &limitConn{Conn: c, l: l}, nil
-		}
-		l.open.Add(-1)
-		l.refusedOne()
-		_ = c.Close()
-	}
-}
-
-// refusedOne counts a refused connection and logs the count at most once
-// every 10 seconds.
-func (l *limitListener) refusedOne() {
-	if l.counter != nil {
-		l.counter.Inc()
-	}
-	n := l.refused.Add(1)
-	now := time.Now().Unix()
-	last := l.lastLog.Load()
-	if now-last < 10 || !l.lastLog.CompareAndSwap(last, now) {
-		return
-	}
-	n = l.refused.Swap(0)
-	l.log.Warn("connections refused: the listener is at its connection limit", "listener", l.name, "refused", n, "limit", l.max, "flag", l.flag)
+	return connlimit.New(ln, cfg)
 }
 
 // LimitListener is ln holding at most max connections open at once, as
@@ -90,27 +38,6 @@ func (l *limitListener) refusedOne() {
 // be nil): for the process's other listeners (the control plane).
 func LimitListener(ln net.Listener, name, flag string, max int, log *slog.Logger, m *telemetry.Metrics) net.Listener {
 	return newLimitListener(ln, name, flag, max, log, m)
-}
-
-// Open is how many connections are open now.
-func (l *limitListener) Open() int64 { return l.open.Load() }
-
-// limitConn gives its slot back on its first Close.
-type limitConn struct {
-	net.Conn
-	l    *limitListener
-	once sync.Once
-}
-
-func (c *limitConn) Close() error {
-	err := c.Conn.Close()
-	c.once.Do(func() {
-		c.l.open.Add(-1)
-		if c.l.gauge != nil {
-			c.l.gauge.Dec()
-		}
-	})
-	return err
 }
 
 // fdReserve is how many descriptors the listeners leave to the rest of the

@@ -3,7 +3,6 @@ package oipgrpc
 import (
 	"context"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -11,6 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/tap"
 
+	"github.com/sluiceml/sluice/internal/connlimit"
 	"github.com/sluiceml/sluice/internal/errs"
 )
 
@@ -70,27 +70,24 @@ func serverOptions(cfg Config, streams *streamLimit) []grpc.ServerOption {
 // control plane workers register on): the same bounds, with messages up
 // to maxRecvBytes and at most maxStreams calls open on it.
 func Bounds(maxRecvBytes, maxStreams int) []grpc.ServerOption {
-	return serverOptions(Config{MaxRecvBytes: maxRecvBytes}, &streamLimit{max: int64(maxStreams)})
+	return serverOptions(Config{MaxRecvBytes: maxRecvBytes}, newStreamLimit(maxStreams))
 }
 
 // streamLimit counts the calls open on the listener and refuses one past
-// max before a goroutine is started for it.
-type streamLimit struct {
-	max  int64
-	open atomic.Int64
-}
+// its bound before a goroutine is started for it.
+type streamLimit struct{ *connlimit.Calls }
+
+func newStreamLimit(max int) *streamLimit { return &streamLimit{connlimit.NewCalls(max)} }
 
 // tap runs when a call's headers arrive (under the transport's lock: it
 // only counts). The stream's context ends when the call does, whatever
 // way it ends, and gives the slot back.
 func (l *streamLimit) tap(ctx context.Context, _ *tap.Info) (context.Context, error) {
-	if l.open.Add(1) > l.max {
-		l.open.Add(-1)
-		return nil, status.Error(errs.GRPCCode(errs.Unavailable), "too many calls in progress on this server (more than "+strconv.FormatInt(l.max, 10)+" at once); retry shortly")
+	if !l.Take(ctx) {
+		return nil, status.Error(errs.GRPCCode(errs.Unavailable), "too many calls in progress on this server (more than "+strconv.FormatInt(l.Max(), 10)+" at once); retry shortly")
 	}
-	context.AfterFunc(ctx, func() { l.open.Add(-1) })
 	return ctx, nil
 }
 
 // Open is how many calls are open on the listener now.
-func (s *Server) Open() int64 { return s.streams.open.Load() }
+func (s *Server) Open() int64 { return s.streams.Open() }

@@ -79,7 +79,7 @@ func New(cfg Config, gw *gateway.Gateway, models Models) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Server{cfg: cfg, gw: gw, models: models, health: health.NewServer(), streams: &streamLimit{max: int64(cfg.MaxStreams)}}
+	s := &Server{cfg: cfg, gw: gw, models: models, health: health.NewServer(), streams: newStreamLimit(cfg.MaxStreams)}
 	opts := serverOptions(cfg, s.streams)
 	if cfg.TLS != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(cfg.TLS)))
