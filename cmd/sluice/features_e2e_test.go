@@ -208,6 +208,9 @@ func TestFeaturesTiers(t *testing.T) {
 		t.Errorf("OIP REST: %v %d %s", err, oa.status, oa.body)
 	}
 
+	if info := getBody(t, srv.url+"/v1/models/fraud-features"); !strings.Contains(info, `"enrichment":{"entity":"cardId","entityType":"string","view":"card_stats","fields":["accountAgeDays","declines5m"]`) {
+		t.Errorf("GET /v1/models/fraud-features lacks the enrichment: %s", info)
+	}
 	if md := getBody(t, srv.url+"/v2/models/fraud-features"); !strings.Contains(md, `{"name":"cardId","datatype":"BYTES","shape":[-1]}`) {
 		t.Errorf("OIP metadata lacks the entity input: %s", md)
 	}

@@ -52,6 +52,20 @@ type Input struct {
 	Schema   string   `json:"schema"`
 	Fields   []Field  `json:"fields"`
 	Features []string `json:"features"` // feature columns after preprocessing
+	// Enrichment is model.yaml features: (nil: none): the entity field
+	// and the fields filled from the feature stores.
+	Enrichment *Enrichment `json:"enrichment,omitempty"`
+}
+
+// Enrichment is a version's feature enrichment (model.yaml features:).
+type Enrichment struct {
+	Entity     string             `json:"entity"`
+	EntityType string             `json:"entityType"`
+	View       string             `json:"view"`
+	Fields     []string           `json:"fields"`
+	Defaults   map[string]float64 `json:"defaults"`
+	MaxAge     string             `json:"maxAge,omitempty"`
+	Timeout    string             `json:"timeout"`
 }
 
 // Output is a version's output contract.

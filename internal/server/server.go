@@ -610,6 +610,18 @@ func contract(spec *modelpkg.Spec) (*api.Input, *api.Output) {
 	for _, f := range m.Input.Fields {
 		in.Fields = append(in.Fields, api.Field{Name: f.Name, Type: f.Type, Min: f.Min, Max: f.Max, Optional: f.Optional, Default: f.Default, Values: f.Values, MaxLength: f.MaxLength})
 	}
+	if f := m.Features; f != nil {
+		en := &api.Enrichment{Entity: f.Entity, EntityType: f.EntityType, View: f.View, Fields: f.FieldNames(), Defaults: map[string]float64{}, Timeout: f.Timeout.String()}
+		for _, ff := range f.Fields {
+			if ff.Default != nil {
+				en.Defaults[ff.Name] = *ff.Default
+			}
+		}
+		if f.MaxAge.Duration > 0 {
+			en.MaxAge = f.MaxAge.String()
+		}
+		in.Enrichment = en
+	}
 	return in, &api.Output{Schema: m.Output.Schema, Fields: spec.OutputNames}
 }
 
