@@ -3,6 +3,9 @@
 // (XGBoost) and churn (a scikit-learn logistic regression, with a drift
 // reference sample). The mlp example (ONNX) is not embedded: it needs ONNX
 // Runtime's shared library (docs/onnx.md); serve it with --models examples.
+// Nor is fraud-features: it fills its card aggregates from a feature store
+// (--features-redis or --features-postgres), without which it refuses to
+// load; serve it with --models examples/fraud-features and a store.
 package examples
 
 import "embed"
