@@ -295,3 +295,20 @@ func (e *Enriched) AppendSources(b []byte) []byte {
 	}
 	return append(b, ']')
 }
+
+// sameFeatures says whether two versions' features: fill the same fields
+// from the same entity and view (so one's enriched rows serve the other).
+func sameFeatures(a, b *modelpkg.Features) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	if a.Entity != b.Entity || a.View != b.View || len(a.Fields) != len(b.Fields) {
+		return false
+	}
+	for i := range a.Fields {
+		if a.Fields[i].Name != b.Fields[i].Name {
+			return false
+		}
+	}
+	return true
+}

@@ -4,11 +4,14 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluiceml/sluice/internal/errs"
 	"github.com/sluiceml/sluice/internal/features"
 	"github.com/sluiceml/sluice/internal/modelpkg"
+	"github.com/sluiceml/sluice/internal/routing"
 	"github.com/sluiceml/sluice/internal/schema"
+	"github.com/sluiceml/sluice/internal/vstats"
 )
 
 // fakeEnricher answers every entity with values 10, 20 from redis, and
@@ -114,4 +117,31 @@ func fmtOrigins(o []features.Origin) string {
 		s[i] = x.String()
 	}
 	return "[" + strings.Join(s, " ") + "]"
+}
+
+// A shadow with features of its own enriches the caller's rows itself:
+// the shadow's model gets the stored values, not an unknown entity field.
+func TestShadowEnriches(t *testing.T) {
+	spec, err := modelpkg.Parse("add/model.yaml", []byte(manifest+`features:
+  entity: card
+  view: v
+  fields: [{name: b, default: 0}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fe := &fakeEnricher{}
+	g := &Gateway{Features: fakeSet{fe}}
+	stats := &vstats.Set{}
+	s := NewShadows(stats, discard(), 1, 4, time.Minute)
+	defer s.Close()
+	tg := &routing.Target{Model: "add", N: 2, ID: "add@2", Spec: spec, Server: &shadowBackend{out: []float32{0.8}}}
+	rows := instanceRows{{{Name: "card", Value: str("c1")}, {Name: "a", Value: num("1")}}}
+	s.run(shadowJob{target: tg, rows: rows, primary: []float32{0.8}, cols: 1, enrich: g.enrich})
+	if sh := stats.Get(tg.ID).Snapshot().Shadow; sh.Errors != 0 || sh.Requests != 1 || len(fe.asked) != 1 {
+		t.Errorf("shadow %+v, lookups %v", sh, fe.asked)
+	}
+	if !sameFeatures(spec.Manifest.Features, spec.Manifest.Features) || sameFeatures(spec.Manifest.Features, nil) {
+		t.Error("sameFeatures")
+	}
 }

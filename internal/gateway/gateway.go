@@ -131,11 +131,17 @@ func (g *Gateway) run(ctx context.Context, req Request) (*Response, error) {
 	if err == nil && g.Shadows != nil {
 		for _, sh := range shadows {
 			if sh != tg {
-				rows := req.Rows
-				if res.enriched != nil {
-					rows = res.enriched
+				// A shadow that reads the features as the primary did is
+				// given the primary's enriched rows; one with features
+				// of its own enriches the caller's rows itself.
+				job := shadowJob{target: sh, rows: req.Rows, primary: res.Out.Data, cols: res.Out.Cols}
+				switch sf, pf := sh.Spec.Manifest.Features, tg.Spec.Manifest.Features; {
+				case sf != nil && !sameFeatures(sf, pf):
+					job.enrich = g.enrich
+				case res.enriched != nil:
+					job.rows = res.enriched
 				}
-				g.Shadows.offer(shadowJob{target: sh, rows: rows, primary: res.Out.Data, cols: res.Out.Cols})
+				g.Shadows.offer(job)
 			}
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluiceml/sluice/internal/errs"
+	"github.com/sluiceml/sluice/internal/modelpkg"
 	"github.com/sluiceml/sluice/internal/routing"
 	"github.com/sluiceml/sluice/internal/serving"
 	"github.com/sluiceml/sluice/internal/telemetry"
@@ -21,6 +22,10 @@ type shadowJob struct {
 	rows    Rows
 	primary []float32 // the primary's outputs, row-major
 	cols    int
+	// enrich, when set, fills the shadow's own features into rows (the
+	// shadow declares features: its primary did not read the same way)
+	// within the copy's deadline.
+	enrich func(ctx context.Context, spec *modelpkg.Spec, rows Rows) (Rows, *Enriched, error)
 }
 
 // Shadows runs copies of requests on shadow versions, off the request's
@@ -70,13 +75,21 @@ func (s *Shadows) offer(j shadowJob) {
 
 func (s *Shadows) run(j shadowJob) {
 	v := s.stats.Get(j.target.ID)
-	rows, err := j.rows.Build(j.target.Spec.Schema, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), s.deadline)
+	defer cancel()
+	in := j.rows
+	if j.enrich != nil {
+		var err error
+		if in, _, err = j.enrich(ctx, j.target.Spec, in); err != nil {
+			v.Shadow.Errors.Add(1)
+			return
+		}
+	}
+	rows, err := in.Build(j.target.Spec.Schema, nil)
 	if err != nil {
 		v.Shadow.Errors.Add(1) // the shadow's schema refuses what the primary took
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.deadline)
-	defer cancel()
 	start := time.Now()
 	res, err := j.target.Server.Submit(ctx, serving.Work{Rows: rows, Priority: serving.Low})
 	switch e := errs.Of(err); {
