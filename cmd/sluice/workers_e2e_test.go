@@ -765,10 +765,13 @@ func TestAutoscaleUpWithWorkers(t *testing.T) {
 // none younger than --min-residency) and loaded again on demand; every
 // model answers, some after a cold load; sluice workers shows the
 // evictions; and the workers' RSS stays within the budget plus a slack
-// for the process itself (Go runtime, gRPC, the artifact cache's buffers:
-// about 30 MiB measured at idle) and the allocator's lag.
+// for the process itself and the allocator's lag. The process itself is
+// mostly the binary's own pages: an idle `sluice worker` measured 52 MiB
+// VmRSS on 2026-12-02, of which 48 MiB file-backed (RssFile: the binary,
+// shared with the gateway) and 4.4 MiB anonymous; linking the Redis
+// client (issue 19) added 6 MiB of RssFile and nothing anonymous.
 func TestManyModelsEvict(t *testing.T) {
-	const n, budget, slack = 100, 96 << 20, 48 << 20
+	const n, budget, slack = 100, 96 << 20, 64 << 20
 	models := t.TempDir()
 	for i := range n {
 		tier := "warm"
