@@ -5,7 +5,9 @@
 // Runtime's shared library (docs/onnx.md); serve it with --models examples.
 // Nor is fraud-features: it fills its card aggregates from a feature store
 // (--features-redis or --features-postgres), without which it refuses to
-// load; serve it with --models examples/fraud-features and a store.
+// load; it lives one folder down, so --models examples (which reads the
+// folders directly under it) leaves it out: serve it with
+// --models examples/features/fraud-features and a store.
 package examples
 
 import "embed"

@@ -126,7 +126,7 @@ func seedPostgres(t *testing.T) (string, *pgx.Conn) {
 	return url, conn
 }
 
-// TestFeaturesTiers runs examples/fraud-features through the real binary
+// TestFeaturesTiers runs examples/features/fraud-features through the real binary
 // with a real Redis and PostgreSQL: values from each tier, the caller's
 // values winning, defaults for unknown cards, stale values flagged, a
 // database hit filling Redis (read-through), the record keeping the
@@ -140,7 +140,7 @@ func TestFeaturesTiers(t *testing.T) {
 	r.cli(t, "HSET", "card_stats:old", "accountAgeDays", "91", "declines5m", "3", "_ts", "1000")
 	pg, _ := seedPostgres(t)
 	gaddr := freeAddr(t)
-	srv := startServer(t, "--data", t.TempDir(), "--models", "../../examples/fraud-features", "--features-redis", r.url(), "--features-postgres", pg, "--grpc-addr", gaddr)
+	srv := startServer(t, "--data", t.TempDir(), "--models", "../../examples/features/fraud-features", "--features-redis", r.url(), "--features-postgres", pg, "--grpc-addr", gaddr)
 	defer srv.stop(t)
 	v1 := srv.url + "/v1/models/fraud-features:predict"
 	warmDatabase(t, v1)
@@ -255,7 +255,7 @@ func TestFeaturesTiers(t *testing.T) {
 	}
 
 	// Without --features-*: the version refuses to load, saying why.
-	plain := startServer(t, "--data", t.TempDir(), "--models", "../../examples/fraud-features")
+	plain := startServer(t, "--data", t.TempDir(), "--models", "../../examples/features/fraud-features")
 	defer plain.stop(t)
 	testwait.Until(t, 10*time.Second, func() bool { return strings.Contains(plain.logs.String(), "has no feature store") })
 	if !strings.Contains(plain.logs.String(), "--features-redis") {
@@ -298,7 +298,7 @@ func TestFeaturesRedisStoppedAndKilled(t *testing.T) {
 	if _, err := conn.Exec(t.Context(), `INSERT INTO card_stats SELECT 'p' || i, i, 1, now() FROM generate_series(0, 99999) AS i`); err != nil {
 		t.Fatal(err)
 	}
-	srv := startServer(t, "--data", t.TempDir(), "--models", "../../examples/fraud-features", "--features-redis", r.url(), "--features-postgres", pg, "--no-records")
+	srv := startServer(t, "--data", t.TempDir(), "--models", "../../examples/features/fraud-features", "--features-redis", r.url(), "--features-postgres", pg, "--no-records")
 	defer srv.stop(t)
 	v1 := srv.url + "/v1/models/fraud-features:predict"
 	warmDatabase(t, v1)
