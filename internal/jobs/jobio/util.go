@@ -1,0 +1,5 @@
+package jobio
+
+import "sort"
+
+func sortStrings(s []string) { sort.Strings(s) }
