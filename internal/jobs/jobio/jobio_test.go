@@ -320,6 +320,9 @@ func (pipeObject) Close() error                      { return nil }
 func (p pipeObject) Size() int64                     { return p.size }
 
 func TestJSONLBoundedMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("streams 200 MiB")
+	}
 	const total = 200 << 20
 	pr, pw := io.Pipe()
 	go func() {
