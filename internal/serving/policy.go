@@ -115,6 +115,10 @@ type BatchInput struct {
 	MaxBatch      int
 	MaxBatchDelay time.Duration
 	Cost          CostModel
+	// Yield: the batch holds only batch-class rows and online or low work
+	// is waiting. It runs now with what it holds, so batch work delays
+	// online work by at most the batch already formed.
+	Yield bool
 }
 
 // CloseBatch decides whether the batch being formed runs now. If not, it
@@ -123,7 +127,7 @@ type BatchInput struct {
 // start its tightest deadline allows. maxBatchDelay 0 is opportunistic:
 // run with whatever is queued, never wait.
 func CloseBatch(in BatchInput) (now bool, until time.Time) {
-	if in.Rows >= in.MaxBatch || in.MaxBatchDelay <= 0 {
+	if in.Rows >= in.MaxBatch || in.MaxBatchDelay <= 0 || in.Yield {
 		return true, time.Time{}
 	}
 	until = in.OldestArrival.Add(in.MaxBatchDelay)
@@ -191,4 +195,79 @@ func PickRemoval(working []bool) int {
 		}
 	}
 	return len(working) - 1
+}
+
+// BatchQueueBound is the bound on queued instances of batch-class work
+// (Config.MaxBatchQueueInstances) for a queue bound of maxQueue: the
+// configured value when it is set and below maxQueue, else a quarter of
+// maxQueue (at least 1). It is always below maxQueue when maxQueue > 1,
+// so batch work can never fill the queue online work is admitted into.
+func BatchQueueBound(maxQueue, configured int) int {
+	if maxQueue <= 1 {
+		return max(maxQueue, 0)
+	}
+	if configured > 0 && configured < maxQueue {
+		return configured
+	}
+	return max(maxQueue/4, 1)
+}
+
+// AdmitBatchWork decides whether a request of the batch class may enter
+// the queue: only into capacity online work leaves. in.QueuedInstances is
+// every class's queued instances (all of it runs before batch work), so a
+// batch request is refused queue_full whenever an online one of the same
+// size would be, and also once the batch class's own bound (batchQueued
+// of maxBatchQueue instances) is reached.
+func AdmitBatchWork(in AdmitInput, batchQueued, maxBatchQueue int) error {
+	if err := Admit(in); err != nil {
+		return err
+	}
+	if batchQueued+in.Instances > maxBatchQueue {
+		wait := EstimateWait(in.QueuedInstances, in.Instances, in) + in.MaxBatchDelay
+		return &errs.Error{Code: errs.QueueFull,
+			Message:    "batch work queue is full (" + strconv.Itoa(batchQueued) + " of " + strconv.Itoa(maxBatchQueue) + " batch instances queued, request has " + strconv.Itoa(in.Instances) + "); batch work only takes capacity online work leaves",
+			RetryAfter: retryAfter(wait)}
+	}
+	return nil
+}
+
+// Take is which class of queued work the batcher may take into the batch
+// it is forming.
+type Take int
+
+// What PickTake returns.
+const (
+	TakeNone       Take = iota // take nothing (run what the batch holds, or wait)
+	TakeForeground             // online work, then low work (shadows): never batch work
+	TakeBatch                  // batch-class work only
+)
+
+// PickInput is what the batcher's pick looks at.
+type PickInput struct {
+	HoldsForeground bool // the batch already holds online or low rows
+	HoldsBatch      bool // the batch already holds batch-class rows (batches never mix the two)
+	Foreground      int  // online and low instances queued (retried pieces included)
+	Batch           int  // batch-class instances queued (retried pieces included)
+}
+
+// PickTake decides which class the batcher takes rows from. Batch work is
+// taken only into a batch of its own and only when no online or low work
+// is queued; a batch holding batch rows is not extended once foreground
+// work waits (it yields: see BatchInput.Yield), and a batch holding
+// foreground rows never takes batch rows, which would lengthen its compute.
+func PickTake(in PickInput) Take {
+	switch {
+	case in.HoldsForeground:
+		return TakeForeground
+	case in.HoldsBatch:
+		if in.Foreground > 0 {
+			return TakeNone
+		}
+		return TakeBatch
+	case in.Foreground > 0:
+		return TakeForeground
+	case in.Batch > 0:
+		return TakeBatch
+	}
+	return TakeNone
 }

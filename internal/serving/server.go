@@ -18,14 +18,40 @@ import (
 	"github.com/sluiceml/sluice/internal/runtime"
 )
 
-// Priority orders work: Low runs only when no Online work is queued.
+// Priority is a class of queued work. Online and Low (shadows, the
+// controller's own checks) are foreground work: Low is taken only when no
+// Online work is queued, and both share batches. BatchJob is the lowest
+// class (batch prediction jobs): it has a queue bound of its own below
+// the online one (Config.MaxBatchQueueInstances), is taken only into
+// batches of its own and only when no foreground work is queued, and a
+// batch of it still forming runs at once when foreground work arrives
+// (see PickTake, AdmitBatchWork, BatchInput.Yield).
 type Priority int
 
 // Priorities.
 const (
 	Online Priority = iota
 	Low
+	BatchJob
+
+	NumPriorities = 3
 )
+
+// String is the class's metric label: online, low or batch.
+func (p Priority) String() string {
+	switch p {
+	case Online:
+		return "online"
+	case Low:
+		return "low"
+	case BatchJob:
+		return "batch"
+	}
+	return "priority(" + fmt.Sprint(int(p)) + ")"
+}
+
+// Valid reports whether p is one of the classes.
+func (p Priority) Valid() bool { return p >= Online && p < NumPriorities }
 
 // Work is one request's rows.
 type Work struct {
@@ -58,8 +84,11 @@ type Config struct {
 	MaxBatchSize      int
 	MaxBatchDelay     time.Duration
 	MaxQueueInstances int
-	Cost              CostModel // seed of the service-time model
-	Logger            *slog.Logger
+	// MaxBatchQueueInstances bounds the queued instances of BatchJob work;
+	// see BatchQueueBound (0: a quarter of MaxQueueInstances).
+	MaxBatchQueueInstances int
+	Cost                   CostModel // seed of the service-time model
+	Logger                 *slog.Logger
 	// Load replaces a crashed replica. Nil: crashed replicas are not replaced.
 	Load Loader
 	// Observer is told about batches and replica events (nil: nobody).
@@ -190,6 +219,15 @@ type Stats struct {
 	// padding ratio is PaddingRatioSum / PaddedBatches.
 	PaddingRatioSum float64
 	PaddedBatches   int64
+	// Classes are the queued and served instances of each Priority.
+	Classes [NumPriorities]ClassStats
+}
+
+// ClassStats are one Priority's instances: queued now, and computed and
+// answered so far.
+type ClassStats struct {
+	Queued int
+	Served int64
 }
 
 type item struct {
@@ -232,9 +270,11 @@ type Server struct {
 	mu       sync.Mutex // guards everything below, and the replicas' fields marked so
 	online   []*item
 	low      []*item
-	retry    []piece // pieces of a crashed batch, run first
-	queued   int     // untaken instances in online+low+retry
-	highQ    int     // high-water mark of queued
+	retry    []piece            // pieces of a crashed batch, run first
+	batch    []*item            // BatchJob work
+	queued   int                // untaken instances in online+low+batch+retry
+	classQ   [NumPriorities]int // queued, by the work's class
+	highQ    int                // high-water mark of queued
 	changed  chan struct{}
 	closing  bool
 	live     []*replica // replicas taking batches, oldest first: len(live) is what admission counts
@@ -257,6 +297,7 @@ type Server struct {
 
 	stats struct {
 		batches, rows, expired, crashes, restarts, inflight atomic.Int64
+		served                                              [NumPriorities]atomic.Int64
 	}
 	stop    chan struct{} // closed by Close: stops replacement loads
 	nextRep atomic.Int64
@@ -443,7 +484,7 @@ func (s *Server) strandedLocked() {
 	if s.closing {
 		err = &errs.Error{Code: errs.ShuttingDown, Message: "the server shut down before this request ran", RetryAfter: time.Second}
 	}
-	for _, q := range [][]*item{s.online, s.low} {
+	for _, q := range [][]*item{s.online, s.low, s.batch} {
 		for _, it := range q {
 			it.next = it.rows.Rows
 			s.finishLocked(it, err)
@@ -452,7 +493,7 @@ func (s *Server) strandedLocked() {
 	for _, p := range s.retry {
 		s.finishLocked(p.it, err)
 	}
-	s.online, s.low, s.retry, s.queued = nil, nil, nil, 0
+	s.online, s.low, s.batch, s.retry, s.queued, s.classQ = nil, nil, nil, nil, 0, [NumPriorities]int{}
 }
 
 func (s *Server) broadcastLocked() {
@@ -464,6 +505,9 @@ func (s *Server) broadcastLocked() {
 // the context's end.
 func (s *Server) Submit(ctx context.Context, w Work) (Result, error) {
 	n := w.Rows.Rows
+	if !w.Priority.Valid() {
+		return Result{}, errs.New(errs.Internal, "work of unknown priority %d", int(w.Priority))
+	}
 	if n <= 0 || len(w.Rows.Data) != n*w.Rows.Cols {
 		return Result{}, errs.New(errs.InvalidArgument, "no instances")
 	}
@@ -498,11 +542,20 @@ func (s *Server) Submit(ctx context.Context, w Work) (Result, error) {
 			return Result{}, errs.New(errs.DeadlineExceeded, "deadline already passed")
 		}
 	}
-	if w.Priority == Online {
-		// Low work queued behind does not delay online work.
-		in.QueuedInstances -= s.lowQueuedLocked()
+	var err error
+	switch w.Priority {
+	case Online:
+		// Low and batch work queued behind does not delay online work.
+		in.QueuedInstances -= s.classQ[Low] + s.classQ[BatchJob]
+		err = Admit(in)
+	case Low:
+		in.QueuedInstances -= s.classQ[BatchJob]
+		err = Admit(in)
+	default:
+		// Everything queued runs first: batch work only takes what is left.
+		err = AdmitBatchWork(in, s.classQ[BatchJob], BatchQueueBound(s.cfg.MaxQueueInstances, s.cfg.MaxBatchQueueInstances))
 	}
-	if err := Admit(in); err != nil {
+	if err != nil {
 		if errs.CodeOf(err) == errs.DeadlineInfeasible {
 			// A refusal is evidence of nothing late: let the slack decay,
 			// or a burst of lateness could refuse everything forever.
@@ -512,12 +565,15 @@ func (s *Server) Submit(ctx context.Context, w Work) (Result, error) {
 		return Result{}, err
 	}
 	it.est = EstimateWait(in.QueuedInstances, n, in)
-	if w.Priority == Online {
+	switch w.Priority {
+	case Online:
 		s.online = append(s.online, it)
-	} else {
+	case Low:
 		s.low = append(s.low, it)
+	default:
+		s.batch = append(s.batch, it)
 	}
-	s.queued += n
+	s.addQueuedLocked(w.Priority, n)
 	s.highQ = max(s.highQ, s.queued)
 	s.broadcastLocked()
 	s.mu.Unlock()
@@ -528,7 +584,7 @@ func (s *Server) Submit(ctx context.Context, w Work) (Result, error) {
 		s.mu.Lock()
 		if !it.finished {
 			expired := it.next == 0
-			s.queued -= it.rows.Rows - it.next
+			s.addQueuedLocked(it.prio, -(it.rows.Rows - it.next))
 			it.next = it.rows.Rows // nothing more is taken
 			if expired {
 				s.finishLocked(it, errs.New(errs.ExpiredInQueue, "deadline passed while queued"))
@@ -548,12 +604,17 @@ func (s *Server) Submit(ctx context.Context, w Work) (Result, error) {
 	return Result{Out: runtime.Output{Rows: n, Cols: it.cols, Data: it.out}, Timing: it.timing}, nil
 }
 
-func (s *Server) lowQueuedLocked() int {
-	q := 0
-	for _, it := range s.low {
-		q += it.rows.Rows - it.next
-	}
-	return q
+// addQueuedLocked counts n more (or, negative, fewer) untaken instances
+// of class p.
+func (s *Server) addQueuedLocked(p Priority, n int) {
+	s.queued += n
+	s.classQ[p] += n
+}
+
+// BatchQueueBound is the most BatchJob instances this server queues at
+// once: a batch caller sizes its requests at most this.
+func (s *Server) BatchQueueBound() int {
+	return BatchQueueBound(s.cfg.MaxQueueInstances, s.cfg.MaxBatchQueueInstances)
 }
 
 func (s *Server) finishLocked(it *item, err error) {
@@ -571,24 +632,37 @@ func (s *Server) finishLocked(it *item, err error) {
 	close(it.done)
 }
 
-// takeLocked moves up to room rows from the queues into the batch. A batch
-// holds one length bucket: the bucket of its first piece, or else of the
-// oldest queued work (retries first); work of other buckets is passed over
-// and stays queued in order.
+// foregroundQueuedLocked is the online and low instances queued.
+func (s *Server) foregroundQueuedLocked() int { return s.classQ[Online] + s.classQ[Low] }
+
+// holdsBatch reports whether the batch b holds BatchJob rows (a batch
+// never mixes them with foreground rows).
+func holdsBatch(b []piece) bool { return len(b) > 0 && b[0].it.prio == BatchJob }
+
+// takeLocked moves up to room rows from the queues into the batch, from
+// the class PickTake chooses. A batch holds one length bucket: the bucket
+// of its first piece, or else of the oldest queued work (retries first);
+// work of other buckets is passed over and stays queued in order.
 func (s *Server) takeLocked(b []piece, room int, now time.Time) ([]piece, int) {
 	took := 0
 	key := -1
 	if len(b) > 0 {
 		key = b[0].it.bucket
 	}
+	take := PickTake(PickInput{HoldsForeground: len(b) > 0 && !holdsBatch(b), HoldsBatch: holdsBatch(b),
+		Foreground: s.foregroundQueuedLocked(), Batch: s.classQ[BatchJob]})
+	if take == TakeNone {
+		return b, 0
+	}
+	wantBatch := take == TakeBatch
 	for i := 0; i < len(s.retry) && took < room; {
 		p := s.retry[i]
 		if p.it.finished {
 			s.retry = removeAt(s.retry, i)
-			s.queued -= p.hi - p.lo
+			s.addQueuedLocked(p.it.prio, -(p.hi - p.lo))
 			continue
 		}
-		if key >= 0 && p.it.bucket != key {
+		if key >= 0 && p.it.bucket != key || (p.it.prio == BatchJob) != wantBatch {
 			i++
 			continue
 		}
@@ -597,12 +671,16 @@ func (s *Server) takeLocked(b []piece, room int, now time.Time) ([]piece, int) {
 		}
 		key = p.it.bucket
 		s.retry = removeAt(s.retry, i)
-		s.queued -= p.hi - p.lo
+		s.addQueuedLocked(p.it.prio, -(p.hi - p.lo))
 		p.taken = now
 		b = append(b, p)
 		took += p.hi - p.lo
 	}
-	for _, q := range []*[]*item{&s.online, &s.low} {
+	queues := []*[]*item{&s.online, &s.low}
+	if wantBatch {
+		queues = []*[]*item{&s.batch}
+	}
+	for _, q := range queues {
 		if q == &s.low && len(s.online) > 0 {
 			break
 		}
@@ -613,7 +691,7 @@ func (s *Server) takeLocked(b []piece, room int, now time.Time) ([]piece, int) {
 				continue
 			}
 			if !it.due.IsZero() && !now.Before(it.due) {
-				s.queued -= it.rows.Rows - it.next
+				s.addQueuedLocked(it.prio, -(it.rows.Rows - it.next))
 				expired := it.next == 0
 				it.next = it.rows.Rows
 				*q = removeAt(*q, i)
@@ -641,12 +719,17 @@ func (s *Server) takeLocked(b []piece, room int, now time.Time) ([]piece, int) {
 			b = append(b, piece{it: it, lo: it.next, hi: it.next + k, taken: now})
 			it.next += k
 			it.pending++
-			s.queued -= k
+			s.addQueuedLocked(it.prio, -k)
 			took += k
 			if it.next >= it.rows.Rows {
 				*q = removeAt(*q, i)
 			}
 		}
+	}
+	if took == 0 && len(b) == 0 && !wantBatch && s.foregroundQueuedLocked() == 0 && s.classQ[BatchJob] > 0 {
+		// What was counted as foreground work was finished retries, now
+		// reaped: batch work may run.
+		return s.takeLocked(b, room, now)
 	}
 	return b, took
 }
@@ -696,7 +779,9 @@ func (s *Server) nextBatch(r *replica) ([]piece, bool) {
 			return nil, false
 		}
 		if rows > 0 {
-			closeNow, until := CloseBatch(closeInput(now, batch, rows, s.cfg, s.cost))
+			ci := closeInput(now, batch, rows, s.cfg, s.cost)
+			ci.Yield = holdsBatch(batch) && s.foregroundQueuedLocked() > 0
+			closeNow, until := CloseBatch(ci)
 			if closeNow || s.closing {
 				return batch, true
 			}
@@ -959,7 +1044,7 @@ func (s *Server) crashedLocked(r *replica, live []piece, err error) {
 			p.retried = true
 			p.it.pending++
 			s.retry = append(s.retry, p)
-			s.queued += p.hi - p.lo
+			s.addQueuedLocked(p.it.prio, p.hi-p.lo)
 			continue
 		}
 		s.finishLocked(p.it, &errs.Error{Code: errs.Unavailable, Message: "replica crashed while computing this request; it was not retried in time", RetryAfter: time.Second})
@@ -1022,6 +1107,7 @@ func (s *Server) deliverLocked(live []piece, out runtime.Output, start time.Time
 		}
 		copy(it.out[p.lo*out.Cols:p.hi*out.Cols], out.Data[row*out.Cols:(row+k)*out.Cols])
 		row += k
+		s.stats.served[it.prio].Add(int64(k))
 		if it.taken.IsZero() || p.taken.Before(it.taken) {
 			it.taken = p.taken
 		}
@@ -1173,7 +1259,13 @@ func (s *Server) Stats() Stats {
 	s.mu.Lock()
 	st := Stats{QueuedInstances: s.queued, QueuedHighWater: s.highQ, ReadyReplicas: len(s.live), Restarting: s.reload, Draining: s.draining, Cost: s.cost,
 		PaddingRatioSum: s.padSum, PaddedBatches: s.padN}
+	for p := range st.Classes {
+		st.Classes[p].Queued = s.classQ[p]
+	}
 	s.mu.Unlock()
+	for p := range st.Classes {
+		st.Classes[p].Served = s.stats.served[p].Load()
+	}
 	st.Batches = s.stats.batches.Load()
 	st.Rows = s.stats.rows.Load()
 	st.ExpiredInQueue = s.stats.expired.Load()
@@ -1204,7 +1296,7 @@ func (s *Server) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		err = ctx.Err()
 		s.mu.Lock()
-		for _, q := range [][]*item{s.online, s.low} {
+		for _, q := range [][]*item{s.online, s.low, s.batch} {
 			for _, it := range q {
 				s.finishLocked(it, errs.New(errs.ShuttingDown, "the server shut down before this request ran"))
 			}
@@ -1212,7 +1304,7 @@ func (s *Server) Close(ctx context.Context) error {
 		for _, p := range s.retry {
 			s.finishLocked(p.it, errs.New(errs.ShuttingDown, "the server shut down before this request ran"))
 		}
-		s.online, s.low, s.retry, s.queued = nil, nil, nil, 0
+		s.online, s.low, s.batch, s.retry, s.queued, s.classQ = nil, nil, nil, nil, 0, [NumPriorities]int{}
 		s.broadcastLocked()
 		s.mu.Unlock()
 	}
