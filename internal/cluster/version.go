@@ -175,8 +175,8 @@ func (v *Version) admit(ctx context.Context, c candidate, n int64) (candidate, e
 
 func (v *Version) call(ctx context.Context, c candidate, w serving.Work) (serving.Result, error, bool) {
 	req := &inferencepb.ModelInferRequest{ModelName: v.spec.Model, ModelVersion: v.ver}
-	if w.Priority == serving.Low {
-		req.Parameters = map[string]*inferencepb.InferParameter{hop.ParamPriority: {ParameterChoice: &inferencepb.InferParameter_StringParam{StringParam: "low"}}}
+	if w.Priority != serving.Online {
+		req.Parameters = map[string]*inferencepb.InferParameter{hop.ParamPriority: {ParameterChoice: &inferencepb.InferParameter_StringParam{StringParam: w.Priority.String()}}}
 	}
 	hop.EncodeBatch(req, w.Rows)
 	n := int64(w.Rows.Rows)

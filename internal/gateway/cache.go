@@ -130,12 +130,12 @@ func (r *cacheRun) abandon() {
 // answers, waits (within ctx) for the rows other calls compute, computes
 // those whose computation failed, and merges every row's answer back in
 // order.
-func (r *cacheRun) run(ctx context.Context, srv routing.Backend, rows runtime.Batch) (serving.Result, CacheUse, error) {
+func (r *cacheRun) run(ctx context.Context, srv routing.Backend, rows runtime.Batch, prio serving.Priority) (serving.Result, CacheUse, error) {
 	defer r.abandon()
 	use := CacheUse{On: true}
 	var res serving.Result
 	compute := func(idx []int) error {
-		got, err := srv.Submit(ctx, serving.Work{Rows: pick(rows, idx), Priority: serving.Online})
+		got, err := srv.Submit(ctx, serving.Work{Rows: pick(rows, idx), Priority: prio})
 		res.Attempts = max(res.Attempts, got.Attempts)
 		if err != nil {
 			return err

@@ -20,6 +20,7 @@ import (
 	"github.com/sluiceml/sluice/internal/records"
 	"github.com/sluiceml/sluice/internal/runtime"
 	"github.com/sluiceml/sluice/internal/schema"
+	"github.com/sluiceml/sluice/internal/serving"
 	"github.com/sluiceml/sluice/internal/telemetry"
 	"github.com/sluiceml/sluice/internal/tenant"
 )
@@ -52,6 +53,11 @@ type Call struct {
 	Version    int                        // 0: the deployment picks
 	Carrier    propagation.TextMapCarrier // the caller's trace context (traceparent); nil: none
 	Received   time.Time                  // when the transport received it (zero: now)
+	// Priority is the rows' serving class (Request.Priority). Transports
+	// (HTTP /v1, OIP REST and gRPC) leave it zero, serving.Online; only a
+	// caller inside the process, the batch-jobs runner, sets
+	// serving.BatchJob.
+	Priority serving.Priority
 	// Decode reads the request's rows and options. It runs once, inside the
 	// call's span and before the idempotency check; its error is the call's
 	// answer (recorded, never cached).
@@ -192,7 +198,7 @@ func (g *Gateway) Predict(ctx context.Context, c Call) *Answer {
 			return a
 		}
 	}
-	res, err := g.run(ctx, Request{Tenant: p.tn, Model: c.Model, Version: c.Version, RoutingKey: routingKey(in, c), Rows: rows, Deadline: in.Deadline, Received: c.Received})
+	res, err := g.run(ctx, Request{Tenant: p.tn, Model: c.Model, Version: c.Version, RoutingKey: routingKey(in, c), Rows: rows, Deadline: in.Deadline, Received: c.Received, Priority: c.Priority})
 	p.ran(res, rows)
 	if err != nil {
 		return p.finish(err)

@@ -59,6 +59,11 @@ type Request struct {
 	Rows       Rows          // the instances (Input.rows)
 	Deadline   time.Duration // 0: the version's default
 	Received   time.Time     // when the transport received it (zero: now)
+	// Priority is the serving class of the rows (serving.Online, the zero
+	// value, for every transport). Only callers inside the process set
+	// another: the batch-jobs runner submits at serving.BatchJob, which
+	// takes only the capacity online work leaves. No API route sets it.
+	Priority serving.Priority
 }
 
 // Response is a predict call's result.
@@ -134,7 +139,7 @@ func (g *Gateway) run(ctx context.Context, req Request) (*Response, error) {
 				// A shadow that reads the features as the primary did is
 				// given the primary's enriched rows; one with features
 				// of its own enriches the caller's rows itself.
-				job := shadowJob{target: sh, rows: req.Rows, primary: res.Out.Data, cols: res.Out.Cols}
+				job := shadowJob{target: sh, rows: req.Rows, primary: res.Out.Data, cols: res.Out.Cols, prio: req.Priority}
 				switch sf, pf := sh.Spec.Manifest.Features, tg.Spec.Manifest.Features; {
 				case sf != nil && !sameFeatures(sf, pf):
 					job.enrich = g.enrich
@@ -200,9 +205,9 @@ func (g *Gateway) predict(ctx context.Context, tn *tenant.Tenant, tg *routing.Ta
 	// Enricher filled the instances (issue 19), validation and
 	// preprocessing, so it must stay after both.
 	if cr := g.lookupCache(tg, tn.Name, rows); cr != nil {
-		res, use, err = cr.run(ctx, tg.Server, rows) // only the rows the cache did not answer reach admission
+		res, use, err = cr.run(ctx, tg.Server, rows, req.Priority) // only the rows the cache did not answer reach admission
 	} else {
-		res, err = tg.Server.Submit(ctx, serving.Work{Rows: rows, Priority: serving.Online})
+		res, err = tg.Server.Submit(ctx, serving.Work{Rows: rows, Priority: req.Priority})
 	}
 	if err != nil {
 		if errs.Of(err).Refund {

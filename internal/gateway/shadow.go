@@ -22,6 +22,9 @@ type shadowJob struct {
 	rows    Rows
 	primary []float32 // the primary's outputs, row-major
 	cols    int
+	// prio is the copy's class: Low, or BatchJob for a copy of batch
+	// work, which never outranks the work it copies.
+	prio serving.Priority
 	// enrich, when set, fills the shadow's own features into rows (the
 	// shadow declares features: its primary did not read the same way)
 	// within the copy's deadline.
@@ -91,7 +94,7 @@ func (s *Shadows) run(j shadowJob) {
 		return
 	}
 	start := time.Now()
-	res, err := j.target.Server.Submit(ctx, serving.Work{Rows: rows, Priority: serving.Low})
+	res, err := j.target.Server.Submit(ctx, serving.Work{Rows: rows, Priority: max(serving.Low, j.prio)})
 	switch e := errs.Of(err); {
 	case err == nil:
 	case e.Refusal == errs.RefusalCapacity || e.Refusal == errs.RefusalClosing:

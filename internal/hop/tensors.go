@@ -23,7 +23,7 @@ const (
 
 // Inference parameters of the hop (ModelInferRequest/Response.parameters).
 const (
-	ParamPriority  = "sluice_priority" // "low" for shadow and background work
+	ParamPriority  = "sluice_priority" // serving.Priority's String: "low" (shadows, background checks), "batch" (batch jobs); absent: online
 	ParamQueueNs   = "sluice_queue_ns"
 	ParamBatchNs   = "sluice_batch_wait_ns"
 	ParamComputeNs = "sluice_compute_ns"

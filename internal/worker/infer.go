@@ -54,11 +54,7 @@ func (w *Worker) ModelInfer(ctx context.Context, req *inferencepb.ModelInferRequ
 	if err != nil {
 		return nil, hop.Status(err)
 	}
-	prio := serving.Online
-	if p := req.Parameters[hop.ParamPriority]; p != nil && p.GetStringParam() == "low" {
-		prio = serving.Low
-	}
-	res, err := v.srv.Submit(ctx, serving.Work{Rows: b, Priority: prio})
+	res, err := v.srv.Submit(ctx, serving.Work{Rows: b, Priority: priorityOf(req.Parameters)})
 	if err != nil {
 		return nil, hop.Status(err)
 	}
@@ -108,4 +104,18 @@ func (w *Worker) ModelMetadata(_ context.Context, req *inferencepb.ModelMetadata
 		md.Inputs = []*tm{{Name: hop.RowsTensor, Datatype: hop.FP32, Shape: []int64{-1, int64(v.spec.Schema.Width())}}}
 	}
 	return md, nil
+}
+
+// priorityOf is the serving class the gateway asked for (hop.ParamPriority:
+// "low" or "batch"); absent or unknown, online.
+func priorityOf(params map[string]*inferencepb.InferParameter) serving.Priority {
+	if p := params[hop.ParamPriority]; p != nil {
+		switch p.GetStringParam() {
+		case serving.Low.String():
+			return serving.Low
+		case serving.BatchJob.String():
+			return serving.BatchJob
+		}
+	}
+	return serving.Online
 }
