@@ -148,9 +148,13 @@ func (c *Controller) LiveState() []telemetry.VersionState {
 		if st.Stats == nil {
 			continue
 		}
-		out = append(out, telemetry.VersionState{Model: st.Version.Model, Version: strconv.Itoa(st.Version.N),
+		vs := telemetry.VersionState{Model: st.Version.Model, Version: strconv.Itoa(st.Version.N),
 			Queued: st.Stats.QueuedInstances, InflightBatches: st.Stats.InflightBatches,
-			ReadyReplicas: st.Stats.ReadyReplicas, RestartingReplicas: st.Stats.Restarting})
+			ReadyReplicas: st.Stats.ReadyReplicas, RestartingReplicas: st.Stats.Restarting}
+		for p, c := range st.Stats.Classes {
+			vs.Classes = append(vs.Classes, telemetry.ClassState{Class: serving.Priority(p).String(), Queued: c.Queued, Served: c.Served})
+		}
+		out = append(out, vs)
 	}
 	return out
 }

@@ -219,8 +219,10 @@ type Stats struct {
 	// padding ratio is PaddingRatioSum / PaddedBatches.
 	PaddingRatioSum float64
 	PaddedBatches   int64
-	// Classes are the queued and served instances of each Priority.
-	Classes [NumPriorities]ClassStats
+	// Classes are the queued and served instances of each Priority,
+	// indexed by it (nil from a backend that does not count them, such as
+	// a cluster version whose figures come from worker heartbeats).
+	Classes []ClassStats
 }
 
 // ClassStats are one Priority's instances: queued now, and computed and
@@ -1258,7 +1260,7 @@ func (s *Server) queuedNow() int {
 func (s *Server) Stats() Stats {
 	s.mu.Lock()
 	st := Stats{QueuedInstances: s.queued, QueuedHighWater: s.highQ, ReadyReplicas: len(s.live), Restarting: s.reload, Draining: s.draining, Cost: s.cost,
-		PaddingRatioSum: s.padSum, PaddedBatches: s.padN}
+		PaddingRatioSum: s.padSum, PaddedBatches: s.padN, Classes: make([]ClassStats, NumPriorities)}
 	for p := range st.Classes {
 		st.Classes[p].Queued = s.classQ[p]
 	}

@@ -10,6 +10,7 @@ import (
 // so that no code path has to keep a gauge in step with a queue.
 type liveCollector struct {
 	queued, inflight, replicas *prometheus.Desc
+	classQueued, classServed   *prometheus.Desc
 
 	mu  sync.Mutex // guards src
 	src func() []VersionState
@@ -21,6 +22,10 @@ func newLiveCollector() *liveCollector {
 		queued:   prometheus.NewDesc(namespace+"_queued_instances", "Instances waiting in a version's queue now.", mv, nil),
 		inflight: prometheus.NewDesc(namespace+"_inflight_batches", "Batches being computed by a version's replicas now.", mv, nil),
 		replicas: prometheus.NewDesc(namespace+"_replicas", "A version's replicas now, by state (ready, restarting).", append(mv, "state"), nil),
+		classQueued: prometheus.NewDesc(namespace+"_class_queued_instances",
+			"Instances waiting in a version's queue now, by serving class (online, low, batch).", append(mv, "class"), nil),
+		classServed: prometheus.NewDesc(namespace+"_class_served_instances_total",
+			"Instances a version's replicas computed and answered, by serving class (online, low, batch).", append(mv, "class"), nil),
 	}
 }
 
@@ -35,6 +40,8 @@ func (c *liveCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.queued
 	ch <- c.inflight
 	ch <- c.replicas
+	ch <- c.classQueued
+	ch <- c.classServed
 }
 
 // Collect implements prometheus.Collector.
@@ -56,6 +63,15 @@ func (c *liveCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.inflight, prometheus.GaugeValue, float64(v.InflightBatches), v.Model, v.Version)
 		ch <- prometheus.MustNewConstMetric(c.replicas, prometheus.GaugeValue, float64(v.ReadyReplicas), v.Model, v.Version, "ready")
 		ch <- prometheus.MustNewConstMetric(c.replicas, prometheus.GaugeValue, float64(v.RestartingReplicas), v.Model, v.Version, "restarting")
+		classes := map[string]bool{}
+		for _, k := range v.Classes {
+			if classes[k.Class] {
+				continue
+			}
+			classes[k.Class] = true
+			ch <- prometheus.MustNewConstMetric(c.classQueued, prometheus.GaugeValue, float64(k.Queued), v.Model, v.Version, k.Class)
+			ch <- prometheus.MustNewConstMetric(c.classServed, prometheus.CounterValue, float64(k.Served), v.Model, v.Version, k.Class)
+		}
 	}
 }
 

@@ -109,6 +109,17 @@ type VersionState struct {
 	InflightBatches    int // batches being computed now
 	ReadyReplicas      int
 	RestartingReplicas int
+	// Classes are the version's queued and served instances by serving
+	// class (nil: not counted, no per-class series).
+	Classes []ClassState
+}
+
+// ClassState is one serving class's instances in a version: queued now,
+// and served (computed and answered) so far.
+type ClassState struct {
+	Class  string // "online", "low", "batch"
+	Queued int
+	Served int64
 }
 
 // Metrics records Sluice's metrics. Its methods are safe for concurrent use.

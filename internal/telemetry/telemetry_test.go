@@ -59,7 +59,8 @@ func observeAll(m *Metrics) {
 	open.Inc()
 	refused.Inc()
 	m.SetVersionSource(func() []VersionState {
-		return []VersionState{{Model: "fraud", Version: "3", Queued: 7, InflightBatches: 2, ReadyReplicas: 3, RestartingReplicas: 1}}
+		return []VersionState{{Model: "fraud", Version: "3", Queued: 7, InflightBatches: 2, ReadyReplicas: 3, RestartingReplicas: 1,
+			Classes: []ClassState{{Class: "online", Queued: 1, Served: 5}, {Class: "batch", Queued: 6, Served: 900}}}}
 	})
 	m.SetRecordDrops(func() RecordDrops { return RecordDrops{BufferFull: 1, WriteFailed: 2} })
 	m.CacheRequests("fraud", "3", 9, 1)
@@ -286,9 +287,10 @@ func TestLiveGauges(t *testing.T) {
 	}
 	m.SetVersionSource(func() []VersionState {
 		return []VersionState{
-			{Model: "fraud", Version: "3", Queued: 7, InflightBatches: 2, ReadyReplicas: 3, RestartingReplicas: 1},
-			{Model: "fraud", Version: "4", Queued: 0, ReadyReplicas: 1},
-			{Model: "fraud", Version: "4", Queued: 99}, // duplicate: ignored, not a scrape failure
+			{Model: "fraud", Version: "3", Queued: 7, InflightBatches: 2, ReadyReplicas: 3, RestartingReplicas: 1,
+				Classes: []ClassState{{Class: "online", Queued: 1, Served: 5}, {Class: "low"}, {Class: "batch", Queued: 6, Served: 900}, {Class: "batch", Queued: 1}}},
+			{Model: "fraud", Version: "4", Queued: 0, ReadyReplicas: 1}, // no class figures (a cluster version): no class series
+			{Model: "fraud", Version: "4", Queued: 99},                  // duplicate: ignored, not a scrape failure
 		}
 	})
 	want := `
@@ -306,8 +308,19 @@ sluice_replicas{model="fraud",state="restarting",version="4"} 0
 # TYPE sluice_inflight_batches gauge
 sluice_inflight_batches{model="fraud",version="3"} 2
 sluice_inflight_batches{model="fraud",version="4"} 0
+# HELP sluice_class_queued_instances Instances waiting in a version's queue now, by serving class (online, low, batch).
+# TYPE sluice_class_queued_instances gauge
+sluice_class_queued_instances{class="batch",model="fraud",version="3"} 6
+sluice_class_queued_instances{class="low",model="fraud",version="3"} 0
+sluice_class_queued_instances{class="online",model="fraud",version="3"} 1
+# HELP sluice_class_served_instances_total Instances a version's replicas computed and answered, by serving class (online, low, batch).
+# TYPE sluice_class_served_instances_total counter
+sluice_class_served_instances_total{class="batch",model="fraud",version="3"} 900
+sluice_class_served_instances_total{class="low",model="fraud",version="3"} 0
+sluice_class_served_instances_total{class="online",model="fraud",version="3"} 5
 `
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "sluice_queued_instances", "sluice_replicas", "sluice_inflight_batches"); err != nil {
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "sluice_queued_instances", "sluice_replicas", "sluice_inflight_batches",
+		"sluice_class_queued_instances", "sluice_class_served_instances_total"); err != nil {
 		t.Error(err)
 	}
 }
@@ -357,6 +370,7 @@ func TestForgetDeletesAVersionsSeries(t *testing.T) {
 			}
 			if model == "fraud" && version == "3" && !strings.HasPrefix(f.GetName(), "sluice_queued") &&
 				!strings.HasPrefix(f.GetName(), "sluice_replicas") && !strings.HasPrefix(f.GetName(), "sluice_inflight") &&
+				!strings.HasPrefix(f.GetName(), "sluice_class_") &&
 				f.GetName() != "sluice_cache_entries" && f.GetName() != "sluice_cache_bytes" { // read from live state, like the queue's
 				left++
 				t.Errorf("after Forget: %s still has fraud@3", f.GetName())
