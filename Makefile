@@ -97,7 +97,7 @@ test-s3:
 	SLUICE_WEED="$$weed" bash scripts/start-seaweedfs.sh "$$dir" >/dev/null || exit 1; \
 	. "$$dir/env"; \
 	echo "SeaweedFS S3: $$SLUICE_S3_ENDPOINT"; \
-	SLUICE_WEED="$$weed" SLUICE_S3_REQUIRED=1 $(GO) test -race -count=1 -timeout 10m ./internal/registry/s3/... && \
+	SLUICE_WEED="$$weed" SLUICE_S3_REQUIRED=1 $(GO) test -race -count=1 -timeout 10m ./internal/registry/s3/... ./internal/jobs/jobio/ && \
 	SLUICE_WEED="$$weed" SLUICE_S3_REQUIRED=1 SLUICE_TEST_POSTGRES="$$pg" SLUICE_TEST_POSTGRES_REQUIRED=1 \
 		$(GO) test -count=1 -timeout 10m -run 'TestS3' -v ./cmd/sluice/
 

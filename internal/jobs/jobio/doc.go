@@ -13,10 +13,13 @@
 // are refused with an error naming the URI and the fix. LocalStore opens
 // the jobs dir as an os.Root, so a symlink (or any path) that leads out of
 // it is refused by the kernel walk, not by string checks. ObjectStore and
-// PartStore are the seams the S3 store (internal/registry/s3's minio-go
-// client) plugs into: Open gives a streaming reader with a size and
+// PartStore are the seams: Open gives a streaming reader with a size and
 // ReadAt; a PartStore commits parts atomically and publishes the final
-// output whole.
+// output whole. S3Store implements them over a minio-go client (the one
+// internal/registry/s3 builds): GetObject for reads (ranged for Parquet
+// and resume), a part is an object under KEY.parts/ (a PUT appears whole
+// or not at all: the commit), the output one streamed multipart upload;
+// TestS3Store runs it on SeaweedFS under `make test-s3`.
 //
 // # Readers
 //

@@ -13,6 +13,10 @@ import (
 	"strings"
 )
 
+// errNotExist is fs.ErrNotExist, wrapped by every "no such file or
+// object" error of a store.
+var errNotExist = fs.ErrNotExist
+
 // Location is a parsed job input or output URI.
 type Location struct {
 	URI    string // as given
