@@ -44,7 +44,12 @@
 // Options.MaxIDs (default 1<<20, ~40 MiB); past the bound ids are no
 // longer checked and DupCheck reports it, so a caller can say "duplicates
 // checked in the first N rows". Hashes that collide report a false
-// duplicate, with odds about n²/2⁶⁵ (3e-8 at a million ids).
+// duplicate, with odds about n²/2⁶⁵ (3e-8 at a million ids). A reader
+// opened at a resume point knows only the ids from there on, so
+// duplicates across the resume point are found by ScanInput, the one
+// streaming pass a submit makes: it counts rows, keeps the first errors,
+// and records every chunk's Start (for resume and for shards, which open
+// a reader at their first chunk).
 //
 // Each Chunk carries its Offset: the byte offset of its first line (JSONL,
 // CSV) or its first row number (Parquet, found by row group and

@@ -491,3 +491,34 @@ func readOutput(t *testing.T, path, format string) []string {
 	}
 	return ids
 }
+
+func TestScanInput(t *testing.T) {
+	in := "{\"id\":\"a\"}\n{\"id\":\"b\"}\n{\"id\":\"a\"}\nnope\n{\"id\":\"c\"}\n"
+	s, err := ScanInput(context.Background(), obj(in), FormatJSONL, Options{ChunkRows: 2}, 1)
+	must(t, err)
+	if s.Rows != 5 || len(s.Chunks) != 3 || s.Errors != 2 || s.Dups != 1 || len(s.First) != 1 || s.IDChecked != 3 || s.IDsFull {
+		t.Fatalf("scan %+v", s)
+	}
+	if s.Chunks[2].Offset != int64(strings.Index(in, "{\"id\":\"c\"}")) {
+		t.Errorf("chunk 2 offset %d", s.Chunks[2].Offset)
+	}
+	// Every chunk's Start opens a reader that yields that chunk.
+	for _, st := range s.Chunks {
+		r, err := NewReader(obj(in), FormatJSONL, Options{ChunkRows: 2, Start: st})
+		must(t, err)
+		c, err := r.Next(context.Background())
+		must(t, err)
+		if c.Index != st.Chunk || c.Offset != st.Offset {
+			t.Errorf("chunk at %+v read as %d@%d", st, c.Index, c.Offset)
+		}
+	}
+	if _, err := ScanInput(context.Background(), obj("\n\n"), FormatJSONL, Options{}, 1); err == nil || !strings.Contains(err.Error(), "no rows") {
+		t.Errorf("empty input: %v", err)
+	}
+	// A duplicate bound of 2: the third id is not checked.
+	s, err = ScanInput(context.Background(), obj(in), FormatJSONL, Options{MaxIDs: 2}, 10)
+	must(t, err)
+	if s.IDChecked != 2 || !s.IDsFull {
+		t.Errorf("bounded scan %+v", s)
+	}
+}
