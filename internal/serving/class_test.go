@@ -2,6 +2,7 @@ package serving
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -259,4 +260,89 @@ func sameBatches(got, want [][]float32) bool {
 		}
 	}
 	return true
+}
+
+// Under a steady online load on two replicas, with batch work always
+// queued: no batch mixes the classes, batch work gets served, and no
+// online request takes longer than it does with no batch work at all by
+// more than the one batch-job batch a replica may be computing when it
+// arrives (fake time, so the figures are the scheduler's, not the
+// machine's).
+func TestOnlineUnhurtByBatchWork(t *testing.T) {
+	cost := func(n int) time.Duration { return time.Millisecond + time.Duration(n)*100*time.Microsecond }
+	const maxBatch, online = 8, 200
+	run := func(withBatch bool) (lat []time.Duration, batches [][]float32, batchServed int64) {
+		synctest.Test(t, func(t *testing.T) {
+			m1, m2 := &fakeModel{cost: cost}, &fakeModel{cost: cost}
+			s := newServer(t, Config{MaxBatchSize: maxBatch, MaxBatchDelay: time.Millisecond}, m1, m2)
+			stop := make(chan struct{})
+			var feeders sync.WaitGroup
+			if withBatch {
+				for range 2 {
+					feeders.Add(1)
+					go func() {
+						defer feeders.Done()
+						for {
+							select {
+							case <-stop:
+								return
+							default:
+							}
+							if _, err := s.Submit(context.Background(), Work{Rows: nrows(-1, maxBatch), Priority: BatchJob}); err != nil {
+								time.Sleep(time.Millisecond)
+							}
+						}
+					}()
+				}
+			}
+			lat = make([]time.Duration, online)
+			var wg sync.WaitGroup
+			for i := range online {
+				// A fixed schedule: every 2 ms, plus a few hundred µs.
+				time.Sleep(2*time.Millisecond + time.Duration(i*37%5)*100*time.Microsecond)
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					t0 := time.Now()
+					ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+					defer cancel()
+					if _, err := s.Submit(ctx, Work{Rows: nrows(float32(1+i%3), 1+i%3)}); err != nil {
+						t.Errorf("online %d: %v", i, err)
+					}
+					lat[i] = time.Since(t0)
+				}()
+			}
+			wg.Wait()
+			close(stop)
+			feeders.Wait()
+			for _, m := range []*fakeModel{m1, m2} {
+				m.mu.Lock()
+				batches = append(batches, m.batches...)
+				m.mu.Unlock()
+			}
+			batchServed = s.Stats().Classes[BatchJob].Served
+		})
+		return lat, batches, batchServed
+	}
+	alone, _, _ := run(false)
+	with, batches, served := run(true)
+	for _, b := range batches {
+		for _, v := range b[1:] {
+			if (v < 0) != (b[0] < 0) {
+				t.Fatalf("batch %v mixes batch rows with online ones", b)
+			}
+		}
+	}
+	if served == 0 {
+		t.Error("no batch work was served")
+	}
+	bound := cost(maxBatch)
+	worst := time.Duration(0)
+	for i := range with {
+		worst = max(worst, with[i]-alone[i])
+		if with[i] > alone[i]+bound {
+			t.Errorf("online %d took %v with batch work, %v without: over one batch-job batch (%v) more", i, with[i], alone[i], bound)
+		}
+	}
+	t.Logf("batch rows served %d; worst online slowdown %v (bound %v)", served, worst, bound)
 }
