@@ -106,7 +106,7 @@ func (g *Gateway) run(ctx context.Context, req Request) (*Response, error) {
 	var err error
 	if req.Version > 0 {
 		tg, err = t.Pinned(req.Model, req.Version)
-		if e := errs.Of(err); e.Refusal != "" && g.Metrics != nil {
+		if e := errs.Of(err); e.Refusal != "" && g.Metrics != nil && req.Priority != serving.BatchJob {
 			g.Metrics.Refused(req.Model, strconv.Itoa(req.Version), e.Code)
 		}
 	} else {
@@ -129,7 +129,10 @@ func (g *Gateway) run(ctx context.Context, req Request) (*Response, error) {
 		res = &Response{Target: tg, Attempts: attempts, Submitted: submitted, Features: feat} // the caller may still name the version that refused
 	}
 	g.observe(tn, tg, req, res, err)
-	if g.Stats != nil {
+	if g.Stats != nil && req.Priority != serving.BatchJob {
+		// The version's figures (canary analysis, rollouts) are online
+		// traffic's: batch work waits by design, and is refused queue_full
+		// as back-pressure.
 		code := errs.CodeOf(err)
 		g.Stats.Get(tg.ID).Record(time.Since(start), err == nil, err != nil && errs.HTTPStatus(code) >= 500)
 	}
@@ -288,6 +291,12 @@ func (g *Gateway) observe(tn *tenant.Tenant, tg *routing.Target, req Request, re
 	model, version := tg.Model, strconv.Itoa(tg.N)
 	code := telemetry.CodeOf(err)
 	m.TenantRequest(tn.Name, code)
+	if req.Priority == serving.BatchJob {
+		// Batch work's figures are its own (sluice_class_served_instances_total
+		// and the runner's): the request metrics, latency and refusals stay
+		// online traffic's, so a job's effect on it is what they show.
+		return
+	}
 	st := telemetry.Stages{Preprocess: res.Preprocess, Queue: res.Timing.Queue, BatchWait: res.Timing.BatchWait, Compute: res.Timing.Compute, Total: time.Since(req.Received)}
 	m.ObserveRequest(model, version, code, req.Rows.Len(), st)
 	if u := res.Cache; err == nil && u.On {

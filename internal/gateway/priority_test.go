@@ -5,11 +5,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluiceml/sluice/internal/errs"
 	"github.com/sluiceml/sluice/internal/modelpkg"
 	"github.com/sluiceml/sluice/internal/predcache"
 	"github.com/sluiceml/sluice/internal/records"
 	"github.com/sluiceml/sluice/internal/routing"
 	"github.com/sluiceml/sluice/internal/serving"
+	"github.com/sluiceml/sluice/internal/telemetry"
 	"github.com/sluiceml/sluice/internal/tenant"
 	"github.com/sluiceml/sluice/internal/vstats"
 )
@@ -62,6 +64,59 @@ func TestShadowOfBatchWorkStaysBatch(t *testing.T) {
 		s.run(shadowJob{target: tg, rows: instanceRows{inst("1", "2")}, primary: []float32{0.8}, cols: 1, prio: c.of})
 		if got := <-be.prio; got != c.want {
 			t.Errorf("a copy of %v work ran at %v, want %v", c.of, got, c.want)
+		}
+	}
+}
+
+// prioBackend answers online work and refuses batch work queue_full (the
+// back-pressure a batch caller meets).
+type prioBackend struct{ sum }
+
+func (b *prioBackend) Submit(ctx context.Context, w serving.Work) (serving.Result, error) {
+	if w.Priority == serving.BatchJob {
+		return serving.Result{}, &errs.Error{Code: errs.QueueFull, Message: "batch work queue is full", RetryAfter: time.Second}
+	}
+	return b.sum.Submit(ctx, w)
+}
+
+// Batch work stays out of the version's online figures: the request
+// metrics and refusals, and the stats canary analysis reads.
+func TestBatchWorkStaysOutOfOnlineFigures(t *testing.T) {
+	g, _ := newGateway(t)
+	be := &prioBackend{}
+	tg := g.Table.Load().Models["add"].Versions[1]
+	tg.Server = be
+	reg := telemetry.NewRegistry()
+	g.Metrics = telemetry.New(reg, telemetry.BuildInfo{})
+	g.Stats = &vstats.Set{}
+	ctx := context.Background()
+	if a := g.Predict(ctx, call(tenant.Default, HTTP, "on", inst("1", "2"))); a.Err != nil {
+		t.Fatal(a.Err)
+	}
+	c := call(tenant.Default, HTTP, "batch", inst("1", "3"))
+	c.Priority = serving.BatchJob
+	if a := g.Predict(ctx, c); a.Err == nil || a.Err.Code != errs.QueueFull {
+		t.Fatalf("batch: %+v, want queue_full", a.Err)
+	}
+	if sn := g.Stats.Get(tg.ID).Snapshot(); sn.Requests != 1 || sn.Errors != 0 {
+		t.Errorf("version stats %+v, want the online request only", sn)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		switch mf.GetName() {
+		case "sluice_requests_total":
+			total := 0.0
+			for _, m := range mf.GetMetric() {
+				total += m.GetCounter().GetValue()
+			}
+			if total != 1 {
+				t.Errorf("sluice_requests_total %v, want 1 (the online request)", total)
+			}
+		case "sluice_refusals_total":
+			t.Errorf("a batch refusal was counted in sluice_refusals_total: %v", mf.GetMetric())
 		}
 	}
 }
