@@ -522,3 +522,35 @@ func TestScanInput(t *testing.T) {
 		t.Errorf("bounded scan %+v", s)
 	}
 }
+
+// An int64 id column keeps its exact text (not rounded through float64),
+// and JSONL number ids keep theirs.
+func TestNumericIDs(t *testing.T) {
+	schema := parquet.NewSchema("in", parquet.Group{"id": parquet.Leaf(parquet.Int64Type), "x": parquet.Leaf(parquet.DoubleType)})
+	var b bytes.Buffer
+	w := parquet.NewWriter(&b, schema)
+	cols := schema.Columns()
+	row := make(parquet.Row, 2)
+	for c, p := range cols {
+		if p[0] == "id" {
+			row[c] = parquet.Int64Value(9007199254740993).Level(0, 0, c)
+		} else {
+			row[c] = parquet.DoubleValue(1).Level(0, 0, c)
+		}
+	}
+	_, err := w.WriteRows([]parquet.Row{row})
+	must(t, err)
+	must(t, w.Close())
+	r, err := NewReader(memObject{bytes.NewReader(b.Bytes())}, FormatParquet, Options{})
+	must(t, err)
+	c := readAll(t, r)
+	if len(c) != 1 || c[0].IDs[0] != "9007199254740993" || c[0].Rows[0]["id"] != "9007199254740993" {
+		t.Fatalf("parquet int64 id: %+v", c)
+	}
+	r, err = NewReader(obj("{\"id\":9007199254740993,\"x\":1}\n"), FormatJSONL, Options{})
+	must(t, err)
+	c = readAll(t, r)
+	if len(c) != 1 || c[0].IDs[0] != "9007199254740993" || c[0].Rows[0]["id"] != "9007199254740993" {
+		t.Fatalf("jsonl number id: %+v", c)
+	}
+}

@@ -113,12 +113,18 @@ func (r *parquetReader) Next(ctx context.Context) (Chunk, error) {
 				if c < 0 || c >= len(r.names) {
 					continue
 				}
-				if x, ok := parquetValue(v); ok {
-					if c == r.idCol {
-						if s, ok := x.(float64); ok {
-							x, _ = idString(s)
-						}
+				if c == r.idCol && !v.IsNull() {
+					// Exact, not through float64.
+					switch v.Kind() {
+					case parquet.Int64:
+						row[r.names[c]] = v.Int64()
+						continue
+					case parquet.Int32:
+						row[r.names[c]] = int64(v.Int32())
+						continue
 					}
+				}
+				if x, ok := parquetValue(v); ok {
 					row[r.names[c]] = x
 				}
 			}

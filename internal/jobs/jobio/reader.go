@@ -16,7 +16,8 @@ import (
 )
 
 // Row is one input row: field name → value (float64, string, bool, or
-// what JSON decodes to for nested values).
+// what JSON decodes to for nested values); the id field holds the id's
+// text (a string) whatever the format.
 type Row map[string]any
 
 // RowError is a row the reader could not turn into a Row, or a duplicate
@@ -208,6 +209,7 @@ func (c *chunker) addRow(line int64, row Row) {
 			Message: fmt.Sprintf("duplicate id %q (first on line %d); ids must be unique in the input", id, first)})
 		return
 	}
+	row[c.opt.IDField] = id // one type whatever the format: the id's text
 	c.cur.Rows = append(c.cur.Rows, row)
 	c.cur.IDs = append(c.cur.IDs, id)
 }
@@ -463,7 +465,6 @@ func newCSV(obj Object, opt Options) (*csvReader, error) {
 	r.cr = csv.NewReader(&boundedReader{r: r.cnt, max: opt.MaxLineBytes})
 	r.cr.FieldsPerRecord = len(header)
 	r.cr.ReuseRecord = true
-	r.ch.dups = newDupSet(opt.MaxIDs)
 	r.ch.cur.Offset = start
 	r.base = start
 	return r, nil
