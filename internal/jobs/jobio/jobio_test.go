@@ -554,3 +554,81 @@ func TestNumericIDs(t *testing.T) {
 		t.Fatalf("jsonl number id: %+v", c)
 	}
 }
+
+// synthCSV is a CSV Object of n fixed-width rows computed at any offset:
+// a large input without a file or a buffer of it.
+type synthCSV struct {
+	n   int64
+	off int64
+}
+
+const synthHeader = "id,amount,note\n"
+
+func synthLine(i int64) string {
+	return fmt.Sprintf("r%011d,%011d,%s\n", i, i%1000, strings.Repeat("n", 100))
+}
+
+var synthLen = int64(len(synthLine(0)))
+
+func (s *synthCSV) Size() int64  { return int64(len(synthHeader)) + s.n*synthLen }
+func (s *synthCSV) Close() error { return nil }
+func (s *synthCSV) Read(p []byte) (int, error) {
+	n, err := s.ReadAt(p, s.off)
+	s.off += int64(n)
+	return n, err
+}
+
+func (s *synthCSV) ReadAt(p []byte, off int64) (int, error) {
+	n := 0
+	for n < len(p) {
+		if off >= s.Size() {
+			return n, io.EOF
+		}
+		var src string
+		var base int64
+		if off < int64(len(synthHeader)) {
+			src = synthHeader
+		} else {
+			i := (off - int64(len(synthHeader))) / synthLen
+			src, base = synthLine(i), int64(len(synthHeader))+i*synthLen
+		}
+		k := copy(p[n:], src[off-base:])
+		n += k
+		off += int64(k)
+	}
+	return n, nil
+}
+
+func TestCSVBoundedMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("streams 100 MiB")
+	}
+	src := &synthCSV{n: (100 << 20) / synthLen}
+	runtime.GC()
+	base := heapInUse()
+	r, err := NewReader(src, FormatCSV, Options{Fields: []Field{{"amount", Number}, {"note", String}}, MaxIDs: 50_000})
+	must(t, err)
+	var rows int64
+	var peak uint64
+	for {
+		c, err := r.Next(context.Background())
+		if err == io.EOF {
+			break
+		}
+		must(t, err)
+		if len(c.Errors) > 0 {
+			t.Fatalf("errors %v", c.Errors[:1])
+		}
+		rows += int64(len(c.Rows))
+		if c.Index%100 == 0 {
+			peak = max(peak, heapInUse())
+		}
+	}
+	t.Logf("rows %d, heap in use base %d MiB, peak %d MiB", rows, base>>20, peak>>20)
+	if rows != src.n {
+		t.Fatalf("rows %d of %d", rows, src.n)
+	}
+	if peak > base+64<<20 {
+		t.Fatalf("heap in use reached %d MiB above the start streaming 100 MiB of CSV; want ≤ 64 MiB", (peak-base)>>20)
+	}
+}
