@@ -1,7 +1,6 @@
 package jobio
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -12,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/metrics"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -326,14 +326,26 @@ func TestJSONLBoundedMemory(t *testing.T) {
 	const total = 200 << 20
 	pr, pw := io.Pipe()
 	go func() {
-		bw := bufio.NewWriter(pw)
-		var n int
+		// Lines built by appends into one buffer, written 1 MiB at a time.
 		pad := strings.Repeat("x", 150)
-		for i := 0; n < total; i++ {
-			k, _ := fmt.Fprintf(bw, "{\"id\":\"r%d\",\"amount\":%d,\"note\":\"%s\"}\n", i, i, pad)
-			n += k
+		buf := make([]byte, 0, 1<<20+512)
+		for i, n := 0, 0; n < total; i++ {
+			buf = append(buf, `{"id":"r`...)
+			buf = strconv.AppendInt(buf, int64(i), 10)
+			buf = append(buf, `","amount":`...)
+			buf = strconv.AppendInt(buf, int64(i%1000), 10)
+			buf = append(buf, `,"note":"`...)
+			buf = append(buf, pad...)
+			buf = append(buf, "\"}\n"...)
+			if len(buf) >= 1<<20 {
+				n += len(buf)
+				if _, err := pw.Write(buf); err != nil {
+					return
+				}
+				buf = buf[:0]
+			}
 		}
-		bw.Flush()
+		pw.Write(buf)
 		pw.Close()
 	}()
 	defer pr.Close()
