@@ -2,8 +2,10 @@
 // send (issue 18, findings 14 and 15): a Listener keeps at most a given
 // number of connections open at once, and Calls counts the calls open on
 // a gRPC server so one past its bound is refused before a goroutine is
-// started for it (from a grpc.InTapHandle). It imports nothing of the
-// module, so the worker links it as well as the gateway.
+// started for it (from a grpc.InTapHandle); GRPC is the server options
+// every gRPC listener shares (streams, metadata, handshake, idle and
+// keepalive timers). It imports nothing of the module, so the worker
+// links it as well as the gateway.
 package connlimit
 
 import (

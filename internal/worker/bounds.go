@@ -24,10 +24,8 @@ import (
 	"context"
 	"strconv"
 	"strings"
-	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/tap"
 
@@ -48,43 +46,12 @@ const (
 	// healthMaxConns and healthMaxCalls bound --health-addr (probes only).
 	healthMaxConns = 64
 	healthMaxCalls = 256
-	// maxHeaderListBytes bounds a call's metadata (the gateway sends the
-	// call secret and a deadline).
-	maxHeaderListBytes = 64 << 10
-	// HandshakeTimeout bounds a new connection's TLS handshake and HTTP/2
-	// preface: a connection that says nothing is closed after it.
-	HandshakeTimeout = 10 * time.Second
-	// IdleTimeout closes a connection with no call open that long (the
-	// gateway's client dials again at its next call).
-	IdleTimeout = 5 * time.Minute
-	// pingInterval and pingTimeout: the worker pings a connection quiet
-	// that long and closes it when the ping is not answered in time.
-	pingInterval = 2 * time.Minute
-	pingTimeout  = 20 * time.Second
-	// minClientPing is the shortest interval between a client's keepalive
-	// pings; a client pinging more often, or at all with no call open, is
-	// sent GOAWAY (the gateway's client sends none).
-	minClientPing = 10 * time.Second
 )
 
 // bounds are the bounds of one of the worker's gRPC servers (the main
 // one, or --health-addr's) with tap as its one tap handle.
 func (w *Worker) bounds(maxStreams int, tap tap.ServerInHandle) []grpc.ServerOption {
-	handshake, idle := HandshakeTimeout, IdleTimeout
-	if w.cfg.HandshakeTimeout > 0 {
-		handshake = w.cfg.HandshakeTimeout
-	}
-	if w.cfg.IdleTimeout > 0 {
-		idle = w.cfg.IdleTimeout
-	}
-	return []grpc.ServerOption{
-		grpc.MaxConcurrentStreams(uint32(maxStreams)),
-		grpc.MaxHeaderListSize(maxHeaderListBytes),
-		grpc.ConnectionTimeout(handshake),
-		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: idle, Time: pingInterval, Timeout: pingTimeout}),
-		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: minClientPing, PermitWithoutStream: false}),
-		grpc.InTapHandle(tap),
-	}
+	return connlimit.GRPC{StreamsPerConn: uint32(maxStreams), Handshake: w.cfg.HandshakeTimeout, Idle: w.cfg.IdleTimeout, Tap: tap}.ServerOptions()
 }
 
 // callTap is the main listener's tap handle: it runs when a call's

@@ -102,7 +102,7 @@ type Config struct {
 	// MaxConns and MaxCalls bound the connections and the calls open at
 	// once on the worker's listener (--max-conns, --max-calls; 0:
 	// DefaultMaxConns, DefaultMaxCalls); HandshakeTimeout and IdleTimeout
-	// override the listener's (0: HandshakeTimeout, IdleTimeout; tests).
+	// override the listener's (0: connlimit.HandshakeTimeout, IdleTimeout; tests).
 	// See bounds.go.
 	MaxConns, MaxCalls            int
 	HandshakeTimeout, IdleTimeout time.Duration

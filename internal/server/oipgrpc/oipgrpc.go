@@ -45,7 +45,7 @@ type Config struct {
 	MaxRecvBytes int           // largest request message (default 1 MiB)
 	MaxStreams   int           // calls open at once on the listener (default DefaultMaxStreams)
 	// HandshakeTimeout and IdleTimeout replace the defaults of the same
-	// names when > 0 (tests).
+	// names in connlimit when > 0 (tests).
 	HandshakeTimeout, IdleTimeout time.Duration
 	Version                       string // the build's version (ServerMetadata)
 	Logger                        *slog.Logger
