@@ -103,7 +103,23 @@ func startServerClient(t *testing.T, hc *http.Client, args ...string) *proc {
 	if e2eWorkers != "" && !hasFlag(args, "--workers") {
 		args = append(args, "--workers", e2eWorkers)
 	}
-	cmd := exec.Command(binary, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
+	p := startProc(t, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
+	testwait.Until(t, 60*time.Second, func() bool {
+		resp, err := hc.Get(p.url + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
+	return p
+}
+
+// startProc runs the binary with args and waits for the HTTP address its
+// log announces (https:// with --tls-cert), not for readiness.
+func startProc(t *testing.T, args ...string) *proc {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -141,14 +157,6 @@ func startServerClient(t *testing.T, hc *http.Client, args ...string) *proc {
 	case <-time.After(60 * time.Second):
 		t.Fatalf("server did not start:\n%s", p.logs)
 	}
-	testwait.Until(t, 60*time.Second, func() bool {
-		resp, err := hc.Get(p.url + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == 200
-	})
 	return p
 }
 

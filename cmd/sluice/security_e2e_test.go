@@ -824,7 +824,7 @@ func TestSecurityUnloadNeedsTheCallSecret(t *testing.T) {
 func startBare(t *testing.T) *secServer {
 	t.Helper()
 	s := &secServer{data: t.TempDir(), controlAddr: freeAddr(t)}
-	s.proc = startNoReady(t, "serve", "--addr", "127.0.0.1:0", "--data", s.data, "--control-addr", s.controlAddr)
+	s.proc = startProc(t, "serve", "--addr", "127.0.0.1:0", "--data", s.data, "--control-addr", s.controlAddr)
 	s.pid = s.cmd.Process.Pid
 	// The control plane's files exist once it listens.
 	testwait.Until(t, 30*time.Second, func() bool {
@@ -835,47 +835,6 @@ func startBare(t *testing.T) *secServer {
 		return err == nil
 	})
 	return s
-}
-
-// startNoReady runs the binary and waits for its HTTP address only.
-func startNoReady(t *testing.T, args ...string) *proc {
-	t.Helper()
-	cmd := exec.Command(binary, args...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &proc{cmd: cmd, logs: &syncLog{}, done: make(chan error, 1)}
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			line := sc.Text()
-			p.logs.WriteString(line + "\n")
-			if m := addrRE.FindStringSubmatch(line); m != nil {
-				addr <- m[1]
-			}
-		}
-		p.done <- cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-			<-p.done
-		}
-	})
-	select {
-	case a := <-addr:
-		p.url = "http://" + a
-	case err := <-p.done:
-		t.Fatalf("server exited: %v\n%s", err, p.logs)
-	case <-time.After(60 * time.Second):
-		t.Fatalf("server did not start:\n%s", p.logs)
-	}
-	return p
 }
 
 // beatLoop heartbeats the fake worker's holdings every 200 ms until stopped.
