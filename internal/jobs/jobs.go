@@ -28,11 +28,12 @@ import (
 	"errors"
 	"time"
 
+	"github.com/sluiceml/sluice/internal/api"
 	"github.com/sluiceml/sluice/internal/jobs/jobio"
 )
 
 // State is a job's state.
-type State string
+type State = api.JobState
 
 // The states. Queued: accepted, its input not yet scanned or no runner
 // has started it. Running: chunks are being scored. The other three are
@@ -46,10 +47,10 @@ const (
 )
 
 // Final says whether s is a state a job never leaves.
-func (s State) Final() bool { return s == Succeeded || s == Failed || s == Cancelled }
+func Final(s State) bool { return s == Succeeded || s == Failed || s == Cancelled }
 
-// Valid says whether s is one of the five states.
-func (s State) Valid() bool {
+// ValidState says whether s is one of the five states.
+func ValidState(s State) bool {
 	switch s {
 	case Queued, Running, Succeeded, Failed, Cancelled:
 		return true
@@ -67,72 +68,17 @@ const (
 	MaxErrorsKept = 20
 )
 
-// IO is an input or output: a URI (file:NAME inside --jobs-dir, or
-// s3://BUCKET/KEY) and a format (jobio.JSONL, CSV, Parquet).
-type IO struct {
-	URI    string `json:"uri"`
-	Format string `json:"format"`
-}
-
-// Spec is what a submit asked for, with the version resolved: a job
-// scores with the version it was pinned to at submit, whatever the
-// deployment does afterwards.
-type Spec struct {
-	Model        string  `json:"model"`
-	Version      int     `json:"version"`   // pinned at submit (the deployment's primary when the submit named none)
-	VersionID    string  `json:"versionId"` // "fraud@3"
-	Input        IO      `json:"input"`
-	Output       IO      `json:"output"`
-	IDField      string  `json:"idField"`
-	ChunkRows    int     `json:"chunkRows"`
-	MaxErrorRate float64 `json:"maxErrorRate"` // fraction of rows (0..1) that may fail before the job fails; 0: none may
-	Tenant       string  `json:"tenant"`       // the submitter: the job runs with its permissions and quota
-}
-
-// RowError is one row that failed: its id (when it has one), the line or
-// row number of the input, the field to blame and why.
-type RowError struct {
-	Chunk   int    `json:"chunk"`
-	Line    int64  `json:"line"`
-	ID      string `json:"id,omitempty"`
-	Field   string `json:"field,omitempty"`
-	Message string `json:"message"`
-}
-
-// Counts are a job's progress, summed over its done chunks (so a chunk
-// redone after a crash is counted once, in RowsRedone as well).
-type Counts struct {
-	RowsTotal   int64 `json:"rowsTotal"` // known once the input is scanned (0 before)
-	RowsDone    int64 `json:"rowsDone"`  // rows of done chunks: scored or failed
-	RowsFailed  int64 `json:"rowsFailed"`
-	RowsRedone  int64 `json:"rowsRedone"` // rows of chunks scored again after a lost lease or a crash
-	ChunksTotal int   `json:"chunksTotal"`
-	ChunksDone  int   `json:"chunksDone"`
-}
-
-// Job is a job as the store keeps it.
-type Job struct {
-	ID    string `json:"id"`
-	Spec  Spec   `json:"spec"`
-	State State  `json:"state"`
-	// Scanned: the input was read once and its chunks recorded (Counts
-	// RowsTotal and ChunksTotal are known).
-	Scanned bool `json:"scanned"`
-	Counts
-	Errors []RowError `json:"errors,omitempty"` // the first MaxErrorsKept
-	// Message says why a job failed or was cancelled ("" otherwise).
-	Message string `json:"message,omitempty"`
-	// Incomplete: the job ended (failed, cancelled) with committed parts
-	// that were not assembled into the output; they stay under the
-	// output's KEY.parts/.
-	Incomplete bool `json:"incomplete,omitempty"`
-	// CancelRequested: a cancel was asked; runners stop within a second.
-	CancelRequested bool      `json:"cancelRequested,omitempty"`
-	Created         time.Time `json:"created"`
-	Started         time.Time `json:"started,omitzero"`
-	Finished        time.Time `json:"finished,omitzero"`
-	Updated         time.Time `json:"updated"`
-}
+// The wire types are the api package's (one definition: the client
+// and the CLI read the same structs the server writes).
+type (
+	IO       = api.JobIO       // an input or output: URI and format
+	Spec     = api.JobSpec     // a submit with its version resolved and its submitter
+	RowError = api.JobRowError // one failed row
+	Counts   = api.JobCounts   // progress summed over done chunks
+	Job      = api.Job         // a job as the store keeps it
+	Submit   = api.JobSubmit   // POST /v1/jobs
+	Status   = api.JobStatus   // a job with its throughput and ETA
+)
 
 // Claim is a chunk leased to one runner.
 type Claim struct {
@@ -235,26 +181,6 @@ type Predictor interface {
 	// unloaded, queue full, quota, deadline) and is retried by the runner
 	// with backoff (errs.Retryable) or fails the job.
 	Predict(ctx context.Context, tenant, model string, version int, rows []jobio.Row) ([]RowResult, error)
-}
-
-// Submit is a job submit as the API takes it (before the version is
-// resolved and the input probed).
-type Submit struct {
-	Model        string   `json:"model"`
-	Version      int      `json:"version,omitempty"` // 0: the deployment's primary, pinned
-	Input        IO       `json:"input"`
-	Output       IO       `json:"output"`
-	IDField      string   `json:"idField,omitempty"`
-	ChunkRows    int      `json:"chunkRows,omitempty"`
-	MaxErrorRate *float64 `json:"maxErrorRate,omitempty"` // default 0
-	ID           string   `json:"id,omitempty"`           // optional client-chosen id ([a-z0-9-], ≤ 64); a repeat of the same submit returns the job
-}
-
-// Status is a job with what is computed from it: throughput and ETA.
-type Status struct {
-	Job
-	RowsPerSecond float64 `json:"rowsPerSecond"` // rows done per second of running time
-	ETASeconds    float64 `json:"etaSeconds"`    // -1: unknown
 }
 
 // Service is what the HTTP API calls (the Manager implements it). Every
