@@ -49,6 +49,10 @@ type Info struct {
 	// Sequence is true when the model reads rows of token ids (Batch.Tokens)
 	// rather than float rows; Inputs is then 0.
 	Sequence bool
+	// FeatureNames are the names the artifact itself declares for its
+	// input columns, in the order it reads them (XGBoost's feature_names);
+	// nil when it declares none. Len is Inputs when set.
+	FeatureNames []string
 }
 
 // Model is one loaded instance of a model version. Predict must be safe to

@@ -1,7 +1,5 @@
 package xgboost
 
-import "fmt"
-
 // Description is what an XGBoost artifact says about its inputs and
 // outputs (for `sluice init`).
 type Description struct {
@@ -27,36 +25,7 @@ func Describe(artifact []byte) (*Description, error) {
 	if m.obj.multi() {
 		d.NumClass = m.numGroup
 	}
-	root, _ := decodeArtifact(artifact) // Parse decoded it already
-	top, _ := root.(map[string]any)
-	learner, _ := top["learner"].(map[string]any)
-	strs := func(key string) ([]string, error) {
-		v, ok := learner[key]
-		if !ok {
-			return nil, nil
-		}
-		arr, ok := v.([]any)
-		if !ok {
-			return nil, fmt.Errorf("xgboost: learner.%s is %s, want an array of strings", key, typeName(v))
-		}
-		out := make([]string, len(arr))
-		for i, x := range arr {
-			s, ok := x.(string)
-			if !ok {
-				return nil, fmt.Errorf("xgboost: learner.%s[%d] is %s, want a string", key, i, typeName(x))
-			}
-			out[i] = s
-		}
-		if len(out) > 0 && len(out) != d.NumFeature {
-			return nil, fmt.Errorf("xgboost: learner.%s has %d entries for %d features", key, len(out), d.NumFeature)
-		}
-		return out, nil
-	}
-	if d.FeatureNames, err = strs("feature_names"); err != nil {
-		return nil, err
-	}
-	if d.FeatureTypes, err = strs("feature_types"); err != nil {
-		return nil, err
-	}
+	d.FeatureNames = m.featureNames
+	d.FeatureTypes = m.featureTypes
 	return d, nil
 }

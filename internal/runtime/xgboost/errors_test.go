@@ -255,6 +255,9 @@ func TestLoadRejects(t *testing.T) {
 		{"num_feature zero", set(paramsOf, "num_feature", "0"), "num_feature: 0 out of range"},
 		{"vector leaf", set(tp, "size_leaf_vector", "3"), "vector leaves are not supported"},
 		{"too deep", deep, "tree deeper than 1024"},
+		{"feature_names length", set(learnerOf, "feature_names", []any{"a"}), "learner.feature_names has 1 entries for 2 features"},
+		{"feature_names element", set(learnerOf, "feature_names", []any{"a", 3}), "learner.feature_names[1]: want a string, got number"},
+		{"feature_types type", set(learnerOf, "feature_types", "c"), "learner.feature_types: want an array of strings, got string"},
 	}
 	for _, tc := range cases {
 		for _, format := range []string{"json", "ubj"} {

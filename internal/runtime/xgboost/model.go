@@ -101,6 +101,9 @@ type parsed struct {
 	depths     []int32 // depth of each tree (edges on its longest path)
 	groups     []int32 // output group of each tree
 	version    string
+	// featureNames and featureTypes are learner.feature_names and
+	// feature_types: nil, or one per feature.
+	featureNames, featureTypes []string
 }
 
 func parseModel(b []byte) (*parsed, error) {
@@ -183,6 +186,12 @@ func parseModel(b []byte) (*parsed, error) {
 	if err := p.readBaseScore(mp); err != nil {
 		return nil, err
 	}
+	if p.featureNames, err = featureStrings(learner, "feature_names", p.numFeature); err != nil {
+		return nil, err
+	}
+	if p.featureTypes, err = featureStrings(learner, "feature_types", p.numFeature); err != nil {
+		return nil, err
+	}
 
 	model, err := objectField(gb, "model", "learner.gradient_booster")
 	if err != nil {
@@ -192,6 +201,34 @@ func parseModel(b []byte) (*parsed, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// featureStrings reads learner.feature_names or feature_types: absent or
+// empty (a model trained on an unnamed array), or one string per feature.
+func featureStrings(learner map[string]any, key string, numFeature int) ([]string, error) {
+	v, ok := learner[key]
+	if !ok {
+		return nil, nil
+	}
+	arr, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("learner.%s: want an array of strings, got %s", key, typeName(v))
+	}
+	if len(arr) == 0 {
+		return nil, nil
+	}
+	if len(arr) != numFeature {
+		return nil, fmt.Errorf("learner.%s has %d entries for %d features", key, len(arr), numFeature)
+	}
+	out := make([]string, len(arr))
+	for i, x := range arr {
+		s, ok := x.(string)
+		if !ok {
+			return nil, fmt.Errorf("learner.%s[%d]: want a string, got %s", key, i, typeName(x))
+		}
+		out[i] = s
+	}
+	return out, nil
 }
 
 // readBaseScore reads base_score: a number or numeric string, or (newer

@@ -62,6 +62,9 @@ func newModel(p *parsed) *Model {
 		Inputs:  p.numFeature,
 		Outputs: m.outCols,
 		Detail:  fmt.Sprintf("gbtree, %d trees, %s", len(p.roots), p.objName),
+		// The artifact's own names for its columns, for the check of
+		// the package schema's field order.
+		FeatureNames: p.featureNames,
 	}
 	if p.obj.multi() {
 		m.info.Detail += fmt.Sprintf(", %d classes", p.numGroup)

@@ -170,6 +170,38 @@ func TestRegistered(t *testing.T) {
 	}
 }
 
+// TestFeatureNames: the artifact's own feature names reach Info (for the
+// check of the schema's field order) and Describe; a model trained on an
+// unnamed array has none.
+func TestFeatureNames(t *testing.T) {
+	for _, format := range []string{"json", "ubj"} {
+		m := tinyModel()
+		learnerOf(m)["feature_names"] = []any{"income", "age"}
+		learnerOf(m)["feature_types"] = []any{"float", "int"}
+		art := mustJSON(t, m)
+		if format == "ubj" {
+			art = mustUBJ(m)
+		}
+		got, err := Parse(art)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := got.Info().FeatureNames; strings.Join(n, ",") != "income,age" {
+			t.Errorf("%s: Info().FeatureNames = %q", format, n)
+		}
+		d, err := Describe(art)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Join(d.FeatureNames, ",") != "income,age" || strings.Join(d.FeatureTypes, ",") != "float,int" {
+			t.Errorf("%s: Describe = %+v", format, d)
+		}
+	}
+	if n := loadFile(t, "binary_logistic.json").Info().FeatureNames; n != nil {
+		t.Errorf("unnamed model: FeatureNames = %q", n)
+	}
+}
+
 func TestPredictInputChecks(t *testing.T) {
 	m := loadFile(t, "binary_logistic.json")
 	ctx := context.Background()
