@@ -7,6 +7,19 @@ Writes into internal/runtime/xgboost/testdata/:
   <case>.ubj          a UBJSON copy, for some cases
   <case>.expect.json  xgboost's predict(output_margin=True) and predict(),
                       as float32 bit patterns, so Go can compare exactly
+  cat_rows.json       rows for the categorical models: category codes as
+                      floats (out-of-range, negative and fractional codes
+                      and missing values included), with the frame's
+                      category names
+  cat_*.{json,ubj}    models trained on a pandas frame with category dtype
+                      (enable_categorical=True): partition and one-hot splits
+  dart_*, rank_*, survival_*, reg_*, binary_hinge, multi_target_*: the
+                      other boosters and objectives people train
+  vector_base_score_*, quantile_*: the 2.x/3.x forms (a base_score per
+                      target, reg:quantileerror) this XGBoost cannot write,
+                      made from a real multi-target model by changing its
+                      JSON; their expectations are this XGBoost's own
+                      arithmetic on the same trees (base_margin per target)
 
 Run with Debian's interpreter (the one that sees python3-xgboost):
   /usr/bin/python3 scripts/make_xgboost_fixtures.py
@@ -106,7 +119,9 @@ def labels(kind, X, rng):
 
 
 def unsupported(rng):
-    """Real models the runtime must refuse: dart, gblinear, categorical."""
+    """Real models the runtime must refuse: gblinear. (The dart and
+    categorical models that were here are served now; the random draws
+    they took are kept so the fixtures after them do not change.)"""
     X = make_data(rng, 300)
     y = (np.nan_to_num(X[:, 0]) > 0).astype(np.float32)
     out = []
@@ -115,15 +130,271 @@ def unsupported(rng):
         ("unsupported_gblinear", {"booster": "gblinear", "objective": "binary:logistic"}),
     ]:
         b = xgb.train(dict(params, seed=1, nthread=1), xgb.DMatrix(X, label=y), 2)
-        b.save_model(os.path.join(OUT, name + ".json"))
-        out.append(name + ".json")
-    Xc = rng.integers(0, 4, size=(300, 2)).astype(np.float32)
-    yc = (Xc[:, 0] == 2).astype(np.float32)
-    d = xgb.DMatrix(Xc, label=yc, feature_types=["c", "q"], enable_categorical=True)
-    b = xgb.train({"tree_method": "hist", "max_depth": 2, "max_cat_to_onehot": 1, "seed": 1, "nthread": 1}, d, 2)
-    b.save_model(os.path.join(OUT, "unsupported_categorical.ubj"))
-    out.append("unsupported_categorical.ubj")
+        if name == "unsupported_gblinear":
+            b.save_model(os.path.join(OUT, name + ".json"))
+            out.append(name + ".json")
+    rng.integers(0, 4, size=(300, 2))
     return out
+
+
+# The cases added with issue 24: every other objective and booster people
+# train. They draw from their own generator, so the cases above keep their
+# bytes. Label kinds as in labels(), plus: "pos" (positive), "nonneg"
+# (zeros and positives), "rank" (relevance 0..3 in query groups of 20),
+# "rank01" (relevant or not, in groups), "cox" (survival times, negative =
+# censored), "aft" (interval-censored bounds), "multi3" (three targets).
+MORE_CASES = [
+    ("reg_absoluteerror", {"objective": "reg:absoluteerror", "max_depth": 3}, 10, "reg", True),
+    ("reg_pseudohubererror", {"objective": "reg:pseudohubererror", "max_depth": 3, "huber_slope": 1.5,
+                              "base_score": 1.0}, 10, "reg", False),
+    ("reg_squaredlogerror", {"objective": "reg:squaredlogerror", "max_depth": 3, "base_score": 2.0}, 10, "pos", False),
+    ("reg_tweedie", {"objective": "reg:tweedie", "tweedie_variance_power": 1.4, "max_depth": 3}, 12, "nonneg", True),
+    ("reg_gamma", {"objective": "reg:gamma", "max_depth": 3, "base_score": 3.0}, 12, "pos", False),
+    ("binary_hinge", {"objective": "binary:hinge", "max_depth": 3}, 10, "binary", True),
+    ("rank_pairwise", {"objective": "rank:pairwise", "max_depth": 3}, 10, "rank", True),
+    ("rank_ndcg", {"objective": "rank:ndcg", "max_depth": 3}, 10, "rank", False),
+    ("rank_map", {"objective": "rank:map", "max_depth": 3}, 10, "rank01", False),
+    ("survival_cox", {"objective": "survival:cox", "max_depth": 3}, 10, "cox", True),
+    ("survival_aft", {"objective": "survival:aft", "aft_loss_distribution": "logistic",
+                      "aft_loss_distribution_scale": 1.2, "max_depth": 3}, 10, "aft", True),
+    ("multi_target", {"objective": "reg:squarederror", "max_depth": 3, "base_score": 0.7}, 6, "multi3", True),
+    # dart: dropout in training; inference uses every tree, each scaled by
+    # its weight_drop
+    ("dart_binary", {"booster": "dart", "objective": "binary:logistic", "max_depth": 3, "rate_drop": 0.3,
+                     "skip_drop": 0.0}, 12, "binary", True),
+    ("dart_softprob", {"booster": "dart", "objective": "multi:softprob", "num_class": 3, "max_depth": 2,
+                       "rate_drop": 0.25, "sample_type": "weighted", "normalize_type": "forest"}, 8, "class3", True),
+    ("dart_reg", {"booster": "dart", "objective": "reg:squarederror", "max_depth": 3, "rate_drop": 0.2,
+                  "one_drop": 1, "base_score": 1.5}, 10, "reg", False),
+]
+
+
+def more_dmatrix(kind, X, rng):
+    """A training DMatrix for the MORE_CASES label kinds."""
+    s = signal(X)
+    n = len(X)
+    if kind in ("reg", "binary", "class3"):
+        return xgb.DMatrix(X, label=labels(kind, X, rng), missing=np.nan)
+    if kind == "pos":
+        return xgb.DMatrix(X, label=np.exp(0.3 * s + rng.normal(scale=0.2, size=n)).astype(np.float32))
+    if kind == "nonneg":
+        y = rng.poisson(np.exp(0.4 * s)) * rng.gamma(2.0, 1.0, size=n)
+        return xgb.DMatrix(X, label=y.astype(np.float32))
+    if kind in ("rank", "rank01"):
+        rel = np.digitize(s + rng.normal(scale=0.5, size=n), [-1, 0, 1])
+        if kind == "rank01":
+            rel = (rel >= 2).astype(int)
+        d = xgb.DMatrix(X, label=rel.astype(np.float32))
+        d.set_group([20] * (n // 20))
+        return d
+    if kind == "cox":
+        t = rng.exponential(np.exp(-0.5 * s)) + 0.01
+        censored = rng.random(n) < 0.3
+        return xgb.DMatrix(X, label=np.where(censored, -t, t).astype(np.float32))
+    if kind == "aft":
+        t = np.exp(0.5 * s + rng.normal(scale=0.3, size=n))
+        lo, hi = t.copy(), t.copy()
+        right = rng.random(n) < 0.25
+        hi[right] = np.inf
+        d = xgb.DMatrix(X)
+        d.set_float_info("label_lower_bound", lo.astype(np.float32))
+        d.set_float_info("label_upper_bound", hi.astype(np.float32))
+        return d
+    if kind == "multi3":
+        Z = np.nan_to_num(X, nan=0.0)
+        Y = np.stack([s, Z[:, 1] * 2 - Z[:, 4], np.abs(Z[:, 6]) + 0.5 * Z[:, 3]], 1)
+        return xgb.DMatrix(X, label=(Y + rng.normal(scale=0.2, size=Y.shape)).astype(np.float32))
+    raise ValueError(kind)
+
+
+def predict_expect(b, d, n, name, objective):
+    margin = b.predict(d, output_margin=True).astype(np.float32).reshape(n, -1)
+    pred = b.predict(d).astype(np.float32).reshape(n, -1)
+    return {"model": name, "objective": objective, "xgboost": xgb.__version__,
+            "margin": [bits(r) for r in margin], "pred": [bits(r) for r in pred]}
+
+
+def write_json(name, obj):
+    with open(os.path.join(OUT, name), "w") as f:
+        json.dump(obj, f, separators=(",", ":"))
+
+
+def more_cases(Xte):
+    rng = np.random.default_rng(SEED + 24)
+    Xtr = make_data(rng, N_TRAIN)
+    written = []
+    for name, params, rounds, kind, ubj in MORE_CASES:
+        p = dict(params, seed=1, nthread=1)
+        p.setdefault("tree_method", "hist")
+        b = xgb.train(p, more_dmatrix(kind, Xtr, rng), rounds)
+        path = os.path.join(OUT, name + ".json")
+        b.save_model(path)
+        written.append(name + ".json")
+        if ubj:
+            b.save_model(os.path.join(OUT, name + ".ubj"))
+            written.append(name + ".ubj")
+        lb = xgb.Booster(model_file=path)
+        lb.set_param({"nthread": 1})
+        write_json(name + ".expect.json", predict_expect(lb, xgb.DMatrix(Xte, missing=np.nan), len(Xte), name,
+                                                         params["objective"]))
+        written.append(name + ".expect.json")
+        if name == "multi_target":
+            written += later_forms(lb, path, Xte)
+    return written
+
+
+def later_forms(b, path, Xte):
+    """The 2.x/3.x forms XGBoost 1.7 cannot write, from the real
+    multi-target model: a vector base_score (3.1+: one per target) and
+    reg:quantileerror with three quantiles (2.0+; predict sorts each row's
+    quantiles from 3.4 on). Expectations: this XGBoost's own predict of the
+    same trees with base_margin set to the per-target base scores, which is
+    exactly what a vector base_score means for an identity objective."""
+    with open(path) as f:
+        model = json.load(f)
+    n = len(Xte)
+    base = [np.float32(0.25), np.float32(-1.5), np.float32(2.0)]
+    out = []
+    for name, objective, version, sort in [
+        ("vector_base_score", {"name": "reg:squarederror", "reg_loss_param": {"scale_pos_weight": "1"}},
+         [3, 1, 0], False),
+        ("quantile_v2", {"name": "reg:quantileerror",
+                         "quantile_loss_param": {"quantile_alpha": "[1E-1,5E-1,9E-1]"}}, [2, 1, 4], False),
+        ("quantile_v34", {"name": "reg:quantileerror",
+                          "quantile_loss_param": {"quantile_alpha": "[1E-1,5E-1,9E-1]"}}, [3, 4, 0], True),
+    ]:
+        m = json.loads(json.dumps(model))
+        m["version"] = version
+        m["learner"]["objective"] = objective
+        m["learner"]["learner_model_param"]["base_score"] = "[" + ",".join(repr(float(v)) for v in base) + "]"
+        write_json(name + ".json", m)
+        d = xgb.DMatrix(Xte, missing=np.nan)
+        d.set_base_margin(np.tile(np.array(base, dtype=np.float32), (n, 1)))
+        margin = b.predict(d, output_margin=True).astype(np.float32).reshape(n, -1)
+        pred = np.sort(margin, axis=1) if sort else margin
+        write_json(name + ".expect.json", {"model": name, "objective": objective["name"],
+                                           "xgboost": xgb.__version__ + " (base_margin)",
+                                           "margin": [bits(r) for r in margin], "pred": [bits(r) for r in pred]})
+        out += [name + ".json", name + ".expect.json"]
+    return out
+
+
+# Categorical models: trained the way people do it, on a pandas frame whose
+# columns have category dtype, with enable_categorical=True. XGBoost reads
+# a category column as its codes (the index into .cat.categories; a missing
+# value or unknown category is code -1, i.e. missing), so the Go runtime is
+# fed the same codes as floats.
+CAT_NAMES = ["color", "city", "amount", "visits"]
+COLORS = ["blue", "gray", "green", "red", "white"]
+CITIES = ["Austin", "Berlin", "Cairo", "Delhi", "Lima", "Lyon", "Oslo", "Paris", "Porto", "Quito", "Rome",
+          "Seoul", "Tokyo", "Zurich"]
+CAT_CASES = [
+    # partition splits (a set of categories goes right)
+    ("cat_binary", {"objective": "binary:logistic", "max_depth": 4, "max_cat_to_onehot": 1}, 12, "binary", True),
+    # one-hot splits (one category against the rest)
+    ("cat_onehot", {"objective": "reg:squarederror", "max_depth": 3, "max_cat_to_onehot": 32}, 10, "reg", True),
+    ("cat_softprob", {"objective": "multi:softprob", "num_class": 3, "max_depth": 3}, 6, "class3", True),
+    ("cat_dart", {"booster": "dart", "objective": "binary:logistic", "max_depth": 3, "rate_drop": 0.3,
+                  "max_cat_to_onehot": 1}, 8, "binary", True),
+]
+
+
+def cat_frame(rng, n):
+    import pandas as pd
+    color = rng.choice(COLORS, size=n, p=[0.3, 0.1, 0.25, 0.25, 0.1]).astype(object)
+    city = rng.choice(CITIES, size=n).astype(object)
+    color[rng.random(n) < 0.08] = None
+    city[rng.random(n) < 0.05] = None
+    amount = np.exp(rng.normal(size=n)).astype(np.float32)
+    amount[rng.random(n) < 0.1] = np.nan
+    visits = rng.integers(0, 9, size=n).astype(np.float32)
+    return pd.DataFrame({
+        "color": pd.Categorical(color, categories=COLORS),
+        "city": pd.Categorical(city, categories=CITIES),
+        "amount": amount, "visits": visits})
+
+
+def cat_signal(df):
+    c = df["color"].cat.codes.to_numpy()
+    t = df["city"].cat.codes.to_numpy()
+    a = np.nan_to_num(df["amount"].to_numpy(dtype=np.float64), nan=1.0)
+    return (1.0 * np.isin(c, [0, 3]) - 0.8 * (c == 4) + 0.9 * np.isin(t, [1, 4, 7, 11]) - 0.6 * np.isin(t, [2, 9])
+            + 0.4 * np.log(a) + 0.1 * df["visits"].to_numpy() - 0.6)
+
+
+def codes(df):
+    """The frame as XGBoost reads it: codes as floats, -1 as missing."""
+    X = np.empty((len(df), len(CAT_NAMES)), dtype=np.float32)
+    for j, col in enumerate(CAT_NAMES):
+        if str(df[col].dtype) == "category":
+            c = df[col].cat.codes.to_numpy().astype(np.float32)
+            c[c < 0] = np.nan
+            X[:, j] = c
+        else:
+            X[:, j] = df[col].to_numpy(dtype=np.float32)
+    return X
+
+
+def cat_cases():
+    import pandas as pd
+    rng = np.random.default_rng(SEED + 2400)
+    df = cat_frame(rng, N_TRAIN)
+    s = cat_signal(df)
+    test = cat_frame(rng, N_TEST)
+    Xte = codes(test)
+    # codes a frame cannot hold but a caller of the runtime can send: past
+    # the last category, negative, fractional, huge; XGBoost sends all of
+    # them left (not in any split's set), as the Go runtime must
+    odd = []
+    for i, v in enumerate([5, 13, 14, 40, -1, -0.5, 2.5, 3.99, 1e7, 16777215, 16777216, 3e9, 0.0, -0.0]):
+        r = Xte[i].copy()
+        r[0] = v if i % 2 == 0 else r[0]
+        r[1] = v if i % 2 == 1 else r[1]
+        odd.append(r)
+    Xall = np.vstack([Xte, np.array(odd, dtype=np.float32)]).astype(np.float32)
+    write_json("cat_rows.json", {"cols": len(CAT_NAMES), "names": CAT_NAMES, "categories": {"color": COLORS, "city": CITIES},
+                                 "rows": [bits(r) for r in Xall]})
+    written = ["cat_rows.json"]
+    ft = ["c", "c", "float", "float"]
+    for name, params, rounds, kind, ubj in CAT_CASES:
+        n = len(df)
+        if kind == "binary":
+            y = (s + rng.normal(scale=0.4, size=n) > 0).astype(np.float32)
+        elif kind == "reg":
+            y = (s + rng.normal(scale=0.2, size=n)).astype(np.float32)
+        else:
+            y = np.digitize(s + rng.normal(scale=0.3, size=n), [-0.4, 0.6]).astype(np.float32)
+        p = dict(params, seed=1, nthread=1, tree_method="hist")
+        b = xgb.train(p, xgb.DMatrix(df, label=y, enable_categorical=True), rounds)
+        path = os.path.join(OUT, name + ".json")
+        b.save_model(path)
+        written.append(name + ".json")
+        if ubj:
+            b.save_model(os.path.join(OUT, name + ".ubj"))
+            written.append(name + ".ubj")
+        lb = xgb.Booster(model_file=path)
+        lb.set_param({"nthread": 1})
+        d = xgb.DMatrix(Xall, missing=np.nan, feature_names=CAT_NAMES, feature_types=ft, enable_categorical=True)
+        exp = predict_expect(lb, d, len(Xall), name, params["objective"])
+        # the frame itself (names, not codes) predicts the same: the codes
+        # are what XGBoost reads
+        same = lb.predict(xgb.DMatrix(test, enable_categorical=True)).astype(np.float32).reshape(len(test), -1)
+        assert (same.view(np.uint32) == np.array(exp["pred"][:len(test)], dtype=np.uint32)).all(), name
+        # a few instances by name, for the end-to-end test through sluice
+        inst = []
+        for i in range(6):
+            row = {}
+            for col in CAT_NAMES:
+                v = test[col].iloc[i]
+                if pd.isna(v):
+                    continue
+                row[col] = v if isinstance(v, str) else float(v)
+            inst.append(row)
+        exp["instances"] = inst
+        exp["instancePred"] = [bits(r) for r in same[:6]]
+        write_json(name + ".expect.json", exp)
+        written.append(name + ".expect.json")
+    return written
 
 
 def main():
@@ -165,6 +436,8 @@ def main():
             json.dump(exp, f, separators=(",", ":"))
         written.append(name + ".expect.json")
     written += unsupported(rng)
+    written += more_cases(Xte)
+    written += cat_cases()
     total = sum(os.path.getsize(os.path.join(OUT, w)) for w in written)
     print(f"xgboost {xgb.__version__}: wrote {len(written)} files, {total} bytes, into {OUT}", file=sys.stderr)
 

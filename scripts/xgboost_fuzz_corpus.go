@@ -26,7 +26,7 @@ func main() {
 			log.Fatal(err)
 		}
 	}
-	for _, name := range []string{"tiny_binary.json", "tiny_binary.ubj", "tiny_softprob.json", "tiny_softprob.ubj"} {
+	for _, name := range []string{"tiny_binary.json", "tiny_binary.ubj", "tiny_softprob.json", "tiny_softprob.ubj", "cat_dart.json", "cat_dart.ubj"} {
 		b, err := os.ReadFile(filepath.Join(td, name))
 		if err != nil {
 			log.Fatal(err)

@@ -68,13 +68,62 @@ func paramsOf(m map[string]any) map[string]any {
 	return learnerOf(m)["learner_model_param"].(map[string]any)
 }
 
+// catSplit makes node of tiny's tree a categorical split on feature 0
+// whose categories cats go right.
+func catSplit(node int, cats []any) func(map[string]any) {
+	return func(m map[string]any) {
+		tr := treeOf(m)
+		tr["split_type"].([]any)[node] = 1
+		tr["split_indices"].([]any)[node] = 0
+		tr["split_conditions"].([]any)[node] = math.NaN()
+		tr["categories_nodes"] = []any{node}
+		tr["categories_segments"] = []any{0}
+		tr["categories_sizes"] = []any{len(cats)}
+		tr["categories"] = cats
+	}
+}
+
+// mustJSON encodes v as XGBoost's JSON writer does: a NaN or infinite
+// float64 becomes the bare token NaN, Infinity or -Infinity.
 func mustJSON(t testing.TB, v any) []byte {
 	t.Helper()
-	b, err := json.Marshal(v)
+	b, err := json.Marshal(markNonFinite(v))
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, tok := range []string{"NaN", "Infinity", "-Infinity"} {
+		b = bytes.ReplaceAll(b, []byte(`"@@`+tok+`@@"`), []byte(tok))
+	}
 	return b
+}
+
+// markNonFinite copies v with every non-finite float64 replaced by a
+// marker string mustJSON turns into XGBoost's token.
+func markNonFinite(v any) any {
+	switch x := v.(type) {
+	case float64:
+		switch {
+		case math.IsNaN(x):
+			return "@@NaN@@"
+		case math.IsInf(x, 1):
+			return "@@Infinity@@"
+		case math.IsInf(x, -1):
+			return "@@-Infinity@@"
+		}
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = markNonFinite(e)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = markNonFinite(e)
+		}
+		return out
+	}
+	return v
 }
 
 // encodeUBJ is a small UBJSON writer for tests, in XGBoost's style: keys and
@@ -208,16 +257,63 @@ func TestLoadRejects(t *testing.T) {
 		delete(tr, "split_type")
 		tp(m)["num_nodes"] = fmt.Sprint(n)
 	}
+	// dart makes m a dart model with weights w.
+	dart := func(w any) func(map[string]any) {
+		return func(m map[string]any) {
+			gb := boosterOf(m)
+			learnerOf(m)["gradient_booster"] = map[string]any{"name": "dart", "weight_drop": w,
+				"gbtree": map[string]any{"name": "gbtree", "model": gb["model"]}}
+		}
+	}
 	cases := []struct {
 		name   string
 		mutate func(map[string]any)
 		want   string
 	}{
-		{"dart", set(boosterOf, "name", "dart"), `booster "dart" is not supported (supported: gbtree)`},
-		{"gblinear", set(boosterOf, "name", "gblinear"), `booster "gblinear" is not supported`},
-		{"objective", func(m map[string]any) { learnerOf(m)["objective"] = map[string]any{"name": "rank:pairwise"} },
-			`objective "rank:pairwise" is not supported (supported: binary:logistic`},
-		{"categorical", setAt("split_type", 1, 1), "tree 0 node 1: categorical splits are not supported"},
+		{"dart without gbtree", set(boosterOf, "name", "dart"), `learner.gradient_booster: missing field "gbtree"`},
+		{"dart weights", dart([]any{1.0, 0.5}), "weight_drop has 2 weights for 1 trees"},
+		{"dart weight type", dart("1"), "weight_drop: want an array of numbers, got string"},
+		{"dart weight overflow", func(m map[string]any) {
+			treeOf(m)["split_conditions"].([]any)[2] = 1e30
+			dart([]any{1e30})(m)
+		}, "node 2: leaf value +Inf is not finite"},
+		{"gblinear", set(boosterOf, "name", "gblinear"), `booster "gblinear" is not supported (supported: gbtree, dart)`},
+		{"objective", func(m map[string]any) { learnerOf(m)["objective"] = map[string]any{"name": "reg:expectileerror"} },
+			`objective "reg:expectileerror" is not supported (supported: binary:hinge, binary:logistic`},
+		{"categorical without categories", func(m map[string]any) {
+			catSplit(1, nil)(m)
+			tr := treeOf(m)
+			tr["categories_nodes"], tr["categories_segments"], tr["categories_sizes"] = []any{}, []any{}, []any{}
+		}, "tree 0 node 1: categorical split without categories (not in categories_nodes)"},
+		{"categorical arrays missing", func(m map[string]any) {
+			catSplit(1, []any{2})(m)
+			delete(treeOf(m), "categories_segments")
+		}, "tree 0: categorical splits without categories_segments"},
+		{"category too large", catSplit(1, []any{1 << 24}), "tree 0 node 1: category 16777216 out of range [0, 16777216)"},
+		{"category negative", catSplit(1, []any{-1}), "node 1: category -1 out of range"},
+		{"categories past the end", func(m map[string]any) {
+			catSplit(1, []any{2})(m)
+			treeOf(m)["categories_sizes"] = []any{2}
+		}, "node 1: categories [0, 0+2) out of range (1 categories)"},
+		{"categories on a numerical split", func(m map[string]any) {
+			catSplit(1, []any{2})(m)
+			treeOf(m)["split_type"].([]any)[1] = 0
+		}, "categories_nodes lists 1 nodes, but split_type marks no categorical split"},
+		{"categories on a leaf", func(m map[string]any) {
+			catSplit(1, []any{2})(m)
+			treeOf(m)["categories_nodes"] = []any{2}
+		}, "node 2: has categories but is not a categorical split"},
+		{"categories twice", func(m map[string]any) {
+			catSplit(1, []any{2})(m)
+			tr := treeOf(m)
+			tr["categories_nodes"], tr["categories_segments"], tr["categories_sizes"] = []any{1, 1}, []any{0, 0}, []any{1, 1}
+		}, "node 1: categories given twice"},
+		{"categories arrays disagree", func(m map[string]any) {
+			catSplit(1, []any{2})(m)
+			treeOf(m)["categories_sizes"] = []any{1, 1}
+		}, "categories_nodes has 1 entries, categories_segments 1, categories_sizes 2"},
+		{"split_type unknown", setAt("split_type", 1, 2), "node 1: split_type 2 is not 0 (numerical) or 1 (categorical)"},
+		{"numerical split NaN", setAt("split_conditions", 1, math.NaN()), "tree 0 node 1: split condition is NaN"},
 		{"left child out of range", setAt("left_children", 1, 99), "tree 0 node 1: left child 99 out of range (tree has 5 nodes)"},
 		{"right child negative", setAt("right_children", 0, -7), "tree 0 node 0: right child -7 out of range"},
 		{"cycle to root", setAt("left_children", 1, 0), "tree 0 node 1: left child 0 is reached twice"},
@@ -240,7 +336,21 @@ func TestLoadRejects(t *testing.T) {
 		}, "num_trees is 2 but there are 1 trees"},
 		{"tree_info length", set(gbModelOf, "tree_info", []any{0, 0}), "tree_info has 2 entries for 1 trees"},
 		{"tree group out of range", set(gbModelOf, "tree_info", []any{1}), "tree 0: output group 1 out of range (model has 1 groups)"},
-		{"multi-target", set(paramsOf, "num_target", "3"), "multi-target models are not supported"},
+		{"multi-target group out of range", func(m map[string]any) {
+			learnerOf(m)["objective"] = map[string]any{"name": "reg:squarederror"}
+			paramsOf(m)["num_target"] = "3"
+			gbModelOf(m)["tree_info"] = []any{3}
+		}, "tree 0: output group 3 out of range (model has 3 groups)"},
+		{"multi-target base_score", func(m map[string]any) {
+			learnerOf(m)["objective"] = map[string]any{"name": "reg:squarederror"}
+			paramsOf(m)["num_target"] = "3"
+			paramsOf(m)["base_score"] = "[1E0,2E0]"
+		}, "base_score has 2 values, model has 3 output groups"},
+		{"multi-class multi-target", func(m map[string]any) {
+			learnerOf(m)["objective"] = map[string]any{"name": "multi:softprob"}
+			paramsOf(m)["num_class"] = "3"
+			paramsOf(m)["num_target"] = "2"
+		}, "objective multi:softprob with num_target = 2 is not supported"},
 		{"softprob without classes", func(m map[string]any) {
 			learnerOf(m)["objective"] = map[string]any{"name": "multi:softprob"}
 		}, "objective multi:softprob needs num_class >= 2, model has 0"},
@@ -253,7 +363,7 @@ func TestLoadRejects(t *testing.T) {
 		}, `base_score: "1e39" is not a number`},
 		{"base_score garbage", set(paramsOf, "base_score", "abc"), `base_score: "abc" is not a number`},
 		{"num_feature zero", set(paramsOf, "num_feature", "0"), "num_feature: 0 out of range"},
-		{"vector leaf", set(tp, "size_leaf_vector", "3"), "vector leaves are not supported"},
+		{"vector leaf", set(tp, "size_leaf_vector", "3"), `vector leaves (multi_strategy "multi_output_tree") are not supported (size_leaf_vector = 3)`},
 		{"too deep", deep, "tree deeper than 1024"},
 		{"feature_names length", set(learnerOf, "feature_names", []any{"a"}), "learner.feature_names has 1 entries for 2 features"},
 		{"feature_names element", set(learnerOf, "feature_names", []any{"a", 3}), "learner.feature_names[1]: want a string, got number"},
@@ -393,9 +503,7 @@ func TestLoadRejectsRealUnsupported(t *testing.T) {
 	cases := []struct {
 		file, want string
 	}{
-		{"unsupported_dart.json", `xgboost: booster "dart" is not supported (supported: gbtree)`},
-		{"unsupported_gblinear.json", `xgboost: booster "gblinear" is not supported (supported: gbtree)`},
-		{"unsupported_categorical.ubj", "xgboost: tree 0 node 0: categorical splits are not supported"},
+		{"unsupported_gblinear.json", `xgboost: booster "gblinear" is not supported (supported: gbtree, dart)`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.file, func(t *testing.T) {

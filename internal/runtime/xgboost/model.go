@@ -1,57 +1,99 @@
 package xgboost
 
 import (
-	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 )
 
 // objective describes one supported objective: how base_score becomes a
-// margin, how a margin becomes an output, and how many output columns.
-type objective int
-
-const (
-	objBinaryLogistic objective = iota
-	objBinaryLogitraw
-	objRegSquaredError
-	objRegLogistic
-	objCountPoisson
-	objMultiSoftprob
-	objMultiSoftmax
-)
-
-var objectives = map[string]objective{
-	"binary:logistic":  objBinaryLogistic,
-	"binary:logitraw":  objBinaryLogitraw,
-	"reg:squarederror": objRegSquaredError,
-	"reg:logistic":     objRegLogistic,
-	"count:poisson":    objCountPoisson,
-	"multi:softprob":   objMultiSoftprob,
-	"multi:softmax":    objMultiSoftmax,
+// margin (XGBoost's ProbToMargin) and how a margin becomes an output
+// (PredTransform), as XGBoost's CPU code does them.
+type objective struct {
+	margin    marginKind
+	transform transformKind
+	// class is true for multi-class objectives (num_class output groups).
+	class bool
 }
 
-const supportedObjectives = "binary:logistic, binary:logitraw, reg:squarederror, reg:logistic, count:poisson, multi:softprob, multi:softmax"
+type marginKind uint8
 
-func (o objective) multi() bool { return o == objMultiSoftprob || o == objMultiSoftmax }
+const (
+	marginIdentity marginKind = iota
+	marginLogit               // -log(1/p - 1): the logistic objectives
+	marginLog                 // log(p): the objectives with an exp transform
+)
+
+type transformKind uint8
+
+const (
+	transformIdentity transformKind = iota
+	transformSigmoid
+	transformExp
+	transformHinge    // 1 if the margin is > 0, else 0
+	transformSoftprob // softmax over the class margins
+	transformSoftmax  // the index of the largest class margin
+	transformSort     // each row's quantiles in ascending order (reg:quantileerror from XGBoost 3.4 on)
+)
+
+// objectives are the objectives XGBoost registers that a tree model can be
+// trained with, except reg:expectileerror (its base_score is a softplus
+// chain across targets).
+var objectives = map[string]objective{
+	"binary:logistic":      {margin: marginLogit, transform: transformSigmoid},
+	"reg:logistic":         {margin: marginLogit, transform: transformSigmoid},
+	"binary:logitraw":      {},
+	"binary:hinge":         {transform: transformHinge},
+	"reg:squarederror":     {},
+	"reg:linear":           {}, // the deprecated name of reg:squarederror
+	"reg:squaredlogerror":  {},
+	"reg:absoluteerror":    {},
+	"reg:pseudohubererror": {},
+	"reg:quantileerror":    {},
+	"reg:tweedie":          {margin: marginLog, transform: transformExp},
+	"reg:gamma":            {margin: marginLog, transform: transformExp},
+	"count:poisson":        {margin: marginLog, transform: transformExp},
+	"survival:cox":         {margin: marginLog, transform: transformExp},
+	"survival:aft":         {margin: marginLog, transform: transformExp},
+	"rank:pairwise":        {},
+	"rank:ndcg":            {},
+	"rank:map":             {},
+	"multi:softprob":       {transform: transformSoftprob, class: true},
+	"multi:softmax":        {transform: transformSoftmax, class: true},
+}
+
+// supportedObjectives lists the objectives for error messages, sorted.
+var supportedObjectives = func() string {
+	names := make([]string, 0, len(objectives))
+	for n := range objectives {
+		if n != "reg:linear" {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	return strings.Join(names, ", ")
+}()
+
+func (o objective) multi() bool { return o.class }
 
 // probToMargin mirrors the objectives' ProbToMargin in XGBoost: base_score is
 // stored in output space and turned into a margin when the model is loaded.
 // The arithmetic is done in float32 where XGBoost does it in float32.
 // binary:logitraw keeps base_score as the margin unchanged (checked against
 // XGBoost 1.7.4 by the binary_logitraw fixture, trained with base_score 0.3).
-func (o objective) probToMargin(p float32) (float32, error) {
+func (o objective) probToMargin(name string, p float32) (float32, error) {
 	m := p
-	switch o {
-	case objBinaryLogistic, objRegLogistic:
+	switch o.margin {
+	case marginLogit:
 		if !(p > 0 && p < 1) {
 			return 0, fmt.Errorf("base_score %v must be in (0, 1) for a logistic objective", p)
 		}
 		t := float32(1)/p - float32(1)
 		m = -float32(math.Log(float64(t)))
-	case objCountPoisson:
+	case marginLog:
 		if !(p > 0) {
-			return 0, fmt.Errorf("base_score %v must be positive for count:poisson", p)
+			return 0, fmt.Errorf("base_score %v must be positive for %s", p, name)
 		}
 		m = float32(math.Log(float64(p)))
 	}
@@ -89,18 +131,29 @@ type node struct {
 	missing int32
 }
 
+// catSpan is one categorical split's bitset: catWords[off:off+n].
+type catSpan struct{ off, n int32 }
+
 // parsed is a validated model before it becomes a Model.
 type parsed struct {
-	obj        objective
-	objName    string
-	numFeature int
-	numGroup   int // margin columns: num_class for multi-class, else 1
-	baseMargin []float32
-	nodes      []node
-	roots      []int32 // index of each tree's root in nodes
-	depths     []int32 // depth of each tree (edges on its longest path)
-	groups     []int32 // output group of each tree
-	version    string
+	obj         objective
+	objName     string
+	booster     string    // gbtree or dart
+	treeWeights []float32 // dart: weight_drop, one per tree; nil for gbtree
+	numFeature  int
+	numGroup    int // margin columns: num_class for multi-class, else 1
+	baseMargin  []float32
+	nodes       []node
+	roots       []int32 // index of each tree's root in nodes
+	depths      []int32 // depth of each tree (edges on its longest path)
+	groups      []int32 // output group of each tree
+	version     string
+	// Categorical splits (nil when the model has none): catOf[i] is the
+	// index in catSpans of node i's category set, or -1 for a numerical
+	// split or a leaf; a span is a bitset in catWords.
+	catOf    []int32
+	catSpans []catSpan
+	catWords []uint32
 	// featureNames and featureTypes are learner.feature_names and
 	// feature_types: nil, or one per feature.
 	featureNames, featureTypes []string
@@ -116,8 +169,10 @@ func parseModel(b []byte) (*parsed, error) {
 		return nil, err
 	}
 	p := &parsed{}
+	var version []int64
 	if v, ok := top["version"]; ok {
 		if vs, err := int64s(v, "version"); err == nil {
+			version = vs
 			parts := make([]string, len(vs))
 			for i, n := range vs {
 				parts[i] = fmt.Sprint(n)
@@ -133,12 +188,32 @@ func parseModel(b []byte) (*parsed, error) {
 	if err != nil {
 		return nil, err
 	}
-	booster, err := stringField(gb, "name", "learner.gradient_booster")
-	if err != nil {
+	if p.booster, err = stringField(gb, "name", "learner.gradient_booster"); err != nil {
 		return nil, err
 	}
-	if booster != "gbtree" {
-		return nil, fmt.Errorf("booster %q is not supported (supported: gbtree)", booster)
+	// A dart booster is a gbtree (under "gbtree") and a weight per tree.
+	trees := gb
+	const gbWhat = "learner.gradient_booster"
+	switch p.booster {
+	case "gbtree":
+	case "dart":
+		if trees, err = objectField(gb, "gbtree", gbWhat); err != nil {
+			return nil, err
+		}
+		wv, err := field(gb, "weight_drop", gbWhat)
+		if err != nil {
+			return nil, err
+		}
+		if p.treeWeights, err = float32s(wv, gbWhat+".weight_drop"); err != nil {
+			return nil, err
+		}
+		for i, w := range p.treeWeights {
+			if math.IsNaN(float64(w)) || math.IsInf(float64(w), 0) {
+				return nil, fmt.Errorf("%s.weight_drop[%d] is %v, want a finite number", gbWhat, i, w)
+			}
+		}
+	default:
+		return nil, fmt.Errorf("booster %q is not supported (supported: gbtree, dart)", p.booster)
 	}
 	objo, err := objectField(learner, "objective", "learner")
 	if err != nil {
@@ -150,6 +225,11 @@ func parseModel(b []byte) (*parsed, error) {
 	obj, ok := objectives[p.objName]
 	if !ok {
 		return nil, fmt.Errorf("objective %q is not supported (supported: %s)", p.objName, supportedObjectives)
+	}
+	if p.objName == "reg:quantileerror" && versionAtLeast(version, 3, 4) {
+		// From 3.4 on, predict sorts each row's quantiles so that they
+		// never cross.
+		obj.transform = transformSort
 	}
 	p.obj = obj
 
@@ -165,23 +245,29 @@ func parseModel(b []byte) (*parsed, error) {
 	if err != nil {
 		return nil, err
 	}
+	numTarget := 1
 	if _, ok := mp["num_target"]; ok {
-		nt, err := intField(mp, "num_target", mpWhat, 0, math.MaxInt32)
-		if err != nil {
+		if numTarget, err = intField(mp, "num_target", mpWhat, 0, maxClasses); err != nil {
 			return nil, err
 		}
-		if nt > 1 {
-			return nil, fmt.Errorf("multi-target models are not supported (num_target = %d)", nt)
-		}
 	}
+	// Output groups: num_class for a multi-class objective, num_target
+	// for a multi-target one (several labels, or several quantiles), each
+	// group its own trees (tree_info) and its own base_score.
 	p.numGroup = 1
-	if obj.multi() {
+	switch {
+	case obj.multi():
 		if numClass < 2 {
 			return nil, fmt.Errorf("objective %s needs num_class >= 2, model has %d", p.objName, numClass)
 		}
+		if numTarget > 1 {
+			return nil, fmt.Errorf("objective %s with num_target = %d is not supported", p.objName, numTarget)
+		}
 		p.numGroup = numClass
-	} else if numClass > 1 {
+	case numClass > 1:
 		return nil, fmt.Errorf("objective %s with num_class = %d is not supported", p.objName, numClass)
+	case numTarget > 1:
+		p.numGroup = numTarget
 	}
 	if err := p.readBaseScore(mp); err != nil {
 		return nil, err
@@ -193,7 +279,7 @@ func parseModel(b []byte) (*parsed, error) {
 		return nil, err
 	}
 
-	model, err := objectField(gb, "model", "learner.gradient_booster")
+	model, err := objectField(trees, "model", "learner.gradient_booster")
 	if err != nil {
 		return nil, err
 	}
@@ -201,6 +287,15 @@ func parseModel(b []byte) (*parsed, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// versionAtLeast reports whether the model's version (major, minor, patch)
+// is at least major.minor.
+func versionAtLeast(v []int64, major, minor int64) bool {
+	if len(v) < 2 {
+		return false
+	}
+	return v[0] > major || v[0] == major && v[1] >= minor
 }
 
 // featureStrings reads learner.feature_names or feature_types: absent or
@@ -274,7 +369,7 @@ func (p *parsed) readBaseScore(mp map[string]any) error {
 	}
 	p.baseMargin = make([]float32, p.numGroup)
 	for i, s := range scores {
-		m, err := p.obj.probToMargin(s)
+		m, err := p.obj.probToMargin(p.objName, s)
 		if err != nil {
 			return err
 		}
@@ -326,6 +421,9 @@ func (p *parsed) readTrees(model map[string]any) error {
 	if len(info) != numTrees {
 		return fmt.Errorf("%s: tree_info has %d entries for %d trees", what, len(info), numTrees)
 	}
+	if p.treeWeights != nil && len(p.treeWeights) != numTrees {
+		return fmt.Errorf("learner.gradient_booster.weight_drop has %d weights for %d trees", len(p.treeWeights), numTrees)
+	}
 	p.roots = make([]int32, numTrees)
 	p.groups = make([]int32, numTrees)
 	for t, g := range info {
@@ -343,12 +441,61 @@ func (p *parsed) readTrees(model map[string]any) error {
 		if err != nil {
 			return treeErr(t, err)
 		}
+		if p.treeWeights != nil {
+			// Dart predicts margin += leaf * weight, the product rounded
+			// to float32 (gbtree.cc, Dart::PredictBatchImpl): scaling
+			// each leaf once here gives the same sums bit for bit.
+			w := p.treeWeights[t]
+			for i, l := range rt.left {
+				if l == -1 {
+					rt.cond[i] *= w
+				}
+			}
+		}
 		p.roots[t] = int32(len(p.nodes))
 		var depth int
-		if p.nodes, depth, err = rt.flatten(p.nodes, int32(p.numFeature)); err != nil {
+		var cats []catAt
+		if p.nodes, cats, depth, err = rt.flatten(p.nodes, int32(p.numFeature)); err != nil {
 			return treeErr(t, err)
 		}
 		p.depths = append(p.depths, int32(depth))
+		if err := p.addCats(rt, cats); err != nil {
+			return treeErr(t, err)
+		}
+	}
+	if p.catOf != nil {
+		for len(p.catOf) < len(p.nodes) {
+			p.catOf = append(p.catOf, -1)
+		}
+	}
+	return nil
+}
+
+// catAt says that the node at slot of the flattened array is tree node id,
+// a categorical split.
+type catAt struct{ slot, id int }
+
+// maxCatWords bounds the categories' bitsets of a model in 32-bit words
+// (64 MiB): XGBoost keeps the same bitsets, so a real model stays far below.
+const maxCatWords = 1 << 24
+
+// addCats records the category sets of a flattened tree's categorical
+// splits: p.catOf[slot] indexes p.catSpans, which points into p.catWords.
+func (p *parsed) addCats(rt *rawTree, cats []catAt) error {
+	if len(cats) == 0 {
+		return nil
+	}
+	for _, c := range cats {
+		set := rt.cats[c.id]
+		if len(p.catWords)+len(set) > maxCatWords {
+			return fmt.Errorf("node %d: the categorical splits' category sets exceed %d words", c.id, maxCatWords)
+		}
+		for len(p.catOf) <= c.slot {
+			p.catOf = append(p.catOf, -1)
+		}
+		p.catOf[c.slot] = int32(len(p.catSpans))
+		p.catSpans = append(p.catSpans, catSpan{off: int32(len(p.catWords)), n: int32(len(set))})
+		p.catWords = append(p.catWords, set...)
 	}
 	return nil
 }
@@ -368,6 +515,10 @@ type rawTree struct {
 	feat        []int64
 	cond        []float32
 	defaultLeft []int64
+	// cats holds the category bitset of each categorical split (bit c of
+	// word c/32, least significant first, is set when category c goes
+	// right); nil when the tree has none, nil entries for numerical nodes.
+	cats [][]uint32
 }
 
 func readTree(m map[string]any, numFeature int) (*rawTree, error) {
@@ -383,7 +534,7 @@ func readTree(m map[string]any, numFeature int) (*rawTree, error) {
 		if s, err := intValue(v, "tree_param.size_leaf_vector"); err != nil {
 			return nil, err
 		} else if s > 1 {
-			return nil, fmt.Errorf("vector leaves are not supported (size_leaf_vector = %d)", s)
+			return nil, fmt.Errorf("vector leaves (multi_strategy \"multi_output_tree\") are not supported (size_leaf_vector = %d); train with the default multi_strategy \"one_output_per_tree\"", s)
 		}
 	}
 	ints := func(key string) ([]int64, error) {
@@ -425,19 +576,14 @@ func readTree(m map[string]any, numFeature int) (*rawTree, error) {
 	if t.cond, err = float32s(cv, "split_conditions"); err != nil {
 		return nil, err
 	}
+	var splitType []int64
 	if _, ok := m["split_type"]; ok {
-		st, err := ints("split_type")
-		if err != nil {
+		if splitType, err = ints("split_type"); err != nil {
 			return nil, err
 		}
-		for i, s := range st {
-			if s != 0 && t.left[i] != -1 {
-				return nil, fmt.Errorf("node %d: categorical splits are not supported", i)
-			}
-		}
 	}
-	if v, ok := m["categories_nodes"]; ok && arrayLen(v) > 0 {
-		return nil, errors.New("categorical splits are not supported")
+	if err := t.readCategories(m, splitType); err != nil {
+		return nil, err
 	}
 	for i := range n {
 		if t.left[i] == -1 {
@@ -446,7 +592,7 @@ func readTree(m map[string]any, numFeature int) (*rawTree, error) {
 		if f := t.feat[i]; f < 0 || f >= int64(numFeature) {
 			return nil, fmt.Errorf("node %d: split feature %d out of range (model has %d features)", i, f, numFeature)
 		}
-		if c := t.cond[i]; math.IsNaN(float64(c)) {
+		if c := t.cond[i]; math.IsNaN(float64(c)) && (t.cats == nil || t.cats[i] == nil) {
 			return nil, fmt.Errorf("node %d: split condition is NaN", i)
 		}
 		if d := t.defaultLeft[i]; d != 0 && d != 1 {
@@ -456,6 +602,98 @@ func readTree(m map[string]any, numFeature int) (*rawTree, error) {
 	return t, nil
 }
 
+// maxCategory bounds a category code: XGBoost's OutOfRangeCat (2^24), the
+// first float32 past which integers are no longer exact. A code at or above
+// it, or below 0, is an invalid category, which XGBoost sends left.
+const maxCategory = 1 << 24
+
+// readCategories reads the categorical splits: split_type (1 for a
+// categorical split) and, for the nodes listed in categories_nodes, the
+// categories that go right (categories[categories_segments[k]:][:categories_sizes[k]]).
+// XGBoost writes these for every tree from 1.6 on (empty arrays in a tree
+// without categorical splits).
+func (t *rawTree) readCategories(m map[string]any, splitType []int64) error {
+	n := len(t.left)
+	isCat := func(i int) bool { return splitType != nil && splitType[i] == 1 && t.left[i] != -1 }
+	anyCat := false
+	for i, s := range splitType {
+		if s != 0 && s != 1 {
+			return fmt.Errorf("node %d: split_type %d is not 0 (numerical) or 1 (categorical)", i, s)
+		}
+		anyCat = anyCat || isCat(i)
+	}
+	arr := func(key string) ([]int64, error) {
+		v, ok := m[key]
+		if !ok {
+			if anyCat {
+				return nil, fmt.Errorf("categorical splits without %s", key)
+			}
+			return nil, nil
+		}
+		return int64s(v, key)
+	}
+	nodes, err := arr("categories_nodes")
+	if err != nil {
+		return err
+	}
+	if !anyCat {
+		if len(nodes) > 0 {
+			return fmt.Errorf("categories_nodes lists %d nodes, but split_type marks no categorical split", len(nodes))
+		}
+		return nil
+	}
+	segs, err := arr("categories_segments")
+	if err != nil {
+		return err
+	}
+	sizes, err := arr("categories_sizes")
+	if err != nil {
+		return err
+	}
+	cats, err := arr("categories")
+	if err != nil {
+		return err
+	}
+	if len(segs) != len(nodes) || len(sizes) != len(nodes) {
+		return fmt.Errorf("categories_nodes has %d entries, categories_segments %d, categories_sizes %d: want the same", len(nodes), len(segs), len(sizes))
+	}
+	t.cats = make([][]uint32, n)
+	for k, id := range nodes {
+		if id < 0 || id >= int64(n) {
+			return fmt.Errorf("categories_nodes[%d]: node %d out of range (tree has %d nodes)", k, id, n)
+		}
+		if !isCat(int(id)) {
+			return fmt.Errorf("node %d: has categories but is not a categorical split", id)
+		}
+		if t.cats[id] != nil {
+			return fmt.Errorf("node %d: categories given twice", id)
+		}
+		beg, size := segs[k], sizes[k]
+		if beg < 0 || size < 0 || beg > int64(len(cats)) || size > int64(len(cats))-beg {
+			return fmt.Errorf("node %d: categories [%d, %d+%d) out of range (%d categories)", id, beg, beg, size, len(cats))
+		}
+		set := cats[beg : beg+size]
+		top := int64(-1)
+		for _, c := range set {
+			if c < 0 || c >= maxCategory {
+				return fmt.Errorf("node %d: category %d out of range [0, %d)", id, c, maxCategory)
+			}
+			top = max(top, c)
+		}
+		bits := make([]uint32, (top+1+31)/32)
+		for _, c := range set {
+			bits[c/32] |= 1 << (c % 32)
+		}
+		t.cats[id] = bits // non-nil even when empty: every category goes left
+	}
+	for i := range n {
+		if isCat(i) && t.cats[i] == nil {
+			return fmt.Errorf("node %d: categorical split without categories (not in categories_nodes)", i)
+		}
+	}
+	return nil
+}
+
 // flatten validates the tree's shape and appends its reachable nodes to out
 // in breadth-first order, children adjacent. A node id is a leaf when its
 // left child is -1; otherwise both children must be valid node ids, and every
@@ -463,11 +701,12 @@ func readTree(m map[string]any, numFeature int) (*rawTree, error) {
 // subtrees). Unreachable nodes (XGBoost's deleted nodes) are dropped.
 // sentinel is the feature index leaves read (always -Inf). It returns the
 // tree's depth.
-func (t *rawTree) flatten(out []node, sentinel int32) ([]node, int, error) {
+func (t *rawTree) flatten(out []node, sentinel int32) ([]node, []catAt, int, error) {
 	n := len(t.left)
 	if len(out)+n > maxTotalNodes {
-		return nil, 0, fmt.Errorf("model has more than %d nodes", maxTotalNodes)
+		return nil, nil, 0, fmt.Errorf("model has more than %d nodes", maxTotalNodes)
 	}
+	var cats []catAt
 	depth := 0
 	seen := make([]bool, n)
 	type item struct {
@@ -485,7 +724,7 @@ func (t *rawTree) flatten(out []node, sentinel int32) ([]node, int, error) {
 		if l == -1 {
 			v := t.cond[id]
 			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-				return nil, 0, fmt.Errorf("node %d: leaf value %v is not finite", id, v)
+				return nil, nil, 0, fmt.Errorf("node %d: leaf value %v is not finite", id, v)
 			}
 			out[slot] = node{feat: sentinel, value: v, left: int32(slot), missing: int32(slot)}
 			depth = max(depth, it.depth)
@@ -496,15 +735,15 @@ func (t *rawTree) flatten(out []node, sentinel int32) ([]node, int, error) {
 			id   int64
 		}{{"left", l}, {"right", r}} {
 			if c.id < 0 || c.id >= int64(n) {
-				return nil, 0, fmt.Errorf("node %d: %s child %d out of range (tree has %d nodes)", id, c.name, c.id, n)
+				return nil, nil, 0, fmt.Errorf("node %d: %s child %d out of range (tree has %d nodes)", id, c.name, c.id, n)
 			}
 			if c.id == 0 || seen[c.id] {
-				return nil, 0, fmt.Errorf("node %d: %s child %d is reached twice (cycle or shared subtree)", id, c.name, c.id)
+				return nil, nil, 0, fmt.Errorf("node %d: %s child %d is reached twice (cycle or shared subtree)", id, c.name, c.id)
 			}
 			seen[c.id] = true
 		}
 		if it.depth+1 > maxDepth {
-			return nil, 0, fmt.Errorf("node %d: tree deeper than %d", id, maxDepth)
+			return nil, nil, 0, fmt.Errorf("node %d: tree deeper than %d", id, maxDepth)
 		}
 		left := int32(base + len(queue))
 		queue = append(queue, item{int(l), it.depth + 1}, item{int(r), it.depth + 1})
@@ -514,6 +753,9 @@ func (t *rawTree) flatten(out []node, sentinel int32) ([]node, int, error) {
 			missing = left
 		}
 		out[slot] = node{feat: int32(t.feat[id]), value: t.cond[id], left: left, missing: missing}
+		if t.cats != nil && t.cats[id] != nil {
+			cats = append(cats, catAt{slot: slot, id: id})
+		}
 	}
-	return out, depth, nil
+	return out, cats, depth, nil
 }

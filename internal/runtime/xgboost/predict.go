@@ -37,8 +37,55 @@ func (m *Model) margins(data []float32, cols int, out []float32) {
 			copy(s, data[(start+r)*cols:(start+r+1)*cols])
 			s[cols] = ninf
 		}
-		m.block(scratch[:n*stride], stride, n, out[start*ng:(start+n)*ng])
+		if m.catOf != nil {
+			m.blockCat(scratch[:n*stride], stride, n, out[start*ng:(start+n)*ng])
+		} else {
+			m.block(scratch[:n*stride], stride, n, out[start*ng:(start+n)*ng])
+		}
 	}
+}
+
+// blockCat is block for a model with categorical splits: each row walks
+// each tree on its own, every node tested for a category set. Models
+// without categorical splits never come here, so the numerical walk keeps
+// its speed.
+func (m *Model) blockCat(rows []float32, stride, n int, acc []float32) {
+	ng := m.numGroup
+	for t, root := range m.roots {
+		g := int(m.groups[t])
+		depth := int(m.depths[t])
+		for r := range n {
+			row := rows[r*stride : (r+1)*stride]
+			i := root
+			for range depth {
+				i = m.stepCat(i, row)
+			}
+			acc[r*ng+g] += m.nodes[i].value
+		}
+	}
+}
+
+// stepCat is step for a model with categorical splits, bounds-checked. A
+// categorical split sends a category in its set right and everything else
+// left: a code outside [0, 2^24), fractional codes truncated, as XGBoost's
+// common::Decision does. A missing value follows the default direction.
+func (m *Model) stepCat(i int32, row []float32) int32 {
+	nd := &m.nodes[i]
+	v := row[nd.feat]
+	if v != v {
+		return nd.missing
+	}
+	if c := m.catOf[i]; c >= 0 {
+		sp := m.catSpans[c]
+		if v >= 0 && v < maxCategory {
+			k := uint32(v)
+			if w := int32(k / 32); w < sp.n && m.catWords[sp.off+w]>>(k%32)&1 != 0 {
+				return nd.left + 1
+			}
+		}
+		return nd.left
+	}
+	return nd.left + 1 - b2i(v < nd.value)
 }
 
 // block predicts n rows (stride values each, the last one -Inf) through every

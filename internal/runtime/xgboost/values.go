@@ -22,6 +22,7 @@ func decodeArtifact(b []byte) (any, error) {
 	if !looksLikeJSON(b) {
 		return decodeUBJSON(b)
 	}
+	b, nonFinite := quoteNonFinite(b)
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	var v any
@@ -34,7 +35,91 @@ func decodeArtifact(b []byte) (any, error) {
 	// encoding/json bounds nesting itself (at 10000 levels, without
 	// recursing on the goroutine stack unboundedly), and the loader only
 	// walks fixed paths, so deep JSON needs no extra limit here.
+	if nonFinite {
+		v = restoreNonFinite(v)
+	}
 	return v, nil
+}
+
+// XGBoost's JSON writer prints a NaN or infinite float as the bare tokens
+// NaN, Infinity and -Infinity, which JSON does not have: a categorical
+// split's split_condition is NaN in every model with categorical splits.
+// quoteNonFinite turns each such token outside a string into a string
+// holding a marker (a NUL byte and the token, which XGBoost never writes as
+// a string), and restoreNonFinite turns the markers back into float64 NaN
+// and infinities after encoding/json decoded the rest. b is returned as it
+// is when it holds no such token.
+const nonFiniteMark = `\u0000xgboost:`
+
+var nonFiniteTokens = []struct {
+	token string
+	value float64
+}{{"NaN", math.NaN()}, {"Infinity", math.Inf(1)}, {"-Infinity", math.Inf(-1)}}
+
+func quoteNonFinite(b []byte) ([]byte, bool) {
+	var out []byte // nil until the first token: most models have none
+	last := 0      // b[:last] is in out
+	inString := false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if inString {
+			switch c {
+			case '\\':
+				i++ // the escaped byte cannot end the string
+			case '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+			continue
+		case 'N', 'I', '-':
+		default:
+			continue
+		}
+		for _, t := range nonFiniteTokens {
+			if bytes.HasPrefix(b[i:], []byte(t.token)) {
+				out = append(out, b[last:i]...)
+				out = append(out, '"')
+				out = append(out, nonFiniteMark...)
+				out = append(out, t.token...)
+				out = append(out, '"')
+				i += len(t.token) - 1
+				last = i + 1
+				break
+			}
+		}
+	}
+	if out == nil {
+		return b, false
+	}
+	return append(out, b[last:]...), true
+}
+
+// restoreNonFinite replaces the marker strings of quoteNonFinite in v (the
+// decoded JSON) by their float64 values.
+func restoreNonFinite(v any) any {
+	switch x := v.(type) {
+	case string:
+		if rest, ok := strings.CutPrefix(x, "\x00xgboost:"); ok {
+			for _, t := range nonFiniteTokens {
+				if rest == t.token {
+					return t.value
+				}
+			}
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = restoreNonFinite(e)
+		}
+	case map[string]any:
+		for k, e := range x {
+			x[k] = restoreNonFinite(e)
+		}
+	}
+	return v
 }
 
 // looksLikeJSON tells the two formats apart. Both start an object with '{',

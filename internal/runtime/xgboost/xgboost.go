@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/sluiceml/sluice/internal/runtime"
 )
@@ -33,7 +34,7 @@ func (Runtime) Load(ctx context.Context, spec runtime.Spec, artifact []byte) (ru
 	return m, nil
 }
 
-// Model is a loaded XGBoost gbtree model. Its methods never modify it, so
+// Model is a loaded XGBoost tree model (gbtree or dart). Its methods never modify it, so
 // it may be shared between goroutines.
 type Model struct {
 	parsed
@@ -54,14 +55,21 @@ func Parse(artifact []byte) (*Model, error) {
 }
 
 func newModel(p *parsed) *Model {
-	m := &Model{parsed: *p, outCols: 1}
-	if p.obj == objMultiSoftprob {
-		m.outCols = p.numGroup
+	m := &Model{parsed: *p, outCols: p.numGroup}
+	if p.obj.transform == transformSoftmax {
+		m.outCols = 1
+	}
+	detail := fmt.Sprintf("%s, %d trees, %s", p.booster, len(p.roots), p.objName)
+	if p.catSpans != nil {
+		detail += fmt.Sprintf(", %d categorical splits", len(p.catSpans))
+	}
+	if !p.obj.multi() && p.numGroup > 1 {
+		detail += fmt.Sprintf(", %d targets", p.numGroup)
 	}
 	m.info = runtime.Info{
 		Inputs:  p.numFeature,
 		Outputs: m.outCols,
-		Detail:  fmt.Sprintf("gbtree, %d trees, %s", len(p.roots), p.objName),
+		Detail:  detail,
 		// The artifact's own names for its columns, for the check of
 		// the package schema's field order.
 		FeatureNames: p.featureNames,
@@ -73,15 +81,16 @@ func newModel(p *parsed) *Model {
 }
 
 // Info reports num_feature inputs and the number of output columns: 1 for
-// binary, regression and multi:softmax (the class index), num_class for
-// multi:softprob.
+// binary, ranking, survival and single-target regression, 1 for
+// multi:softmax (the class index), num_class for multi:softprob, num_target
+// for a multi-target model (one column per target or quantile).
 func (m *Model) Info() runtime.Info { return m.info }
 
 // Close releases nothing; the model is plain memory.
 func (m *Model) Close() error { return nil }
 
 // NumGroups is the number of margin columns PredictMargin returns (num_class
-// for multi-class objectives, else 1).
+// for multi-class objectives, num_target for multi-target ones, else 1).
 func (m *Model) NumGroups() int { return m.numGroup }
 
 // Predict returns the objective's transformed predictions, as XGBoost's
@@ -129,23 +138,28 @@ func (m *Model) check(in runtime.Batch) error {
 
 // transform applies the objective's prediction transform to margins.
 func (m *Model) transform(mg runtime.Output) runtime.Output {
-	switch m.obj {
-	case objBinaryLogistic, objRegLogistic:
+	switch m.obj.transform {
+	case transformSigmoid:
 		for i, x := range mg.Data {
 			mg.Data[i] = sigmoid(x)
 		}
-		return mg
-	case objCountPoisson:
+	case transformExp:
 		for i, x := range mg.Data {
 			mg.Data[i] = float32(math.Exp(float64(x)))
 		}
-		return mg
-	case objMultiSoftprob:
+	case transformHinge:
+		for i, x := range mg.Data {
+			mg.Data[i] = float32(b2i(x > 0))
+		}
+	case transformSort:
+		for r := range mg.Rows {
+			slices.Sort(mg.Row(r))
+		}
+	case transformSoftprob:
 		for r := range mg.Rows {
 			softmax(mg.Row(r))
 		}
-		return mg
-	case objMultiSoftmax:
+	case transformSoftmax:
 		out := runtime.Output{Rows: mg.Rows, Cols: 1, Data: make([]float32, mg.Rows)}
 		for r := range mg.Rows {
 			row := mg.Row(r)
@@ -159,7 +173,7 @@ func (m *Model) transform(mg runtime.Output) runtime.Output {
 		}
 		return out
 	}
-	return mg // identity: binary:logitraw, reg:squarederror
+	return mg
 }
 
 func sigmoid(x float32) float32 {

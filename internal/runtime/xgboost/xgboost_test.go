@@ -15,17 +15,21 @@ import (
 
 // fixtureRows loads the shared test rows written by
 // scripts/make_xgboost_fixtures.py.
-func fixtureRows(t testing.TB) runtime.Batch {
+func fixtureRows(t testing.TB) runtime.Batch { return rowsFile(t, "rows.json") }
+
+// rowsFile loads test rows (rows.json, or cat_rows.json for the
+// categorical models).
+func rowsFile(t testing.TB, name string) runtime.Batch {
 	t.Helper()
 	var f struct {
 		Cols int        `json:"cols"`
 		Rows [][]uint32 `json:"rows"`
 	}
-	readJSON(t, "rows.json", &f)
+	readJSON(t, name, &f)
 	b := runtime.Batch{Rows: len(f.Rows), Cols: f.Cols}
 	for _, r := range f.Rows {
 		if len(r) != f.Cols {
-			t.Fatalf("rows.json: row has %d values, want %d", len(r), f.Cols)
+			t.Fatalf("%s: row has %d values, want %d", name, len(r), f.Cols)
 		}
 		for _, u := range r {
 			b.Data = append(b.Data, math.Float32frombits(u))
@@ -63,6 +67,7 @@ func loadFile(t testing.TB, name string) *Model {
 // transformed predictions within 1e-6 (relative above 1).
 func TestMatchesXGBoost(t *testing.T) {
 	rows := fixtureRows(t)
+	catRows := rowsFile(t, "cat_rows.json")
 	nanRows := 0
 	for r := range rows.Rows {
 		for _, v := range rows.Row(r) {
@@ -80,20 +85,48 @@ func TestMatchesXGBoost(t *testing.T) {
 		formats []string
 		outCols int
 		groups  int
+		cat     bool // categorical: trained on a pandas frame, predicted on cat_rows.json
 	}{
-		{"binary_logistic", []string{"json", "ubj"}, 1, 1},
-		{"binary_logitraw", []string{"json"}, 1, 1},
-		{"reg_squarederror", []string{"json"}, 1, 1},
-		{"reg_logistic", []string{"json"}, 1, 1},
-		{"count_poisson", []string{"json"}, 1, 1},
-		{"multi_softprob", []string{"json", "ubj"}, 3, 3},
-		{"multi_softmax", []string{"json"}, 1, 4},
-		{"parallel_trees", []string{"json", "ubj"}, 1, 1},
-		{"pruned_exact", []string{"json"}, 1, 1},
-		{"tiny_binary", []string{"json", "ubj"}, 1, 1},
-		{"tiny_softprob", []string{"json", "ubj"}, 3, 3},
+		{"binary_logistic", []string{"json", "ubj"}, 1, 1, false},
+		{"binary_logitraw", []string{"json"}, 1, 1, false},
+		{"reg_squarederror", []string{"json"}, 1, 1, false},
+		{"reg_logistic", []string{"json"}, 1, 1, false},
+		{"count_poisson", []string{"json"}, 1, 1, false},
+		{"multi_softprob", []string{"json", "ubj"}, 3, 3, false},
+		{"multi_softmax", []string{"json"}, 1, 4, false},
+		{"parallel_trees", []string{"json", "ubj"}, 1, 1, false},
+		{"pruned_exact", []string{"json"}, 1, 1, false},
+		{"tiny_binary", []string{"json", "ubj"}, 1, 1, false},
+		{"tiny_softprob", []string{"json", "ubj"}, 3, 3, false},
+		// issue 24: the other objectives and boosters people train
+		{"reg_absoluteerror", []string{"json", "ubj"}, 1, 1, false},
+		{"reg_pseudohubererror", []string{"json"}, 1, 1, false},
+		{"reg_squaredlogerror", []string{"json"}, 1, 1, false},
+		{"reg_tweedie", []string{"json", "ubj"}, 1, 1, false},
+		{"reg_gamma", []string{"json"}, 1, 1, false},
+		{"binary_hinge", []string{"json", "ubj"}, 1, 1, false},
+		{"rank_pairwise", []string{"json", "ubj"}, 1, 1, false},
+		{"rank_ndcg", []string{"json"}, 1, 1, false},
+		{"rank_map", []string{"json"}, 1, 1, false},
+		{"survival_cox", []string{"json", "ubj"}, 1, 1, false},
+		{"survival_aft", []string{"json", "ubj"}, 1, 1, false},
+		{"multi_target", []string{"json", "ubj"}, 3, 3, false},
+		{"vector_base_score", []string{"json"}, 3, 3, false},
+		{"quantile_v2", []string{"json"}, 3, 3, false},
+		{"quantile_v34", []string{"json"}, 3, 3, false},
+		{"dart_binary", []string{"json", "ubj"}, 1, 1, false},
+		{"dart_softprob", []string{"json", "ubj"}, 3, 3, false},
+		{"dart_reg", []string{"json"}, 1, 1, false},
+		{"cat_binary", []string{"json", "ubj"}, 1, 1, true},
+		{"cat_onehot", []string{"json", "ubj"}, 1, 1, true},
+		{"cat_softprob", []string{"json", "ubj"}, 3, 3, true},
+		{"cat_dart", []string{"json", "ubj"}, 1, 1, true},
 	}
 	for _, tc := range cases {
+		rows := rows
+		if tc.cat {
+			rows = catRows
+		}
 		var exp struct {
 			Margin [][]uint32 `json:"margin"`
 			Pred   [][]uint32 `json:"pred"`
@@ -197,6 +230,11 @@ func TestFeatureNames(t *testing.T) {
 			t.Errorf("%s: Describe = %+v", format, d)
 		}
 	}
+	for _, f := range []string{"cat_binary.json", "cat_binary.ubj"} {
+		if n := loadFile(t, f).Info().FeatureNames; strings.Join(n, ",") != "color,city,amount,visits" {
+			t.Errorf("%s: FeatureNames = %q", f, n)
+		}
+	}
 	if n := loadFile(t, "binary_logistic.json").Info().FeatureNames; n != nil {
 		t.Errorf("unnamed model: FeatureNames = %q", n)
 	}
@@ -242,8 +280,11 @@ func TestPredictHonoursContext(t *testing.T) {
 // TestLargeBatchMatchesRowByRow checks the blocked evaluation (rows in
 // blocks, trees outer) against one row at a time, across block boundaries.
 func TestLargeBatchMatchesRowByRow(t *testing.T) {
-	rows := fixtureRows(t)
-	for _, name := range []string{"binary_logistic.json", "multi_softprob.json"} {
+	for _, name := range []string{"binary_logistic.json", "multi_softprob.json", "cat_softprob.json", "dart_binary.ubj"} {
+		rows := fixtureRows(t)
+		if strings.HasPrefix(name, "cat_") {
+			rows = rowsFile(t, "cat_rows.json")
+		}
 		m := loadFile(t, name)
 		// repeat the rows to cross both the row block and the ctx block
 		big := runtime.Batch{Cols: rows.Cols}
