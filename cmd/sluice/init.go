@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -16,8 +17,9 @@ import (
 
 func newInitCmd() *cobra.Command {
 	var name, out, rt, onnxLib string
+	var categories []string
 	cmd := &cobra.Command{
-		Use:   "init ARTIFACT [--name NAME] [--out DIR]",
+		Use:   "init ARTIFACT [--name NAME] [--out DIR] [--categories FIELD=A,B,...]",
 		Short: "Write a starting model.yaml from what an artifact (XGBoost, linear JSON, ONNX) says about itself",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -46,6 +48,15 @@ func newInitCmd() *cobra.Command {
 			m, err := scaffold.Describe(src, data, rt)
 			if err != nil {
 				return err
+			}
+			for _, c := range categories {
+				field, values, ok := strings.Cut(c, "=")
+				if !ok || field == "" || values == "" {
+					return fmt.Errorf("--categories %q: want FIELD=A,B,... (the field's categories in the order of the training frame's df[FIELD].cat.categories)", c)
+				}
+				if err := m.SetValues(field, strings.Split(values, ",")); err != nil {
+					return err
+				}
 			}
 			art := filepath.Base(src)
 			w := cmd.OutOrStdout()
@@ -96,6 +107,7 @@ func newInitCmd() *cobra.Command {
 	f.StringVar(&name, "name", "", "model name (default: the output folder's name)")
 	f.StringVar(&out, "out", "", "package folder to write model.yaml (and a copy of the artifact) to (default: the artifact's folder)")
 	f.StringVar(&rt, "runtime", "", "xgboost, linear or onnx (default: told by the artifact's content)")
+	f.StringArrayVar(&categories, "categories", nil, "FIELD=A,B,...: the categories of a categorical XGBoost feature, in the order of the training frame's df[FIELD].cat.categories (XGBoost before 3.1 does not save them; repeat for each field)")
 	f.StringVar(&onnxLib, "onnxruntime-lib", "", "path of ONNX Runtime's shared library, to compute an ONNX model's golden example (as for sluice serve)")
 	return cmd
 }

@@ -24,9 +24,13 @@ import (
 // Field is one input field of the scaffold.
 type Field struct {
 	Name      string
-	Type      string // float, int, bool, sequence
-	MaxLength int    // sequence only
-	Note      string // a comment for the line, e.g. the artifact's own name
+	Type      string   // float, int, bool, category, sequence
+	MaxLength int      // sequence only
+	Values    []string // category only: its values, in the order of the codes the model reads
+	// Encode is the preprocessing step that turns a category field into
+	// what the model reads: "ordinal" (its code) or "" for none.
+	Encode string
+	Note   string // a comment for the line, e.g. the artifact's own name
 }
 
 // Model is what an artifact says about itself.
@@ -74,7 +78,7 @@ func fromXGBoost(data []byte) (*Model, error) {
 		return nil, errors.New(strings.TrimPrefix(err.Error(), "xgboost: "))
 	}
 	m := &Model{Runtime: "xgboost", Tolerance: "1e-6",
-		Detail: fmt.Sprintf("XGBoost gbtree, objective %s, %d features", d.Objective, d.NumFeature)}
+		Detail: fmt.Sprintf("XGBoost %s, objective %s, %d features", d.Booster, d.Objective, d.NumFeature)}
 	names := d.FeatureNames
 	if len(names) == 0 {
 		names = make([]string, d.NumFeature)
@@ -92,23 +96,50 @@ func fromXGBoost(data []byte) (*Model, error) {
 				f.Type = "bool"
 				f.Note = "XGBoost feature type i (indicator)"
 			case "c":
-				f.Type = "int"
-				f.Note = "XGBoost feature type c: its category codes, as numbers"
+				// The model reads the code of a category: its index in
+				// the training frame's .cat.categories. XGBoost before
+				// 3.1 does not save the names, so the codes stand in
+				// for them until the caller renames them.
+				n := 1
+				if i < len(d.Categories) {
+					n = max(n, d.Categories[i])
+				}
+				f.Type, f.Encode = "category", "ordinal"
+				for c := range n {
+					f.Values = append(f.Values, strconv.Itoa(c))
+				}
+				f.Note = fmt.Sprintf("XGBoost feature type c: the model reads category codes 0..%d; the artifact does not name them: replace the values with list(df[%q].cat.categories), in order (or sluice init --categories %s=a,b,...)", n-1, f.Name, FieldName(f.Name, "f"+strconv.Itoa(i)))
 			}
 		}
 		m.Fields = append(m.Fields, f)
 	}
-	switch {
-	case d.Objective == "multi:softprob":
+	switch o := d.Objective; {
+	case o == "multi:softprob":
 		for c := range d.NumClass {
 			m.Outputs = append(m.Outputs, "class"+strconv.Itoa(c))
 		}
-	case d.Objective == "multi:softmax":
+	case o == "multi:softmax":
 		m.Outputs = []string{"class"}
-	case d.Objective == "binary:logistic" || d.Objective == "reg:logistic":
+	case d.NumTarget > 1:
+		prefix := "target"
+		if o == "reg:quantileerror" {
+			prefix = "quantile" // one per quantile_alpha, in its order
+		}
+		for k := range d.NumTarget {
+			m.Outputs = append(m.Outputs, prefix+strconv.Itoa(k))
+		}
+	case o == "binary:logistic" || o == "reg:logistic":
 		m.Outputs = []string{"probability"}
-	case d.Objective == "binary:logitraw":
+	case o == "binary:logitraw":
 		m.Outputs = []string{"margin"}
+	case o == "binary:hinge":
+		m.Outputs = []string{"label"}
+	case strings.HasPrefix(o, "rank:"):
+		m.Outputs = []string{"score"}
+	case o == "survival:cox":
+		m.Outputs = []string{"hazardRatio"}
+	case o == "survival:aft":
+		m.Outputs = []string{"survivalTime"}
 	default:
 		m.Outputs = []string{"prediction"}
 	}
@@ -116,6 +147,44 @@ func fromXGBoost(data []byte) (*Model, error) {
 		return nil, fmt.Errorf("objective %s: %d outputs named for %d columns", d.Objective, len(m.Outputs), d.Outputs)
 	}
 	return m, nil
+}
+
+// SetValues names the categories of category field name (the artifact's
+// name for it or its field name) in the order of the codes the model
+// reads. There must be at least as many as the model's splits use.
+func (m *Model) SetValues(name string, values []string) error {
+	for i := range m.Fields {
+		f := &m.Fields[i]
+		if f.Name != name && FieldName(f.Name, "f"+strconv.Itoa(i)) != name {
+			continue
+		}
+		if f.Type != "category" {
+			return fmt.Errorf("--categories %s: the field is %s, not a categorical feature of the artifact", name, f.Type)
+		}
+		if len(values) < len(f.Values) {
+			return fmt.Errorf("--categories %s: %d values given, but the model's splits use category codes 0..%d: list every category of the training frame, in the order of df[%q].cat.categories", name, len(values), len(f.Values)-1, f.Name)
+		}
+		seen := map[string]bool{}
+		for _, v := range values {
+			if v == "" || seen[v] {
+				return fmt.Errorf("--categories %s: values must be distinct and non-empty, got %q", name, strings.Join(values, ","))
+			}
+			seen[v] = true
+		}
+		f.Values = values
+		f.Note = "XGBoost feature type c: the model reads the index of the value in values (its category code)"
+		return nil
+	}
+	var cats []string
+	for i, f := range m.Fields {
+		if f.Type == "category" {
+			cats = append(cats, FieldName(f.Name, "f"+strconv.Itoa(i)))
+		}
+	}
+	if len(cats) == 0 {
+		return fmt.Errorf("--categories %s: the artifact has no categorical feature", name)
+	}
+	return fmt.Errorf("--categories %s: no such categorical feature (the artifact's are %s)", name, strings.Join(cats, ", "))
 }
 
 func fromLinear(data []byte) (*Model, error) {
@@ -238,11 +307,27 @@ func YAML(name, artifact, source string, m *Model, golden bool) []byte {
 		if f.MaxLength > 0 {
 			line += fmt.Sprintf(", maxLength: %d", f.MaxLength)
 		}
+		if len(f.Values) > 0 {
+			q := make([]string, len(f.Values))
+			for k, v := range f.Values {
+				q[k] = strconv.Quote(v)
+			}
+			line += ", values: [" + strings.Join(q, ", ") + "]"
+		}
 		line += "}"
 		if note != "" {
 			line += "   # " + note
 		}
 		b.WriteString(line + "\n")
+	}
+	var steps []string
+	for _, f := range m.Fields {
+		if f.Encode != "" {
+			steps = append(steps, fmt.Sprintf("  - {op: %s, field: %s}\n", f.Encode, f.Name))
+		}
+	}
+	if len(steps) > 0 {
+		b.WriteString("preprocess:\n" + strings.Join(steps, ""))
 	}
 	fmt.Fprintf(&b, "output:\n  schema: %s-output@1\n  fields:\n", name)
 	for _, o := range m.Outputs {
@@ -266,6 +351,8 @@ func YAML(name, artifact, source string, m *Model, golden bool) []byte {
 			fmt.Fprintf(&b, "%s: false", f.Name)
 		case "sequence":
 			fmt.Fprintf(&b, "%s: [0]", f.Name)
+		case "category":
+			fmt.Fprintf(&b, "%s: %s", f.Name, strconv.Quote(f.Values[0]))
 		default:
 			fmt.Fprintf(&b, "%s: 0", f.Name)
 		}

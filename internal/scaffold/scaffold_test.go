@@ -35,6 +35,11 @@ func named(t *testing.T) []byte {
 	return b
 }
 
+const (
+	xgbTD       = "../runtime/xgboost/testdata/"
+	eightFloats = "f0:float f1:float f2:float f3:float f4:float f5:float f6:float f7:float"
+)
+
 func TestDescribe(t *testing.T) {
 	for _, c := range []struct {
 		name, file string
@@ -49,6 +54,17 @@ func TestDescribe(t *testing.T) {
 			"f0:float f1:float f2:float f3:float f4:float f5:float f6:float f7:float", "probability"},
 		{"xgboost softprob", "model.json", read(t, "../../examples/iris/model.json"), "xgboost",
 			"f0:float f1:float f2:float f3:float", "class0 class1 class2"},
+		{"xgboost categorical", "m.json", read(t, xgbTD+"cat_binary.json"), "xgboost",
+			"color:category city:category amount:float visits:float", "probability"},
+		{"xgboost dart", "m.ubj", read(t, xgbTD+"dart_softprob.ubj"), "xgboost",
+			"f0:float f1:float f2:float f3:float f4:float f5:float f6:float f7:float", "class0 class1 class2"},
+		{"xgboost hinge", "m.json", read(t, xgbTD+"binary_hinge.json"), "xgboost", eightFloats, "label"},
+		{"xgboost ranking", "m.json", read(t, xgbTD+"rank_ndcg.json"), "xgboost", eightFloats, "score"},
+		{"xgboost cox", "m.json", read(t, xgbTD+"survival_cox.json"), "xgboost", eightFloats, "hazardRatio"},
+		{"xgboost aft", "m.json", read(t, xgbTD+"survival_aft.json"), "xgboost", eightFloats, "survivalTime"},
+		{"xgboost multi-target", "m.json", read(t, xgbTD+"multi_target.json"), "xgboost", eightFloats, "target0 target1 target2"},
+		{"xgboost quantiles", "m.json", read(t, xgbTD+"quantile_v2.json"), "xgboost", eightFloats, "quantile0 quantile1 quantile2"},
+		{"xgboost tweedie", "m.json", read(t, xgbTD+"reg_tweedie.json"), "xgboost", eightFloats, "prediction"},
 		{"linear", "model.json", read(t, "../../examples/churn/model.json"), "linear",
 			"x0:float x1:float x2:float x3:float x4:float", "prediction"},
 		{"onnx sequence", "model.onnx", read(t, "../../examples/seq/model.onnx"), "onnx", "tokens:sequence", "score"},
@@ -81,6 +97,55 @@ func TestDescribe(t *testing.T) {
 	onnxMLP, err := Describe("model.onnx", read(t, "../../examples/mlp/model.onnx"), "")
 	if err != nil || len(onnxMLP.Fields) != 30 || onnxMLP.Fields[29].Name != "features_29" || onnxMLP.Outputs[0] != "probability" {
 		t.Fatalf("mlp: %v %+v", err, onnxMLP)
+	}
+}
+
+// TestCategorical: a categorical XGBoost feature becomes a category field
+// with an ordinal step; its values are the codes the splits use until
+// SetValues names them, and the golden example uses the first.
+func TestCategorical(t *testing.T) {
+	m, err := Describe("m.json", read(t, xgbTD+"cat_onehot.json"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(m.Detail, "XGBoost gbtree, objective reg:squarederror") {
+		t.Errorf("Detail = %q", m.Detail)
+	}
+	y := string(YAML("demo", "m.json", "m.json", m, true))
+	for _, want := range []string{
+		`- {name: color, type: category, values: ["0", "1"`,
+		`replace the values with list(df["color"].cat.categories), in order (or sluice init --categories color=a,b,...)`,
+		"preprocess:\n  - {op: ordinal, field: color}\n  - {op: ordinal, field: city}\n",
+		`instance: {color: "0", city: "0", amount: 0, visits: 0}`,
+	} {
+		if !strings.Contains(y, want) {
+			t.Errorf("model.yaml lacks %q:\n%s", want, y)
+		}
+	}
+	if _, err := modelpkg.Parse("model.yaml", []byte(y)); err != nil {
+		t.Fatalf("%v\n%s", err, y)
+	}
+	colors := []string{"blue", "gray", "green", "red", "white"}
+	if err := m.SetValues("color", colors); err != nil {
+		t.Fatal(err)
+	}
+	y = string(YAML("demo", "m.json", "m.json", m, true))
+	if !strings.Contains(y, `{name: color, type: category, values: ["blue", "gray", "green", "red", "white"]}`) || !strings.Contains(y, `instance: {color: "blue",`) {
+		t.Errorf("after SetValues:\n%s", y)
+	}
+	for _, tc := range []struct {
+		field  string
+		values []string
+		want   string
+	}{
+		{"city", []string{"Austin"}, "--categories city: 1 values given, but the model's splits use category codes 0.."},
+		{"amount", colors, "--categories amount: the field is float, not a categorical feature of the artifact"},
+		{"colour", colors, "--categories colour: no such categorical feature (the artifact's are color, city)"},
+		{"color", []string{"a", "a", "b", "c", "d"}, "values must be distinct and non-empty"},
+	} {
+		if err := m.SetValues(tc.field, tc.values); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("SetValues(%s, %v) = %v, want %q", tc.field, tc.values, err, tc.want)
+		}
 	}
 }
 

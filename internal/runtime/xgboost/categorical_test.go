@@ -2,6 +2,7 @@ package xgboost
 
 import (
 	"math"
+	"os"
 	"strings"
 	"testing"
 )
@@ -134,5 +135,31 @@ func TestQuoteNonFinite(t *testing.T) {
 	treeOf(m)["split_conditions"].([]any)[2] = math.Inf(1)
 	if _, err := Parse(mustJSON(t, m)); err == nil || !strings.Contains(err.Error(), "tree 0 node 2: leaf value +Inf is not finite") {
 		t.Errorf("infinite leaf: %v", err)
+	}
+}
+
+// TestDescribeCategories: Describe reports, per categorical feature, how
+// many codes the splits use, from a real model trained on a frame whose
+// color column has 5 categories and city 14.
+func TestDescribeCategories(t *testing.T) {
+	for _, f := range []string{"cat_binary.json", "cat_onehot.ubj"} {
+		b, err := os.ReadFile("testdata/" + f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := Describe(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(d.Categories) != 4 || d.Categories[0] < 2 || d.Categories[0] > 5 || d.Categories[1] < 2 || d.Categories[1] > 14 || d.Categories[2] != 0 || d.Categories[3] != 0 {
+			t.Errorf("%s: Categories = %v", f, d.Categories)
+		}
+		if strings.Join(d.FeatureTypes, ",") != "c,c,float,float" {
+			t.Errorf("%s: FeatureTypes = %v", f, d.FeatureTypes)
+		}
+	}
+	d, err := Describe(mustJSON(t, tinyModel()))
+	if err != nil || d.Categories != nil || d.Booster != "gbtree" {
+		t.Errorf("numerical model: %+v, %v", d, err)
 	}
 }
