@@ -176,8 +176,15 @@ func (m *Model) transform(mg runtime.Output) runtime.Output {
 	return mg
 }
 
+// sigmoid is XGBoost's common::Sigmoid, in float32 as it is there:
+// 1 / (expf(min(-x, 88.7)) + 1 + 1e-16). expf is the float64 exponential
+// rounded to float32 (glibc's expf is correctly rounded but in rare cases).
 func sigmoid(x float32) float32 {
-	return float32(1 / (1 + math.Exp(-float64(x))))
+	const eps = float32(1e-16)
+	e := float32(math.Exp(float64(min(-x, float32(88.7)))))
+	denom := e + float32(1)
+	denom += eps
+	return float32(1) / denom
 }
 
 // softmax mirrors XGBoost's common::Softmax: subtract the max, exponentiate,
