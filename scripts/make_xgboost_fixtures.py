@@ -15,6 +15,8 @@ Writes into internal/runtime/xgboost/testdata/:
                       (enable_categorical=True): partition and one-hot splits
   dart_*, rank_*, survival_*, reg_*, binary_hinge, multi_target_*: the
                       other boosters and objectives people train
+  cat_v31.json        cat_binary with the categories' names where XGBoost
+                      3.1 and later keep them (for sluice init)
   vector_base_score_*, quantile_*: the 2.x/3.x forms (a base_score per
                       target, reg:quantileerror) this XGBoost cannot write,
                       made from a real multi-target model by changing its
@@ -394,7 +396,34 @@ def cat_cases():
         exp["instancePred"] = [bits(r) for r in same[:6]]
         write_json(name + ".expect.json", exp)
         written.append(name + ".expect.json")
+    written.append(v31_cats())
     return written
+
+
+def v31_cats():
+    """cat_binary as XGBoost 3.1 and later save it: the same trees, and
+    the frame's categories in gradient_booster.model.cats (cat_container.cc,
+    CatContainer::Save: "enc" one entry per feature, string names as
+    int32 offsets and int8 UTF-8 bytes, an empty numeric array for the other
+    features). Only sluice init reads them; predictions are cat_binary's."""
+    with open(os.path.join(OUT, "cat_binary.json")) as f:
+        m = json.load(f)
+    m["version"] = [3, 1, 0]
+    enc, segs, sorted_idx = [], [0], []
+    for col in CAT_NAMES:
+        names = {"color": COLORS, "city": CITIES}.get(col)
+        if names is None:
+            enc.append({"type": 9, "values": []})
+            segs.append(segs[-1])
+            continue
+        b = "".join(names).encode("utf-8")
+        offsets = np.cumsum([0] + [len(n.encode("utf-8")) for n in names]).tolist()
+        enc.append({"offsets": offsets, "values": [int(np.int8(np.uint8(x))) for x in b]})
+        segs.append(segs[-1] + len(names))
+        sorted_idx += np.argsort(names, kind="stable").tolist()
+    m["learner"]["gradient_booster"]["model"]["cats"] = {"enc": enc, "feature_segments": segs, "sorted_idx": sorted_idx}
+    write_json("cat_v31.json", m)
+    return "cat_v31.json"
 
 
 def main():

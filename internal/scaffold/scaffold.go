@@ -97,14 +97,19 @@ func fromXGBoost(data []byte) (*Model, error) {
 				f.Note = "XGBoost feature type i (indicator)"
 			case "c":
 				// The model reads the code of a category: its index in
-				// the training frame's .cat.categories. XGBoost before
-				// 3.1 does not save the names, so the codes stand in
-				// for them until the caller renames them.
+				// the training frame's .cat.categories. XGBoost 3.1 and
+				// later save the names; before, the codes stand in for
+				// them until the caller names them (--categories).
 				n := 1
 				if i < len(d.Categories) {
 					n = max(n, d.Categories[i])
 				}
 				f.Type, f.Encode = "category", "ordinal"
+				if i < len(d.CategoryNames) && len(d.CategoryNames[i]) >= n {
+					f.Values = d.CategoryNames[i]
+					f.Note = "XGBoost feature type c: the training frame's categories, saved in the artifact, in code order"
+					break
+				}
 				for c := range n {
 					f.Values = append(f.Values, strconv.Itoa(c))
 				}

@@ -149,6 +149,25 @@ func TestCategorical(t *testing.T) {
 	}
 }
 
+// TestCategoriesFromTheArtifact: a model saved by XGBoost 3.1 or later
+// keeps the frame's categories; init writes them as the values.
+func TestCategoriesFromTheArtifact(t *testing.T) {
+	m, err := Describe("m.json", read(t, xgbTD+"cat_v31.json"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	y := string(YAML("demo", "m.json", "m.json", m, true))
+	for _, want := range []string{
+		`{name: color, type: category, values: ["blue", "gray", "green", "red", "white"]}   # XGBoost feature type c: the training frame's categories, saved in the artifact, in code order`,
+		`{name: city, type: category, values: ["Austin", "Berlin",`,
+		`"Zurich"]}`,
+	} {
+		if !strings.Contains(y, want) {
+			t.Errorf("model.yaml lacks %q:\n%s", want, y)
+		}
+	}
+}
+
 func TestDescribeRefuses(t *testing.T) {
 	if _, err := Describe("x.json", []byte(`[1, 2]`), ""); err == nil || !strings.Contains(err.Error(), "not an artifact sluice init can read") {
 		t.Fatalf("got %v", err)

@@ -163,3 +163,49 @@ func TestDescribeCategories(t *testing.T) {
 		t.Errorf("numerical model: %+v, %v", d, err)
 	}
 }
+
+// TestCategoryNames reads the categories XGBoost 3.1 and later save (string
+// names as offsets and int8 UTF-8 bytes, integer ones as numbers), in both
+// formats, and ignores what it cannot read.
+func TestCategoryNames(t *testing.T) {
+	b, err := os.ReadFile("testdata/cat_v31.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := Describe(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.CategoryNames) != 4 || strings.Join(d.CategoryNames[0], ",") != "blue,gray,green,red,white" || len(d.CategoryNames[1]) != 14 || d.CategoryNames[1][13] != "Zurich" || d.CategoryNames[2] != nil {
+		t.Errorf("CategoryNames = %q", d.CategoryNames)
+	}
+	m := tinyModel()
+	catSplit(1, []any{1})(m)
+	learnerOf(m)["feature_types"] = []any{"c", "c"}
+	zurich := []byte("Zürich")
+	var vals []any
+	for _, c := range append([]byte("Oslo"), zurich...) {
+		vals = append(vals, int(int8(c)))
+	}
+	gbModelOf(m)["cats"] = map[string]any{"enc": []any{
+		map[string]any{"offsets": []any{0, 4, 4 + len(zurich)}, "values": vals},
+		map[string]any{"type": 5, "values": []any{10, 20, 30}},
+	}}
+	for _, format := range []string{"json", "ubj"} {
+		art := mustJSON(t, m)
+		if format == "ubj" {
+			art = mustUBJ(m)
+		}
+		d, err := Describe(art)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(d.CategoryNames) != 2 || strings.Join(d.CategoryNames[0], ",") != "Oslo,Zürich" || strings.Join(d.CategoryNames[1], ",") != "10,20,30" {
+			t.Errorf("%s: CategoryNames = %q", format, d.CategoryNames)
+		}
+	}
+	gbModelOf(m)["cats"] = map[string]any{"enc": []any{map[string]any{"offsets": []any{0, 99}, "values": vals}, map[string]any{}}}
+	if d, err := Describe(mustJSON(t, m)); err != nil || d.CategoryNames != nil {
+		t.Errorf("bad offsets: %q, %v", d.CategoryNames, err)
+	}
+}
