@@ -146,6 +146,8 @@ fuzz-smoke:
 	$(GO) test -run x -fuzz FuzzParse -fuzztime 30s ./internal/modelpkg/
 	$(GO) test -run x -fuzz FuzzReadTarGz -fuzztime 30s ./internal/modelpkg/
 	$(GO) test -run x -fuzz FuzzLoad -fuzztime 30s ./internal/runtime/xgboost/
+	$(GO) test -run x -fuzz FuzzTreeShape -fuzztime 10s ./internal/runtime/xgboost/
+	$(GO) test -run x -fuzz FuzzCategorical -fuzztime 10s ./internal/runtime/xgboost/
 	$(GO) test -run x -fuzz FuzzDecode -fuzztime 30s ./internal/runtime/oip/
 	$(GO) test -run x -fuzz FuzzOutput -fuzztime 30s ./internal/runtime/oip/
 	$(GO) test -run x -fuzz FuzzBatchReader -fuzztime 10s ./internal/records/recordsdb/

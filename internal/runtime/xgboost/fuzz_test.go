@@ -134,3 +134,55 @@ func FuzzTreeShape(f *testing.F) {
 		}
 	})
 }
+
+// FuzzCategorical builds a one-split categorical model from an arbitrary
+// category set and checks every code the fuzzer picks against XGBoost's
+// rule (common::Decision): right when the code, truncated, is a valid
+// category (0 <= code < 2^24) in the set; left otherwise; missing takes
+// the default direction.
+func FuzzCategorical(f *testing.F) {
+	f.Add([]byte{1, 2, 40}, uint32(0x40000000), true)     // code 2
+	f.Add([]byte{0}, uint32(0xbf000000), false)           // -0.5
+	f.Add([]byte{}, uint32(0x7fc00000), true)             // NaN, empty set
+	f.Add([]byte{255, 31, 32}, uint32(0x4b800000), false) // 2^24
+	f.Fuzz(func(t *testing.T, set []byte, code uint32, dflt bool) {
+		if len(set) > 64 {
+			return
+		}
+		cats := make([]any, len(set))
+		in := map[int]bool{}
+		for i, c := range set {
+			k := int(c) * 3 // spread the categories over several words
+			cats[i], in[k] = k, true
+		}
+		m := tinyModel()
+		catSplit(0, cats)(m)
+		dl := 0
+		if dflt {
+			dl = 1
+		}
+		treeOf(m)["default_left"].([]any)[0] = dl
+		mod, err := Parse(mustJSON(t, m))
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := math.Float32frombits(code)
+		// node 0 sends left to node 1 (f1 < 1.0 ? -0.5 : 0.75; f1 = 0
+		// gives -0.5) and right to leaf 2 (0.25)
+		right := v >= 0 && v < 1<<24 && in[int(v)]
+		if v != v {
+			right = !dflt
+		}
+		want := float32(-0.5)
+		if right {
+			want = 0.25
+		}
+		out, err := mod.PredictMargin(t.Context(), batchOf([]float32{v, 0}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Data[0] != want {
+			t.Fatalf("set %v, code %v (%#x), default left %v: margin %v, want %v", set, v, code, dflt, out.Data[0], want)
+		}
+	})
+}
