@@ -1,6 +1,7 @@
 package xgboost
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"strings"
@@ -207,5 +208,31 @@ func TestCategoryNames(t *testing.T) {
 	gbModelOf(m)["cats"] = map[string]any{"enc": []any{map[string]any{"offsets": []any{0, 99}, "values": vals}, map[string]any{}}}
 	if d, err := Describe(mustJSON(t, m)); err != nil || d.CategoryNames != nil {
 		t.Errorf("bad offsets: %q, %v", d.CategoryNames, err)
+	}
+}
+
+// TestCategoryBitsetBound: category sets are bitsets up to their largest
+// category, so a model whose many splits each name a huge category is
+// refused before it allocates more than maxCatWords words.
+func TestCategoryBitsetBound(t *testing.T) {
+	const d = 300 // a chain of d categorical splits, each on category 2^24-1 (2^19 words)
+	n := 2*d + 1
+	l, r, f, c, dl, st := make([]any, n), make([]any, n), make([]any, n), make([]any, n), make([]any, n), make([]any, n)
+	var nodes, segs, sizes, cats []any
+	for i := range n {
+		l[i], r[i], f[i], c[i], dl[i], st[i] = -1, -1, 0, 0.5, 0, 0
+	}
+	for i := 0; i < d; i++ {
+		l[2*i], r[2*i], st[2*i], c[2*i] = 2*i+1, 2*i+2, 1, math.NaN()
+		nodes, segs, sizes, cats = append(nodes, 2*i), append(segs, i), append(sizes, 1), append(cats, 1<<24-1)
+	}
+	m := tinyModel()
+	tr := treeOf(m)
+	tr["left_children"], tr["right_children"], tr["split_indices"], tr["split_conditions"], tr["default_left"], tr["split_type"] = l, r, f, c, dl, st
+	tr["categories_nodes"], tr["categories_segments"], tr["categories_sizes"], tr["categories"] = nodes, segs, sizes, cats
+	tr["tree_param"].(map[string]any)["num_nodes"] = fmt.Sprint(n)
+	_, err := Parse(mustUBJ(m))
+	if err == nil || !strings.Contains(err.Error(), "category sets exceed 16777216 words") {
+		t.Fatalf("err = %v", err)
 	}
 }

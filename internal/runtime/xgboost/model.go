@@ -437,7 +437,7 @@ func (p *parsed) readTrees(model map[string]any) error {
 		if err != nil {
 			return err
 		}
-		rt, err := readTree(tm, p.numFeature)
+		rt, err := readTree(tm, p.numFeature, maxCatWords-len(p.catWords))
 		if err != nil {
 			return treeErr(t, err)
 		}
@@ -521,7 +521,8 @@ type rawTree struct {
 	cats [][]uint32
 }
 
-func readTree(m map[string]any, numFeature int) (*rawTree, error) {
+// readTree reads one tree; its category bitsets may take catBudget words.
+func readTree(m map[string]any, numFeature, catBudget int) (*rawTree, error) {
 	tp, err := objectField(m, "tree_param", "tree")
 	if err != nil {
 		return nil, err
@@ -582,7 +583,7 @@ func readTree(m map[string]any, numFeature int) (*rawTree, error) {
 			return nil, err
 		}
 	}
-	if err := t.readCategories(m, splitType); err != nil {
+	if err := t.readCategories(m, splitType, catBudget); err != nil {
 		return nil, err
 	}
 	for i := range n {
@@ -612,7 +613,7 @@ const maxCategory = 1 << 24
 // categories that go right (categories[categories_segments[k]:][:categories_sizes[k]]).
 // XGBoost writes these for every tree from 1.6 on (empty arrays in a tree
 // without categorical splits).
-func (t *rawTree) readCategories(m map[string]any, splitType []int64) error {
+func (t *rawTree) readCategories(m map[string]any, splitType []int64, budget int) error {
 	n := len(t.left)
 	isCat := func(i int) bool { return splitType != nil && splitType[i] == 1 && t.left[i] != -1 }
 	anyCat := false
@@ -680,7 +681,11 @@ func (t *rawTree) readCategories(m map[string]any, splitType []int64) error {
 			}
 			top = max(top, c)
 		}
-		bits := make([]uint32, (top+1+31)/32)
+		words := int((top + 1 + 31) / 32)
+		if budget -= words; budget < 0 {
+			return fmt.Errorf("node %d: the categorical splits' category sets exceed %d words", id, maxCatWords)
+		}
+		bits := make([]uint32, words)
 		for _, c := range set {
 			bits[c/32] |= 1 << (c % 32)
 		}
