@@ -84,18 +84,18 @@ def threshold_rows(booster, X):
 CASES = [
     # name, params, rounds, label kind, write ubj
     ("binary_logistic", {"objective": "binary:logistic", "max_depth": 4, "eta": 0.3}, 20, "binary", True),
-    ("binary_logitraw", {"objective": "binary:logitraw", "max_depth": 3, "base_score": 0.3}, 12, "binary", False),
-    ("reg_squarederror", {"objective": "reg:squarederror", "max_depth": 4, "base_score": 1.5}, 15, "reg", False),
-    ("reg_logistic", {"objective": "reg:logistic", "max_depth": 3, "base_score": 0.37}, 12, "prob", False),
-    ("count_poisson", {"objective": "count:poisson", "max_depth": 3, "base_score": 2.5}, 12, "count", False),
+    ("binary_logitraw", {"objective": "binary:logitraw", "max_depth": 3, "base_score": 0.3}, 12, "binary", True),
+    ("reg_squarederror", {"objective": "reg:squarederror", "max_depth": 4, "base_score": 1.5}, 15, "reg", True),
+    ("reg_logistic", {"objective": "reg:logistic", "max_depth": 3, "base_score": 0.37}, 12, "prob", True),
+    ("count_poisson", {"objective": "count:poisson", "max_depth": 3, "base_score": 2.5}, 12, "count", True),
     ("multi_softprob", {"objective": "multi:softprob", "num_class": 3, "max_depth": 3}, 8, "class3", True),
-    ("multi_softmax", {"objective": "multi:softmax", "num_class": 4, "max_depth": 2}, 6, "class4", False),
+    ("multi_softmax", {"objective": "multi:softmax", "num_class": 4, "max_depth": 2}, 6, "class4", True),
     # a random-forest-style model: several parallel trees per round
     ("parallel_trees", {"objective": "binary:logistic", "max_depth": 3, "num_parallel_tree": 3,
                         "subsample": 0.8, "colsample_bynode": 0.8}, 4, "binary", True),
     # exact + pruning, which can leave deleted nodes in the arrays
     ("pruned_exact", {"objective": "reg:squarederror", "tree_method": "exact", "max_depth": 6,
-                      "gamma": 40.0}, 6, "reg", False),
+                      "gamma": 40.0}, 6, "reg", True),
     # tiny models: fuzz seeds (see scripts/xgboost_fuzz_corpus.go)
     ("tiny_binary", {"objective": "binary:logistic", "max_depth": 2}, 2, "binary", True),
     ("tiny_softprob", {"objective": "multi:softprob", "num_class": 3, "max_depth": 1}, 1, "class3", True),
@@ -148,14 +148,14 @@ def unsupported(rng):
 MORE_CASES = [
     ("reg_absoluteerror", {"objective": "reg:absoluteerror", "max_depth": 3}, 10, "reg", True),
     ("reg_pseudohubererror", {"objective": "reg:pseudohubererror", "max_depth": 3, "huber_slope": 1.5,
-                              "base_score": 1.0}, 10, "reg", False),
-    ("reg_squaredlogerror", {"objective": "reg:squaredlogerror", "max_depth": 3, "base_score": 2.0}, 10, "pos", False),
+                              "base_score": 1.0}, 10, "reg", True),
+    ("reg_squaredlogerror", {"objective": "reg:squaredlogerror", "max_depth": 3, "base_score": 2.0}, 10, "pos", True),
     ("reg_tweedie", {"objective": "reg:tweedie", "tweedie_variance_power": 1.4, "max_depth": 3}, 12, "nonneg", True),
-    ("reg_gamma", {"objective": "reg:gamma", "max_depth": 3, "base_score": 3.0}, 12, "pos", False),
+    ("reg_gamma", {"objective": "reg:gamma", "max_depth": 3, "base_score": 3.0}, 12, "pos", True),
     ("binary_hinge", {"objective": "binary:hinge", "max_depth": 3}, 10, "binary", True),
     ("rank_pairwise", {"objective": "rank:pairwise", "max_depth": 3}, 10, "rank", True),
-    ("rank_ndcg", {"objective": "rank:ndcg", "max_depth": 3}, 10, "rank", False),
-    ("rank_map", {"objective": "rank:map", "max_depth": 3}, 10, "rank01", False),
+    ("rank_ndcg", {"objective": "rank:ndcg", "max_depth": 3}, 10, "rank", True),
+    ("rank_map", {"objective": "rank:map", "max_depth": 3}, 10, "rank01", True),
     ("survival_cox", {"objective": "survival:cox", "max_depth": 3}, 10, "cox", True),
     ("survival_aft", {"objective": "survival:aft", "aft_loss_distribution": "logistic",
                       "aft_loss_distribution_scale": 1.2, "max_depth": 3}, 10, "aft", True),
@@ -167,7 +167,7 @@ MORE_CASES = [
     ("dart_softprob", {"booster": "dart", "objective": "multi:softprob", "num_class": 3, "max_depth": 2,
                        "rate_drop": 0.25, "sample_type": "weighted", "normalize_type": "forest"}, 8, "class3", True),
     ("dart_reg", {"booster": "dart", "objective": "reg:squarederror", "max_depth": 3, "rate_drop": 0.2,
-                  "one_drop": 1, "base_score": 1.5}, 10, "reg", False),
+                  "one_drop": 1, "base_score": 1.5}, 10, "reg", True),
 ]
 
 
