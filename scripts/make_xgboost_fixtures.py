@@ -144,7 +144,8 @@ def unsupported(rng):
 # bytes. Label kinds as in labels(), plus: "pos" (positive), "nonneg"
 # (zeros and positives), "rank" (relevance 0..3 in query groups of 20),
 # "rank01" (relevant or not, in groups), "cox" (survival times, negative =
-# censored), "aft" (interval-censored bounds), "multi3" (three targets).
+# censored), "aft" (interval-censored bounds), "multi3" (three targets),
+# "multilabel" (three 0/1 labels).
 MORE_CASES = [
     ("reg_absoluteerror", {"objective": "reg:absoluteerror", "max_depth": 3}, 10, "reg", True),
     ("reg_pseudohubererror", {"objective": "reg:pseudohubererror", "max_depth": 3, "huber_slope": 1.5,
@@ -160,6 +161,8 @@ MORE_CASES = [
     ("survival_aft", {"objective": "survival:aft", "aft_loss_distribution": "logistic",
                       "aft_loss_distribution_scale": 1.2, "max_depth": 3}, 10, "aft", True),
     ("multi_target", {"objective": "reg:squarederror", "max_depth": 3, "base_score": 0.7}, 6, "multi3", True),
+    # multi-label classification: three 0/1 labels, a probability each
+    ("multi_label", {"objective": "binary:logistic", "max_depth": 3}, 6, "multilabel", True),
     # dart: dropout in training; inference uses every tree, each scaled by
     # its weight_drop
     ("dart_binary", {"booster": "dart", "objective": "binary:logistic", "max_depth": 3, "rate_drop": 0.3,
@@ -206,6 +209,10 @@ def more_dmatrix(kind, X, rng):
         Z = np.nan_to_num(X, nan=0.0)
         Y = np.stack([s, Z[:, 1] * 2 - Z[:, 4], np.abs(Z[:, 6]) + 0.5 * Z[:, 3]], 1)
         return xgb.DMatrix(X, label=(Y + rng.normal(scale=0.2, size=Y.shape)).astype(np.float32))
+    if kind == "multilabel":
+        Z = np.nan_to_num(X, nan=0.0)
+        Y = np.stack([s > 0, Z[:, 1] + Z[:, 4] > 0, Z[:, 3] >= 2], 1)
+        return xgb.DMatrix(X, label=Y.astype(np.float32))
     raise ValueError(kind)
 
 

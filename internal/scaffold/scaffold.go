@@ -127,8 +127,11 @@ func fromXGBoost(data []byte) (*Model, error) {
 		m.Outputs = []string{"class"}
 	case d.NumTarget > 1:
 		prefix := "target"
-		if o == "reg:quantileerror" {
+		switch o {
+		case "reg:quantileerror":
 			prefix = "quantile" // one per quantile_alpha, in its order
+		case "binary:logistic", "reg:logistic":
+			prefix = "probability" // multi-label: one per label
 		}
 		for k := range d.NumTarget {
 			m.Outputs = append(m.Outputs, prefix+strconv.Itoa(k))

@@ -63,6 +63,7 @@ func TestDescribe(t *testing.T) {
 		{"xgboost cox", "m.json", read(t, xgbTD+"survival_cox.json"), "xgboost", eightFloats, "hazardRatio"},
 		{"xgboost aft", "m.json", read(t, xgbTD+"survival_aft.json"), "xgboost", eightFloats, "survivalTime"},
 		{"xgboost multi-target", "m.json", read(t, xgbTD+"multi_target.json"), "xgboost", eightFloats, "target0 target1 target2"},
+		{"xgboost multi-label", "m.ubj", read(t, xgbTD+"multi_label.ubj"), "xgboost", eightFloats, "probability0 probability1 probability2"},
 		{"xgboost quantiles", "m.json", read(t, xgbTD+"quantile_v2.json"), "xgboost", eightFloats, "quantile0 quantile1 quantile2"},
 		{"xgboost tweedie", "m.json", read(t, xgbTD+"reg_tweedie.json"), "xgboost", eightFloats, "prediction"},
 		{"linear", "model.json", read(t, "../../examples/churn/model.json"), "linear",

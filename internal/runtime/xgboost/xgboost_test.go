@@ -111,6 +111,7 @@ func TestMatchesXGBoost(t *testing.T) {
 		{"survival_cox", []string{"json", "ubj"}, 1, 1, false},
 		{"survival_aft", []string{"json", "ubj"}, 1, 1, false},
 		{"multi_target", []string{"json", "ubj"}, 3, 3, false},
+		{"multi_label", []string{"json", "ubj"}, 3, 3, false},
 		{"vector_base_score", []string{"json"}, 3, 3, false},
 		{"quantile_v2", []string{"json"}, 3, 3, false},
 		{"quantile_v34", []string{"json"}, 3, 3, false},
