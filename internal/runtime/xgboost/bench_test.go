@@ -131,3 +131,25 @@ func BenchmarkLoad500Trees(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPredictCategorical predicts 1024 rows (cat_rows.json repeated)
+// with cat_softprob, a model with categorical and numerical splits (18
+// trees, 3 classes), in one call: the categorical walk's cost.
+func BenchmarkPredictCategorical(b *testing.B) {
+	m := loadFile(b, "cat_softprob.json")
+	rows := rowsFile(b, "cat_rows.json")
+	in := runtime.Batch{Cols: rows.Cols}
+	for in.Rows < 1024 {
+		n := min(rows.Rows, 1024-in.Rows)
+		in.Data = append(in.Data, rows.Data[:n*rows.Cols]...)
+		in.Rows += n
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := m.Predict(ctx, in); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(in.Rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+}

@@ -34,8 +34,8 @@
 //     sends the categories of its set right and every other code left,
 //     invalid ones (negative, at or above 2^24) included, a fractional code
 //     truncated, as common::Decision does; a model with categorical splits
-//     walks each row on its own (stepCat), one without them keeps the
-//     branch-free walk of several rows at once (step).
+//     walks with a bounds-checked step that tests for a category set
+//     (stepCat), one without them keeps the branch-free unchecked step.
 //
 // Supported objectives: binary:logistic, binary:logitraw, binary:hinge,
 // reg:squarederror, reg:squaredlogerror, reg:absoluteerror,

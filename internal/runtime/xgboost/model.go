@@ -759,6 +759,10 @@ func (t *rawTree) flatten(out []node, sentinel int32) ([]node, []catAt, int, err
 		}
 		out[slot] = node{feat: int32(t.feat[id]), value: t.cond[id], left: left, missing: missing}
 		if t.cats != nil && t.cats[id] != nil {
+			// A categorical split's value is NaN (XGBoost's split
+			// condition for one; forced, whatever the file says), which
+			// tells stepCat to test the category set.
+			out[slot].value = float32(math.NaN())
 			cats = append(cats, catAt{slot: slot, id: id})
 		}
 	}

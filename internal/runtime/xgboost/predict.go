@@ -45,29 +45,62 @@ func (m *Model) margins(data []float32, cols int, out []float32) {
 	}
 }
 
-// blockCat is block for a model with categorical splits: each row walks
-// each tree on its own, every node tested for a category set. Models
-// without categorical splits never come here, so the numerical walk keeps
-// its speed.
+// blockCat is block for a model with categorical splits: the same order
+// (trees outer, rows inner, lanes rows of a block walking a tree together),
+// with stepCat's bounds-checked, branchy step. Models without categorical
+// splits never come here, so the numerical walk keeps its speed.
 func (m *Model) blockCat(rows []float32, stride, n int, acc []float32) {
+	nodes := m.nodes
 	ng := m.numGroup
+	full := n - n%lanes
 	for t, root := range m.roots {
 		g := int(m.groups[t])
 		depth := int(m.depths[t])
-		for r := range n {
+		for r := 0; r < full; r += lanes {
+			i0, i1, i2, i3, i4, i5, i6, i7 := root, root, root, root, root, root, root, root
+			r0 := rows[r*stride : (r+1)*stride]
+			r1 := rows[(r+1)*stride : (r+2)*stride]
+			r2 := rows[(r+2)*stride : (r+3)*stride]
+			r3 := rows[(r+3)*stride : (r+4)*stride]
+			r4 := rows[(r+4)*stride : (r+5)*stride]
+			r5 := rows[(r+5)*stride : (r+6)*stride]
+			r6 := rows[(r+6)*stride : (r+7)*stride]
+			r7 := rows[(r+7)*stride : (r+8)*stride]
+			for range depth {
+				i0 = m.stepCat(i0, r0)
+				i1 = m.stepCat(i1, r1)
+				i2 = m.stepCat(i2, r2)
+				i3 = m.stepCat(i3, r3)
+				i4 = m.stepCat(i4, r4)
+				i5 = m.stepCat(i5, r5)
+				i6 = m.stepCat(i6, r6)
+				i7 = m.stepCat(i7, r7)
+			}
+			a := acc[r*ng+g : (r+lanes-1)*ng+g+1]
+			a[0] += nodes[i0].value
+			a[ng] += nodes[i1].value
+			a[2*ng] += nodes[i2].value
+			a[3*ng] += nodes[i3].value
+			a[4*ng] += nodes[i4].value
+			a[5*ng] += nodes[i5].value
+			a[6*ng] += nodes[i6].value
+			a[7*ng] += nodes[i7].value
+		}
+		for r := full; r < n; r++ {
 			row := rows[r*stride : (r+1)*stride]
 			i := root
 			for range depth {
 				i = m.stepCat(i, row)
 			}
-			acc[r*ng+g] += m.nodes[i].value
+			acc[r*ng+g] += nodes[i].value
 		}
 	}
 }
 
 // stepCat is step for a model with categorical splits, bounds-checked. A
-// categorical split sends a category in its set right and everything else
-// left: a code outside [0, 2^24), fractional codes truncated, as XGBoost's
+// categorical split (its value is NaN, which no numerical split or leaf
+// has) sends a category in its set right and everything else left: a code
+// outside [0, 2^24), fractional codes truncated, as XGBoost's
 // common::Decision does. A missing value follows the default direction.
 func (m *Model) stepCat(i int32, row []float32) int32 {
 	nd := &m.nodes[i]
@@ -75,8 +108,8 @@ func (m *Model) stepCat(i int32, row []float32) int32 {
 	if v != v {
 		return nd.missing
 	}
-	if c := m.catOf[i]; c >= 0 {
-		sp := m.catSpans[c]
+	if nd.value != nd.value {
+		sp := m.catSpans[m.catOf[i]]
 		if v >= 0 && v < maxCategory {
 			k := uint32(v)
 			if w := int32(k / 32); w < sp.n && m.catWords[sp.off+w]>>(k%32)&1 != 0 {
