@@ -12,6 +12,8 @@ import (
 const (
 	// InvalidArgument: malformed or invalid request: body, instance values, `deadlineMs`, `routingKey`, `X-Request-Id`, version number, `wait`, package name ≠ URL name; deployment bodies (weights not summing to 100, a version twice, a bad plan, an unknown or impossible rollout action); bad `at`/`since`/`limit`
 	InvalidArgument Code = "invalid_argument"
+	// JobInvalid: a batch job submit (`POST /v1/jobs`) that cannot run, naming the field and the fix: an unknown model or version, a bad `chunkRows`, `maxErrorRate`, `id` or format, an input that is missing, unreadable or not in its format, a CSV without the id column or a schema field, an output that exists already
+	JobInvalid Code = "job_invalid"
 	// Unauthenticated: tenants file in use and the API key is missing or unknown; a worker's `Register` without a valid join token or client certificate, its `Heartbeat` or `FetchArtifact` without its session, a call to a worker without its call secret
 	Unauthenticated Code = "unauthenticated"
 	// PermissionDenied: the tenant may not call this model, or is not admin and publishes, archives, loads, deletes or changes a deployment; a worker fetching an artifact of a version not placed on it, or sending another worker's status
@@ -20,12 +22,16 @@ const (
 	WorkerAddressRefused Code = "worker_address_refused"
 	// NotFound: unknown route, model or version; a model with no deployment or no rollout; a version without `drift:`; records off (`--no-records`); rollback with no earlier 100 % version
 	NotFound Code = "not_found"
+	// JobNotFound: no batch job of that id that the caller may see (another tenant's job is not found, not forbidden)
+	JobNotFound Code = "job_not_found"
 	// MethodNotAllowed: wrong method for a known path (`Allow` names the right one)
 	MethodNotAllowed Code = "method_not_allowed"
 	// AlreadyExists: `PUT /v1/deployments/{model}` with a stale `expectPolicyVersion`, or while a rollout is active; starting a rollout while one is active, or of the version that already takes most of the traffic; archiving a version that holds traffic, is in an active rollout, is the rollback target inside `keepWarm`, or is still loading; deleting a model with an active rollout or recent traffic
 	AlreadyExists Code = "already_exists"
 	// IdempotencyConflict: predict: the `X-Request-Id` was used by the same tenant with a different request within `--idempotency-window`
 	IdempotencyConflict Code = "idempotency_conflict"
+	// JobConflict: a job submit with an `id` another job holds (with another body), or a cancel of a job already succeeded, failed or cancelled
+	JobConflict Code = "job_conflict"
 	// WorkerIDInUse: a worker's `Register` for an id whose session is live, without that session's secret: another process holds the id (or the same worker restarted and its old session is not dead yet)
 	WorkerIDInUse Code = "worker_id_in_use"
 	// PayloadTooLarge: predict body over `--max-body-bytes`; upload body or its inflated files over `--max-upload-bytes`, or inflating more than 100:1; deployment body over 1 MiB
@@ -54,6 +60,8 @@ const (
 	ShuttingDown Code = "shutting_down"
 	// Unavailable: a replica or worker crashed while computing this request and it could not be retried in time; the metadata store, the artifact store or the records store failed (a push on a full disk: `no space left on the artifact store's disk`); the message never names a server path
 	Unavailable Code = "unavailable"
+	// JobsOff: the server keeps no batch jobs (it has no job store)
+	JobsOff Code = "jobs_off"
 	// DeadlineExceeded: the deadline passed before the request could be admitted, or while it was being computed; a duplicate gave up waiting for the first attempt
 	DeadlineExceeded Code = "deadline_exceeded"
 	// ExpiredInQueue: the deadline passed while every row of the request was still queued
@@ -64,6 +72,8 @@ const (
 var catalogue = [...]Entry{
 	{Code: InvalidArgument, HTTP: http.StatusBadRequest, GRPC: codes.InvalidArgument,
 		Doc: "malformed or invalid request: body, instance values, `deadlineMs`, `routingKey`, `X-Request-Id`, version number, `wait`, package name ≠ URL name; deployment bodies (weights not summing to 100, a version twice, a bad plan, an unknown or impossible rollout action); bad `at`/`since`/`limit`"},
+	{Code: JobInvalid, HTTP: http.StatusBadRequest, GRPC: codes.InvalidArgument,
+		Doc: "a batch job submit (`POST /v1/jobs`) that cannot run, naming the field and the fix: an unknown model or version, a bad `chunkRows`, `maxErrorRate`, `id` or format, an input that is missing, unreadable or not in its format, a CSV without the id column or a schema field, an output that exists already"},
 	{Code: Unauthenticated, HTTP: http.StatusUnauthorized, GRPC: codes.Unauthenticated,
 		Doc: "tenants file in use and the API key is missing or unknown; a worker's `Register` without a valid join token or client certificate, its `Heartbeat` or `FetchArtifact` without its session, a call to a worker without its call secret"},
 	{Code: PermissionDenied, HTTP: http.StatusForbidden, GRPC: codes.PermissionDenied,
@@ -72,12 +82,16 @@ var catalogue = [...]Entry{
 		Doc: "a worker's `Register` with an address the gateway may not dial: not `host:port`, a name that resolves to an address outside the policy, or an address outside it (`--worker-cidrs`, default loopback; with `--kube-workers` only a watched pod's own IP, for a worker whose id is a watched Running pod; local `--workers` on loopback)"},
 	{Code: NotFound, HTTP: http.StatusNotFound, GRPC: codes.NotFound,
 		Doc: "unknown route, model or version; a model with no deployment or no rollout; a version without `drift:`; records off (`--no-records`); rollback with no earlier 100 % version"},
+	{Code: JobNotFound, HTTP: http.StatusNotFound, GRPC: codes.NotFound,
+		Doc: "no batch job of that id that the caller may see (another tenant's job is not found, not forbidden)"},
 	{Code: MethodNotAllowed, HTTP: http.StatusMethodNotAllowed, GRPC: codes.Unimplemented,
 		Doc: "wrong method for a known path (`Allow` names the right one)"},
 	{Code: AlreadyExists, HTTP: http.StatusConflict, GRPC: codes.AlreadyExists,
 		Doc: "`PUT /v1/deployments/{model}` with a stale `expectPolicyVersion`, or while a rollout is active; starting a rollout while one is active, or of the version that already takes most of the traffic; archiving a version that holds traffic, is in an active rollout, is the rollback target inside `keepWarm`, or is still loading; deleting a model with an active rollout or recent traffic"},
 	{Code: IdempotencyConflict, HTTP: http.StatusConflict, GRPC: codes.AlreadyExists,
 		Doc: "predict: the `X-Request-Id` was used by the same tenant with a different request within `--idempotency-window`"},
+	{Code: JobConflict, HTTP: http.StatusConflict, GRPC: codes.AlreadyExists,
+		Doc: "a job submit with an `id` another job holds (with another body), or a cancel of a job already succeeded, failed or cancelled"},
 	{Code: WorkerIDInUse, HTTP: http.StatusConflict, GRPC: codes.AlreadyExists, RetryClient: true, RetryAfter: "until the live session of the id counts as dead (its missed heartbeats)",
 		Doc: "a worker's `Register` for an id whose session is live, without that session's secret: another process holds the id (or the same worker restarted and its old session is not dead yet)"},
 	{Code: PayloadTooLarge, HTTP: http.StatusRequestEntityTooLarge, GRPC: codes.ResourceExhausted,
@@ -106,6 +120,8 @@ var catalogue = [...]Entry{
 		Doc: "the server (or the worker holding the version) is draining"},
 	{Code: Unavailable, HTTP: http.StatusServiceUnavailable, GRPC: codes.Unavailable, RetryWorker: true, RetryClient: true, RetryAfter: "1 s for a crashed replica, an unreachable worker or a record not written; the store's advice for a failed store (2–30 s, 30 s for a full disk)",
 		Doc: "a replica or worker crashed while computing this request and it could not be retried in time; the metadata store, the artifact store or the records store failed (a push on a full disk: `no space left on the artifact store's disk`); the message never names a server path"},
+	{Code: JobsOff, HTTP: http.StatusServiceUnavailable, GRPC: codes.Unavailable,
+		Doc: "the server keeps no batch jobs (it has no job store)"},
 	{Code: DeadlineExceeded, HTTP: http.StatusGatewayTimeout, GRPC: codes.DeadlineExceeded, RetryClient: true,
 		Doc: "the deadline passed before the request could be admitted, or while it was being computed; a duplicate gave up waiting for the first attempt"},
 	{Code: ExpiredInQueue, HTTP: http.StatusGatewayTimeout, GRPC: codes.DeadlineExceeded, RetryClient: true,
@@ -117,52 +133,60 @@ func index(c Code) int {
 	switch c {
 	case InvalidArgument:
 		return 0
-	case Unauthenticated:
+	case JobInvalid:
 		return 1
-	case PermissionDenied:
+	case Unauthenticated:
 		return 2
-	case WorkerAddressRefused:
+	case PermissionDenied:
 		return 3
-	case NotFound:
+	case WorkerAddressRefused:
 		return 4
-	case MethodNotAllowed:
+	case NotFound:
 		return 5
-	case AlreadyExists:
+	case JobNotFound:
 		return 6
-	case IdempotencyConflict:
+	case MethodNotAllowed:
 		return 7
-	case WorkerIDInUse:
+	case AlreadyExists:
 		return 8
-	case PayloadTooLarge:
+	case IdempotencyConflict:
 		return 9
-	case TooManyInstances:
+	case JobConflict:
 		return 10
-	case UnsupportedMedia:
+	case WorkerIDInUse:
 		return 11
-	case InvalidPackage:
+	case PayloadTooLarge:
 		return 12
-	case QuotaExceeded:
+	case TooManyInstances:
 		return 13
-	case Internal:
+	case UnsupportedMedia:
 		return 14
-	case DeadlineInfeasible:
+	case InvalidPackage:
 		return 15
-	case NotReady:
+	case QuotaExceeded:
 		return 16
-	case ColdStart:
+	case Internal:
 		return 17
-	case QueueFull:
+	case DeadlineInfeasible:
 		return 18
-	case TooManyWorkers:
+	case NotReady:
 		return 19
-	case ShuttingDown:
+	case ColdStart:
 		return 20
-	case Unavailable:
+	case QueueFull:
 		return 21
-	case DeadlineExceeded:
+	case TooManyWorkers:
 		return 22
-	case ExpiredInQueue:
+	case ShuttingDown:
 		return 23
+	case Unavailable:
+		return 24
+	case JobsOff:
+		return 25
+	case DeadlineExceeded:
+		return 26
+	case ExpiredInQueue:
+		return 27
 	}
 	return -1
 }
