@@ -39,7 +39,9 @@
 // typed by the field's Kind (Number, String, Bool), a cell that does not
 // parse is a row error naming the field.
 //
-// Duplicate ids are row errors naming the first line of the id. The set
+// Duplicate ids are row errors naming the first line of the id. A bad
+// row that has an id (a CSV cell that does not parse) takes the id too,
+// so a later row with it is a duplicate: every id belongs to one row. The set
 // holds a 64-bit hash and a line number per id (about 40 bytes), up to
 // Options.MaxIDs (default 1<<20, ~40 MiB); past the bound ids are no
 // longer checked and DupCheck reports it, so a caller can say "duplicates
@@ -53,10 +55,12 @@
 //
 // Each Chunk carries its Offset: the byte offset of its first line (JSONL,
 // CSV) or its first row number (Parquet, found by row group and
-// SeekToRow). A resumed job passes the first uncommitted chunk's Index
-// and Offset as Options.Start and reads on from there. After a seek line
-// numbers count from the resume point (the header's line is not re-read
-// into the count).
+// SeekToRow), and its Line (the number of its first line or row). A
+// resumed job passes the first uncommitted chunk's Index and Offset as
+// Options.Start and reads on from there. After a seek line numbers count
+// from the resume point (the header's line is not re-read into the
+// count), unless Options.Line gives the chunk's Line from a scan: then
+// they are the lines a read from the start reports.
 //
 // # Writers
 //

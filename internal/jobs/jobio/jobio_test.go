@@ -644,3 +644,46 @@ func TestCSVBoundedMemory(t *testing.T) {
 		t.Fatalf("heap in use reached %d MiB above the start streaming 100 MiB of CSV; want ≤ 64 MiB", (peak-base)>>20)
 	}
 }
+
+// A reader opened at a chunk with the line the scan reported numbers its
+// rows' errors as a read from the start does (JSONL and CSV).
+func TestResumeLines(t *testing.T) {
+	cases := []struct {
+		format, in string
+		fields     []Field
+	}{
+		{FormatJSONL, "{\"id\":\"a\",\"x\":1}\n\n{\"id\":\"b\",\"x\":2}\nnot json\n{\"id\":\"c\",\"x\":3}\n\n{\"id\":\"d\"}\n{oops\n", nil},
+		{FormatCSV, "id,x\na,1\nb,2\nc,zz\nd,4\ne,5\nf,no\n", []Field{{Name: "x", Kind: Number}}},
+	}
+	for _, c := range cases {
+		t.Run(c.format, func(t *testing.T) {
+			opt := Options{ChunkRows: 2, Fields: c.fields}
+			r, err := NewReader(obj(c.in), c.format, opt)
+			must(t, err)
+			all := readAll(t, r)
+			for _, ch := range all[1:] {
+				o := opt
+				o.Start, o.Line = Start{Chunk: ch.Index, Offset: ch.Offset}, ch.Line
+				r2, err := NewReader(obj(c.in), c.format, o)
+				must(t, err)
+				got, err := r2.Next(context.Background())
+				must(t, err)
+				if got.Line != ch.Line || fmt.Sprint(got.Errors) != fmt.Sprint(ch.Errors) {
+					t.Errorf("chunk %d resumed: line %d errors %v; from the start: line %d errors %v", ch.Index, got.Line, got.Errors, ch.Line, ch.Errors)
+				}
+			}
+		})
+	}
+}
+
+// A bad row's id is taken: a later row with that id is a duplicate, so an
+// id belongs to one row.
+func TestBadRowTakesItsID(t *testing.T) {
+	in := "id,x\na,zz\na,1\nb,2\n"
+	r, err := NewReader(obj(in), FormatCSV, Options{Fields: []Field{{Name: "x", Kind: Number}}})
+	must(t, err)
+	ch := readAll(t, r)[0]
+	if len(ch.Rows) != 1 || ch.IDs[0] != "b" || len(ch.Errors) != 2 || !strings.Contains(ch.Errors[1].Message, `duplicate id "a" (first on line 2)`) {
+		t.Fatalf("rows %v errors %v; want b kept, a's bad row and its duplicate failed", ch.IDs, ch.Errors)
+	}
+}

@@ -96,6 +96,7 @@ func (r *parquetReader) Next(ctx context.Context) (Chunk, error) {
 		return Chunk{}, err
 	}
 	r.ch.reset(r.next, r.row)
+	r.ch.cur.Line = r.row + 1
 	for r.ch.n < r.ch.opt.ChunkRows {
 		if r.rows == nil {
 			if r.g >= len(r.groups) {

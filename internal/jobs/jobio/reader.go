@@ -46,6 +46,10 @@ func (e RowError) Error() string {
 type Chunk struct {
 	Index  int
 	Offset int64
+	// Line is the number of the chunk's first line (JSONL, CSV; counted
+	// from the resume point after a seek unless Options.Line says where
+	// it is) or its first row (Parquet, 1-based).
+	Line   int64
 	Rows   []Row
 	IDs    []string
 	Errors []RowError
@@ -83,6 +87,12 @@ type Options struct {
 	MaxIDs       int     // ids remembered to report duplicates; default 1<<20 (see DupCheck)
 	Fields       []Field // CSV: the schema's fields and their kinds
 	Start        Start   // resume at this chunk (zero: from the beginning)
+	// Line is the number of the line at Start.Offset (JSONL, CSV), as a
+	// scan from the start reported it in Chunk.Line: a reader opened at a
+	// resume point then numbers its lines (and its rows' errors) as a
+	// read from the start would. 0: unknown, lines count from the resume
+	// point.
+	Line int64
 }
 
 func (o Options) withDefaults() Options {
@@ -214,8 +224,18 @@ func (c *chunker) addRow(line int64, row Row) {
 	c.cur.IDs = append(c.cur.IDs, id)
 }
 
+// addError adds a bad row. A bad row with an id takes the id as a good
+// one would: a later row with the same id is its duplicate, so every id
+// in the input belongs to one row (kept or failed) and the output holds
+// it once.
 func (c *chunker) addError(e RowError) {
 	c.n++
+	if e.ID != "" {
+		if first := c.dups.add(e.ID, e.Line); first != 0 {
+			e = RowError{Line: e.Line, ID: e.ID, Field: c.opt.IDField,
+				Message: fmt.Sprintf("duplicate id %q (first on line %d); ids must be unique in the input", e.ID, first)}
+		}
+	}
 	c.cur.Errors = append(c.cur.Errors, e)
 }
 
@@ -278,7 +298,7 @@ func newJSONL(obj Object, opt Options) (*jsonlReader, error) {
 			return nil, fmt.Errorf("resume offset %d is past the input's end (%d bytes); the input changed since the job started", opt.Start.Offset, obj.Size())
 		}
 		src = io.NewSectionReader(obj, opt.Start.Offset, obj.Size()-opt.Start.Offset)
-		line = 0 // unknown after a seek: lines are counted from the resume point
+		line = opt.Line // 0 (unknown) after a seek: lines are counted from the resume point
 	}
 	r := &jsonlReader{
 		lr:   &lineReader{br: bufio.NewReaderSize(src, 64<<10), offset: opt.Start.Offset, line: line, max: opt.MaxLineBytes},
@@ -308,7 +328,7 @@ func (r *jsonlReader) Next(ctx context.Context) (Chunk, error) {
 			return Chunk{}, fmt.Errorf("reading line %d (byte %d): %w", num, off, err)
 		}
 		if r.ch.n == 0 {
-			r.ch.cur.Offset = off
+			r.ch.cur.Offset, r.ch.cur.Line = off, num
 		}
 		if tooLong {
 			r.ch.addError(RowError{Line: num, Message: fmt.Sprintf("line is longer than %d bytes (byte offset %d); split the row or raise the line bound", r.ch.opt.MaxLineBytes, off)})
@@ -460,6 +480,9 @@ func newCSV(obj Object, opt Options) (*csvReader, error) {
 		}
 		start = opt.Start.Offset
 		r.line = 0 // unknown after a seek
+		if opt.Line > 0 {
+			r.line = opt.Line - 1 // FieldPos counts the section's lines from 1
+		}
 	}
 	r.cnt = &countingReader{r: io.NewSectionReader(obj, start, obj.Size()-start)}
 	r.cr = csv.NewReader(&boundedReader{r: r.cnt, max: opt.MaxLineBytes})
@@ -491,6 +514,9 @@ func (r *csvReader) Next(ctx context.Context) (Chunk, error) {
 			var pe *csv.ParseError
 			if errors.As(err, &pe) && pe.Err == csv.ErrFieldCount {
 				line, _ := r.cr.FieldPos(0)
+				if r.ch.n == 0 {
+					r.ch.cur.Offset, r.ch.cur.Line = off, int64(line)+r.line
+				}
 				r.ch.addError(RowError{Line: int64(line) + r.line, Message: fmt.Sprintf("%d cells where the header has %d", len(rec), len(r.header))})
 				continue
 			}
@@ -504,7 +530,7 @@ func (r *csvReader) Next(ctx context.Context) (Chunk, error) {
 		pos, _ := r.cr.FieldPos(0)
 		line := int64(pos) + r.line
 		if r.ch.n == 0 {
-			r.ch.cur.Offset = off
+			r.ch.cur.Offset, r.ch.cur.Line = off, line
 		}
 		row := make(Row, len(rec))
 		var bad *RowError

@@ -2,6 +2,8 @@ package jobio
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -314,6 +316,11 @@ func (p *localParts) CleanStale(context.Context) error {
 	return nil
 }
 
+// Publish writes the output through a temporary of its own (KEY.RANDOM.tmp
+// beside KEY), so two runners assembling the same output at once (two
+// processes that both saw the last chunk done) each rename a whole file.
 func (p *localParts) Publish(_ context.Context, write func(io.Writer) error) error {
-	return p.writeAtomic(p.out, p.out+tmpSuffix, write)
+	var b [6]byte
+	rand.Read(b[:])
+	return p.writeAtomic(p.out, p.out+"."+hex.EncodeToString(b[:])+tmpSuffix, write)
 }

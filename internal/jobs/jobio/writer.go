@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // OutRow is one output row: the input row's id, the version that scored
@@ -35,7 +36,8 @@ type OutputWriter struct {
 	parts   PartStore
 	format  string
 	outputs []string // CSV/Parquet columns of the outputs, in order
-	done    map[int]bool
+	mu      sync.Mutex
+	done    map[int]bool // guarded by mu: the committed chunks
 }
 
 // PartName is the name of chunk i's part: chunk-000042.jsonl.
@@ -82,10 +84,16 @@ func OpenOutput(ctx context.Context, parts PartStore, format string, outputs []s
 }
 
 // Committed reports whether chunk i is committed.
-func (w *OutputWriter) Committed(i int) bool { return w.done[i] }
+func (w *OutputWriter) Committed(i int) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.done[i]
+}
 
 // CommittedChunks lists the committed chunks in order.
 func (w *OutputWriter) CommittedChunks() []int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	out := make([]int, 0, len(w.done))
 	for i := range w.done {
 		out = append(out, i)
@@ -97,9 +105,10 @@ func (w *OutputWriter) CommittedChunks() []int {
 // WriteChunk writes and commits chunk i's rows; it returns false without
 // writing when the chunk is already committed. The commit happens before
 // WriteChunk returns: a caller records the chunk done in its store only
-// after it.
+// after it. Several chunks may be written at once (a runner's chunks in
+// flight); one chunk is written by one caller at a time (its lease).
 func (w *OutputWriter) WriteChunk(ctx context.Context, i int, rows []OutRow) (bool, error) {
-	if w.done[i] {
+	if w.Committed(i) {
 		return false, nil
 	}
 	err := w.parts.Commit(ctx, PartName(i, w.format), func(dst io.Writer) error {
@@ -108,7 +117,9 @@ func (w *OutputWriter) WriteChunk(ctx context.Context, i int, rows []OutRow) (bo
 	if err != nil {
 		return false, fmt.Errorf("committing chunk %d: %w", i, err)
 	}
+	w.mu.Lock()
 	w.done[i] = true
+	w.mu.Unlock()
 	return true, nil
 }
 
@@ -118,7 +129,7 @@ func (w *OutputWriter) WriteChunk(ctx context.Context, i int, rows []OutRow) (bo
 // are not all committed (n = the input's chunk count).
 func (w *OutputWriter) Assemble(ctx context.Context, n int) error {
 	for i := 0; i < n; i++ {
-		if !w.done[i] {
+		if !w.Committed(i) {
 			return fmt.Errorf("chunk %d of %d is not committed; resume the job before assembling", i, n)
 		}
 	}
