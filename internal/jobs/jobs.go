@@ -7,20 +7,54 @@
 //
 //   - this file: the job's types, the Store seam (the job and its chunks,
 //     chunk claims as leases), the Predictor seam (how a runner scores
-//     rows: in process through the gateway, or over HTTP from `sluice job
-//     run --shard I/N`), and Service (what the HTTP API calls).
+//     rows: in process through the gateway, jobgw, or over HTTP from
+//     `sluice job run --shard I/N`, jobhttp), and Service (what the HTTP
+//     API calls).
+//   - decide.go: the pure decisions (progress and ETA, the error-rate
+//     rule, which state follows which, the next step of a job, the
+//     backoff of a retried chunk, the submit's validation).
+//   - manager.go: the Service. A submit is validated, its version pinned
+//     (the deployment's primary when none is named), its input opened and
+//     its first rows read in its format, its output refused when it or
+//     parts of it exist; then the job is queued. Tenants see their own
+//     jobs (another's is job_not_found), admins every job.
+//   - runner.go: the same code in `sluice serve` (Run: up to Runners jobs
+//     at once) and in `sluice job run` (RunShard: chunk i is shard
+//     i%N's).
 //   - jobio: where files live, streaming readers in chunks, part files.
 //   - jobsdb: the Store in SQLite (jobs.db in --data) and PostgreSQL
 //     (--store), each passing jobstest's conformance suite.
-//   - the runner (runner.go) and the manager (manager.go): the same code
-//     in `sluice serve` and in `sluice job run`.
 //
-// A chunk's life: pending → claimed (a lease: owner and expiry, renewed
-// while the chunk runs) → done. Its output part is committed (renamed
-// into place, jobio.OutputWriter) before Complete records it, so a crash
-// between the two redoes the chunk and WriteChunk writes nothing: the
-// output holds each id once, and the rows redone are at most one chunk
-// per runner that died.
+// # A job's life
+//
+// queued → running → succeeded | failed | cancelled. The first runner to
+// see a queued job scans its input once, streaming (rows, every chunk's
+// start, duplicate ids across the whole input), commits the scan's record
+// (each chunk's first line, and the rows whose id an earlier chunk holds)
+// among the output's parts as scan.json, and only then records the scan
+// in the store: every runner that can claim a chunk can read the record.
+// Bad rows are failures (counted in rowsFailed, the first ones listed):
+// a row that does not parse or has no id, a duplicate id (never written:
+// the output holds each id once), a row the version's schema refuses
+// (written with its error). A job fails as soon as rowsFailed > maxErrorRate
+// × rowsTotal: failures only grow, so no later chunk could bring it back.
+// A cancel stops the chunks in flight within CancelPoll (500 ms) and a
+// predict call; committed parts are kept and the job marked incomplete.
+//
+// # A chunk's life, and exactly once
+//
+// pending → claimed (a lease: owner and expiry, renewed every third of it
+// while the chunk runs; a lost lease abandons the chunk) → done. The
+// runner reads the chunk with a reader opened at its start, scores its
+// good rows (a retryable predictor error — queue full, quota, unavailable
+// — backs off and retries, never a row failure; another fails the job),
+// commits its part (renamed into place, jobio.OutputWriter), and only
+// then records it done with Complete. A crash between the commit and
+// Complete redoes the chunk after its lease expires: its part is written
+// again whole (or skipped), so the output holds each id once, and the
+// rows redone are at most one chunk per runner that died. When every
+// chunk is done the output is assembled from the parts in chunk order
+// (again after a crash during it) and the job succeeds.
 package jobs
 
 import (
