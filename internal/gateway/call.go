@@ -54,9 +54,10 @@ type Call struct {
 	Carrier    propagation.TextMapCarrier // the caller's trace context (traceparent); nil: none
 	Received   time.Time                  // when the transport received it (zero: now)
 	// Priority is the rows' serving class (Request.Priority). Transports
-	// (HTTP /v1, OIP REST and gRPC) leave it zero, serving.Online; only a
-	// caller inside the process, the batch-jobs runner, sets
-	// serving.BatchJob.
+	// leave it zero, serving.Online, except HTTP /v1 with the request
+	// header Sluice-Priority: batch (the remote runner of `sluice job
+	// run`), which sets serving.BatchJob, as the in-process batch-jobs
+	// runner does.
 	Priority serving.Priority
 	// Decode reads the request's rows and options. It runs once, inside the
 	// call's span and before the idempotency check; its error is the call's

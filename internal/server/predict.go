@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/sluiceml/sluice/internal/errs"
 	"github.com/sluiceml/sluice/internal/gateway"
 	"github.com/sluiceml/sluice/internal/records"
+	"github.com/sluiceml/sluice/internal/serving"
 	"github.com/sluiceml/sluice/internal/tenant"
 )
 
@@ -28,9 +30,13 @@ import (
 func (s *Server) predict(w http.ResponseWriter, r *http.Request, tn *tenant.Tenant, model string, version int) error {
 	start := time.Now()
 	id := requestID(w)
+	prio, err := priorityHeader(r.Header)
+	if err != nil {
+		return err
+	}
 	a := s.gw.Predict(r.Context(), gateway.Call{
 		Transport: gateway.HTTP, Tenant: tn, RequestID: id, Idempotent: r.Header.Get("X-Request-Id") != "", IDField: "X-Request-Id",
-		Model: model, Version: version, Carrier: propagation.HeaderCarrier(r.Header), Received: start,
+		Model: model, Version: version, Carrier: propagation.HeaderCarrier(r.Header), Received: start, Priority: prio,
 		Decode: func() (gateway.Input, error) {
 			body, err := s.readJSONBody(w, r)
 			if err != nil {
@@ -52,6 +58,26 @@ func (s *Server) predict(w http.ResponseWriter, r *http.Request, tn *tenant.Tena
 	})
 	s.writeAnswer(w, r, a, start)
 	return nil
+}
+
+// PriorityHeader is the request header that lowers a /v1 predict call's
+// serving class: "batch" submits its rows at serving.BatchJob, the class
+// the batcher fills last with what online work leaves idle (the remote
+// runner of `sluice job run` sends it). A caller may only lower its own
+// priority, so there is no value that raises it.
+const PriorityHeader = "Sluice-Priority"
+
+// priorityHeader reads Sluice-Priority: absent is online, "batch" is
+// serving.BatchJob, anything else a 400 naming the header.
+func priorityHeader(h http.Header) (serving.Priority, error) {
+	v := h["Sluice-Priority"] // (the key is canonical)
+	switch {
+	case len(v) == 0:
+		return serving.Online, nil
+	case len(v) == 1 && v[0] == "batch":
+		return serving.BatchJob, nil
+	}
+	return serving.Online, errs.Field(errs.InvalidArgument, PriorityHeader, "must be \"batch\" (or absent for online priority), got %q", errs.Clip(strings.Join(v, ", ")))
 }
 
 // readJSONBody checks the Content-Type and reads the body within
