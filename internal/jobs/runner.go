@@ -656,7 +656,7 @@ func (run *jobRun) score(ctx context.Context, c Claim) (res ChunkResult, failed 
 			fail(e, true)
 		}
 	}
-	results, err := run.predict(ctx, rows)
+	results, err := run.predict(WithChunk(ctx, run.id, c.Chunk), rows)
 	if err != nil {
 		return res, 0, err
 	}
@@ -798,4 +798,23 @@ func (run *jobRun) assemble(ctx context.Context, j Job) error {
 	}
 	run.r.m.forget(run.id)
 	return nil
+}
+
+type chunkKey struct{}
+
+type chunkRef struct {
+	job   string
+	chunk int
+}
+
+// WithChunk marks ctx as the scoring of a job's chunk (a Predictor names
+// its calls after it: request id "job-ID-chunk-N").
+func WithChunk(ctx context.Context, job string, chunk int) context.Context {
+	return context.WithValue(ctx, chunkKey{}, chunkRef{job, chunk})
+}
+
+// ChunkOf is the job and chunk WithChunk put in ctx (ok false: none).
+func ChunkOf(ctx context.Context) (job string, chunk int, ok bool) {
+	r, ok := ctx.Value(chunkKey{}).(chunkRef)
+	return r.job, r.chunk, ok
 }

@@ -130,6 +130,30 @@ type Set struct {
 	tenants []*Tenant
 }
 
+// Lookup returns the tenant of that name: with no tenants file (a nil
+// Set) the one implicit tenant, Default. A batch job runs as its
+// submitter, found again by name when it runs.
+func (s *Set) Lookup(name string) (*Tenant, bool) {
+	if s == nil {
+		return Default, name == Default.Name
+	}
+	for _, t := range s.tenants {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return nil, false
+}
+
+// Burst is the most instances one request of the tenant may hold (its
+// quota's burst); ok is false when the tenant has no quota.
+func (t *Tenant) Burst() (burst float64, ok bool) {
+	if t.bucket == nil {
+		return 0, false
+	}
+	return t.bucket.Burst, true
+}
+
 // Names lists the tenants in file order.
 func (s *Set) Names() []string {
 	if s == nil {

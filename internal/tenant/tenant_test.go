@@ -141,3 +141,31 @@ func TestRequestLargerThanBurst(t *testing.T) {
 		t.Fatalf("a burst-sized request: %v", err)
 	}
 }
+
+func TestLookup(t *testing.T) {
+	s, err := Parse("t.yaml", []byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn, _ := s.Authenticate("Bearer test")
+	got, ok := s.Lookup(tn.Name)
+	if !ok || got != tn {
+		t.Fatalf("Lookup(%q) = %v, %v; want the tenant that authenticates", tn.Name, got, ok)
+	}
+	if b, ok := got.Burst(); !ok || b != 400 {
+		t.Errorf("Burst = %g, %v; want 400", b, ok)
+	}
+	if _, ok := s.Lookup("nobody"); ok {
+		t.Error("Lookup of an unknown name succeeded")
+	}
+	var none *Set
+	if d, ok := none.Lookup("default"); !ok || d != Default {
+		t.Error("with no tenants file, Lookup(default) is not Default")
+	}
+	if _, ok := none.Lookup("acme"); ok {
+		t.Error("with no tenants file, Lookup(acme) succeeded")
+	}
+	if _, ok := Default.Burst(); ok {
+		t.Error("Default has a quota")
+	}
+}

@@ -1,0 +1,352 @@
+// Package jobgw is the in-process jobs.Predictor: a batch job's rows
+// scored through gateway.Predict at the batch class (serving.BatchJob),
+// as the job's submitter, with the version pinned at submit.
+//
+// Each row is checked against the version's schema first, so a row the
+// schema refuses is that row's error (field and message) and the rest of
+// the chunk is scored: the gateway refuses a whole call for one bad
+// instance. The good rows go in calls of at most the version's
+// serving.maxInstancesPerRequest, half its batch queue bound
+// (serving.BatchQueueBound: two chunks in flight fit in it) and the
+// tenant's quota burst. A call the batch queue or the quota refuses is
+// retried here after a short wait (batch work is expected to find the
+// queue full whenever online work is busy: that is the point of its
+// class), so the chunk's earlier calls are not computed again; any other
+// error is the chunk's, for the runner to retry or fail the job on.
+package jobgw
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sluiceml/sluice/internal/errs"
+	"github.com/sluiceml/sluice/internal/gateway"
+	"github.com/sluiceml/sluice/internal/jobs"
+	"github.com/sluiceml/sluice/internal/jobs/jobio"
+	"github.com/sluiceml/sluice/internal/modelpkg"
+	"github.com/sluiceml/sluice/internal/schema"
+	"github.com/sluiceml/sluice/internal/serving"
+	"github.com/sluiceml/sluice/internal/tenant"
+)
+
+// Transport names a job's calls in the gateway's spans, records and logs.
+const Transport gateway.Transport = "job"
+
+// Predictor scores job rows through a gateway.
+type Predictor struct {
+	Gateway *gateway.Gateway
+	// Tenants finds a job's submitter by name (nil: no tenants file, the
+	// one tenant is tenant.Default).
+	Tenants *tenant.Set
+	// Deadline of each call (0: DefaultDeadline): batch work waits for
+	// idle capacity, longer than an online request would.
+	Deadline time.Duration
+}
+
+// DefaultDeadline is a batch call's deadline.
+const DefaultDeadline = 2 * time.Minute
+
+var _ jobs.Predictor = (*Predictor)(nil)
+
+func (p *Predictor) tenant(name string) (*tenant.Tenant, error) {
+	t, ok := p.Tenants.Lookup(name)
+	if !ok {
+		return nil, errs.New(errs.PermissionDenied, "tenant %q is not in the tenants file any more; the job cannot run as its submitter", name)
+	}
+	return t, nil
+}
+
+func (p *Predictor) spec(model string, version int) (*modelpkg.Spec, error) {
+	sp := p.Gateway.Spec(model, version, "")
+	if sp == nil {
+		e := errs.New(errs.NotReady, "%s@%d is not loaded (not deployed, or not ready yet)", model, version)
+		e.RetryAfter = time.Second
+		return nil, e
+	}
+	return sp, nil
+}
+
+// Version describes the pinned version: its input fields as a reader
+// types them, its outputs. The tenant must be allowed on the model.
+func (p *Predictor) Version(_ context.Context, tenantName, model string, version int) (jobs.VersionInfo, error) {
+	t, err := p.tenant(tenantName)
+	if err != nil {
+		return jobs.VersionInfo{}, err
+	}
+	if err := t.Check(model); err != nil {
+		return jobs.VersionInfo{}, err
+	}
+	sp, err := p.spec(model, version)
+	if err != nil {
+		return jobs.VersionInfo{}, err
+	}
+	return jobs.VersionInfo{VersionID: fmt.Sprintf("%s@%d", model, version), Fields: Fields(sp.Schema), Outputs: append([]string(nil), sp.OutputNames...)}, nil
+}
+
+// Fields is a schema's fields as job readers type them: numbers for
+// float and int, booleans, strings for categories (and for sequences,
+// which only JSONL inputs can carry).
+func Fields(sch *schema.Schema) []jobio.Field {
+	out := make([]jobio.Field, sch.NumFields())
+	for i := range out {
+		f := sch.Field(i)
+		k := jobio.String
+		switch f.Type {
+		case schema.TypeFloat, schema.TypeInt:
+			k = jobio.Number
+		case schema.TypeBool:
+			k = jobio.Bool
+		}
+		out[i] = jobio.Field{Name: f.Name, Kind: k}
+	}
+	return out
+}
+
+// Predict scores rows: one result per row. A row the schema refuses is
+// its result's error; the call's error is what is not the rows' fault.
+func (p *Predictor) Predict(ctx context.Context, tenantName, model string, version int, rows []jobio.Row) ([]jobs.RowResult, error) {
+	t, err := p.tenant(tenantName)
+	if err != nil {
+		return nil, err
+	}
+	sp, err := p.spec(model, version)
+	if err != nil {
+		return nil, err
+	}
+	sch := sp.Schema
+	out := make([]jobs.RowResult, len(rows))
+	insts := make([]schema.Instance, 0, len(rows))
+	index := make([]int, 0, len(rows)) // insts[k] is rows[index[k]]
+	check := sp.Manifest.Features == nil // enriched fields are filled by the gateway: it judges those rows
+	var buf []float32
+	if check && sch.Columns() {
+		buf = make([]float32, sch.Width())
+	}
+	for i, r := range rows {
+		inst := Instance(sch, r)
+		if check {
+			var err error
+			if sch.Columns() {
+				err = sch.Row("", inst, buf)
+			} else {
+				_, err = sch.Tokens("", inst)
+			}
+			if err != nil {
+				out[i].Err = rowErr(err)
+				continue
+			}
+		}
+		insts, index = append(insts, inst), append(index, i)
+	}
+	size := callSize(sp, t)
+	job, chunk, _ := jobs.ChunkOf(ctx)
+	for part, lo := 0, 0; lo < len(insts); part, lo = part+1, lo+size {
+		hi := min(lo+size, len(insts))
+		id := fmt.Sprintf("job-%s-chunk-%d", job, chunk)
+		if len(insts) > size {
+			id += "-" + strconv.Itoa(part)
+		}
+		if err := p.call(ctx, t, model, version, id, insts[lo:hi], index[lo:hi], out); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// callSize is how many rows one gateway call holds.
+func callSize(sp *modelpkg.Spec, t *tenant.Tenant) int {
+	sv := sp.Manifest.Serving
+	n := max(serving.BatchQueueBound(sv.MaxQueueInstances, 0)/2, 1)
+	if sv.MaxInstancesPerRequest > 0 {
+		n = min(n, sv.MaxInstancesPerRequest)
+	}
+	if b, ok := t.Burst(); ok {
+		n = min(n, max(int(math.Floor(b)), 1))
+	}
+	return n
+}
+
+// call scores insts (rows index of the chunk) in one gateway call,
+// retrying a full batch queue or an empty quota; a row the gateway
+// refuses (a field enrichment filled, say) is that row's error and the
+// others are sent again.
+func (p *Predictor) call(ctx context.Context, t *tenant.Tenant, model string, version int, id string, insts []schema.Instance, index []int, out []jobs.RowResult) error {
+	deadline := p.Deadline
+	if deadline <= 0 {
+		deadline = DefaultDeadline
+	}
+	for attempt := 1; len(insts) > 0; {
+		batch := insts
+		a := p.Gateway.Predict(ctx, gateway.Call{Transport: Transport, Tenant: t, RequestID: id, Model: model, Version: version,
+			Priority: serving.BatchJob, Decode: func() (gateway.Input, error) {
+				return gateway.Input{Instances: batch, Deadline: deadline}, nil
+			}})
+		if a.Err == nil {
+			pr := a.Prediction
+			if pr.Out.Rows != len(insts) {
+				return errs.New(errs.Internal, "%s answered %d rows for %d", a.ModelVersion, pr.Out.Rows, len(insts))
+			}
+			for k := range insts {
+				row := pr.Out.Row(k)
+				m := make(map[string]any, len(pr.Outputs))
+				for c, name := range pr.Outputs {
+					if c < len(row) {
+						m[name] = float32Value(row[c])
+					}
+				}
+				out[index[k]].Outputs = m
+			}
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		e := a.Err
+		if k, ok := instanceOf(e.Field); ok && k < len(insts) && (e.Code == errs.InvalidArgument) {
+			out[index[k]].Err = rowErr(e)
+			insts = append(insts[:k:k], insts[k+1:]...)
+			index = append(index[:k:k], index[k+1:]...)
+			continue
+		}
+		if e.Code != errs.QueueFull && e.Code != errs.QuotaExceeded {
+			return e
+		}
+		wait := retryWait(attempt, e)
+		attempt++
+		tm := time.NewTimer(wait)
+		select {
+		case <-tm.C:
+		case <-ctx.Done():
+			tm.Stop()
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// retryWait is the wait before sending a call again: a full batch queue
+// is waited on briefly (10 ms doubling to 250 ms: the queue drains by
+// batches), an empty quota for what its Retry-After says.
+func retryWait(attempt int, e *errs.Error) time.Duration {
+	if e.Code == errs.QuotaExceeded && e.RetryAfter > 0 {
+		return min(e.RetryAfter, jobs.BackoffMax)
+	}
+	d := 10 * time.Millisecond
+	for i := 1; i < attempt && d < 250*time.Millisecond; i++ {
+		d *= 2
+	}
+	return min(d, 250*time.Millisecond)
+}
+
+// instanceOf reads k from a field path "instances[k]…".
+func instanceOf(field string) (int, bool) {
+	rest, ok := strings.CutPrefix(field, "instances[")
+	if !ok {
+		return 0, false
+	}
+	i := strings.IndexByte(rest, ']')
+	if i < 0 {
+		return 0, false
+	}
+	k, err := strconv.Atoi(rest[:i])
+	return k, err == nil && k >= 0
+}
+
+// rowErr is a refused row's error: the field (without the instance's
+// path) and the message.
+func rowErr(err error) *jobio.OutError {
+	e := errs.As(err)
+	field := e.Field
+	if _, ok := instanceOf(field); ok {
+		field = field[strings.IndexByte(field, ']')+1:]
+	}
+	field = strings.TrimPrefix(field, ".")
+	msg := e.Message
+	if field != "" {
+		msg = strings.TrimPrefix(msg, e.Field+": ")
+	}
+	return &jobio.OutError{Field: field, Message: msg}
+}
+
+// Instance is a job row as the schema reads it: the schema's fields
+// first, in its order (the fast path of validation), then the row's
+// other keys in sorted order (the schema refuses them by name).
+func Instance(sch *schema.Schema, r jobio.Row) schema.Instance {
+	inst := make(schema.Instance, 0, len(r))
+	seen := 0
+	for i := range sch.NumFields() {
+		name := sch.Field(i).Name
+		if v, ok := r[name]; ok {
+			inst = append(inst, schema.Member{Name: name, Value: value(v)})
+			seen++
+		}
+	}
+	if seen == len(r) {
+		return inst
+	}
+	var extra []string
+	for k := range r {
+		if _, ok := sch.FieldIndex(k); !ok {
+			extra = append(extra, k)
+		}
+	}
+	slices.Sort(extra)
+	for _, k := range extra {
+		inst = append(inst, schema.Member{Name: k, Value: value(r[k])})
+	}
+	return inst
+}
+
+// value is a decoded row value as a schema.Value.
+func value(v any) schema.Value {
+	switch x := v.(type) {
+	case nil:
+		return schema.Value{Kind: schema.Null}
+	case bool:
+		return schema.Value{Kind: schema.Bool, Bool: x}
+	case string:
+		return schema.Value{Kind: schema.String, Text: x}
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return schema.Value{Kind: schema.Composite}
+		}
+		return schema.Value{Kind: schema.Number, Text: strconv.FormatFloat(x, 'g', -1, 64)}
+	case float32:
+		return value(float64(x))
+	case int64:
+		return schema.Value{Kind: schema.Number, Text: strconv.FormatInt(x, 10)}
+	case int32:
+		return schema.Value{Kind: schema.Number, Text: strconv.FormatInt(int64(x), 10)}
+	case int:
+		return schema.Value{Kind: schema.Number, Text: strconv.Itoa(x)}
+	case json.Number:
+		return schema.Value{Kind: schema.Number, Text: x.String()}
+	case []any:
+		arr := schema.Value{Kind: schema.Array, Items: make([]string, 0, len(x))}
+		for _, e := range x {
+			ev := value(e)
+			if ev.Kind != schema.Number {
+				return schema.Value{Kind: schema.Composite}
+			}
+			arr.Items = append(arr.Items, ev.Text)
+		}
+		return arr
+	}
+	return schema.Value{Kind: schema.Composite}
+}
+
+// float32Value is f as the float64 of its shortest decimal (0.8, not
+// 0.800000011920929): what the model computed, written as /v1 writes it.
+func float32Value(f float32) float64 {
+	x, err := strconv.ParseFloat(strconv.FormatFloat(float64(f), 'g', -1, 32), 64)
+	if err != nil {
+		return float64(f)
+	}
+	return x
+}
