@@ -122,7 +122,7 @@ func (p *Predictor) Predict(ctx context.Context, tenantName, model string, versi
 	sch := sp.Schema
 	out := make([]jobs.RowResult, len(rows))
 	insts := make([]schema.Instance, 0, len(rows))
-	index := make([]int, 0, len(rows)) // insts[k] is rows[index[k]]
+	index := make([]int, 0, len(rows))   // insts[k] is rows[index[k]]
 	check := sp.Manifest.Features == nil // enriched fields are filled by the gateway: it judges those rows
 	var buf []float32
 	if check && sch.Columns() {
