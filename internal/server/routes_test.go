@@ -63,6 +63,8 @@ var routeCalls = map[string][]string{
 	"/v1/deployments/": {"GET /v1/deployments/fraud", "PUT /v1/deployments/fraud", "POST /v1/deployments/fraud:rollback",
 		"GET /v1/deployments/fraud/history", "GET /v1/deployments/fraud/rollout", "POST /v1/deployments/fraud/rollout",
 		"POST /v1/deployments/fraud/rollout:pause"},
+	"/v1/jobs":    {"GET /v1/jobs", "POST /v1/jobs", "GET /v1/jobs?state=running"},
+	"/v1/jobs/":   {"GET /v1/jobs/job-1", "POST /v1/jobs/job-1:cancel", "GET /v1/jobs/job-1/nothing"},
 	"/v2":         {"GET /v2"},
 	"/v2/health/": {"GET /v2/health/live", "GET /v2/health/ready"},
 	"/v2/": {"GET /v2/models/fraud", "GET /v2/models/fraud/ready", "POST /v2/models/fraud/infer", "GET /v2/models/fraud/versions/1",

@@ -26,6 +26,7 @@ import (
 	"github.com/sluiceml/sluice/internal/control"
 	"github.com/sluiceml/sluice/internal/errs"
 	"github.com/sluiceml/sluice/internal/gateway"
+	"github.com/sluiceml/sluice/internal/jobs"
 	"github.com/sluiceml/sluice/internal/modelpkg"
 	"github.com/sluiceml/sluice/internal/predcache"
 	"github.com/sluiceml/sluice/internal/records"
@@ -79,6 +80,9 @@ type Config struct {
 	// cache: (nil: a set of the server's own; app passes the one whose
 	// Drop the controller calls when a version leaves the routing).
 	Caches *predcache.Set
+	// Jobs serves the batch jobs' routes (/v1/jobs…); nil: every one
+	// answers jobs_off (503).
+	Jobs jobs.Service
 }
 
 // Server serves the public API.
@@ -143,6 +147,8 @@ func New(cfg Config, ctl *control.Controller) *Server {
 	s.handle("/v1/workers", Admin, s.wrap(onlyGet(s.listWorkers)))
 	s.handle("/v1/models/", Key, s.wrap(s.models))
 	s.handle("/v1/deployments/", Key, s.wrap(s.deployments))
+	s.handle("/v1/jobs", Key, s.wrap(s.jobsRoot))
+	s.handle("/v1/jobs/", Key, s.wrap(s.jobsOne))
 	// /v2 and /v2/health/*: OIP's server metadata and health, public as
 	// /healthz; /v2/models/… needs a key (routeV2).
 	s.handle("/v2", Public, s.wrapV2(s.routeV2))
