@@ -274,3 +274,19 @@ func SameSubmit(s Submit, tenant string, j Job) bool {
 		sp.Input == s.Input && sp.Output == s.Output && sp.IDField == s.IDField && sp.ChunkRows == s.ChunkRows &&
 		s.MaxErrorRate != nil && sp.MaxErrorRate == *s.MaxErrorRate
 }
+
+// ChunkBytes bounds the input bytes of one chunk a runner holds: a line
+// (a JSONL row, a CSV record) may take at most LineBytes(chunkRows) of
+// it, so memory stays bounded whatever the file holds. A longer line is
+// a row error (JSONL) or ends the job (CSV cannot resynchronise inside a
+// quoted cell); fewer chunkRows allow longer lines.
+const ChunkBytes = 64 << 20
+
+// LineBytes is the longest line a job of chunkRows rows reads: ChunkBytes
+// over the rows, at least 4 KiB and at most 1 MiB.
+func LineBytes(chunkRows int) int {
+	if chunkRows <= 0 {
+		chunkRows = DefaultChunkRows
+	}
+	return min(max(ChunkBytes/chunkRows, 4<<10), 1<<20)
+}

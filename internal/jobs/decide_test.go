@@ -219,3 +219,11 @@ func TestFormatOf(t *testing.T) {
 		}
 	}
 }
+
+func TestLineBytes(t *testing.T) {
+	for rows, want := range map[int]int{1: 1 << 20, 64: 1 << 20, 1000: 67108, MaxChunkRows: 4 << 10, 0: 67108} {
+		if got := LineBytes(rows); got != want {
+			t.Errorf("LineBytes(%d) = %d; want %d", rows, got, want)
+		}
+	}
+}

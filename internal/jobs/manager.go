@@ -215,7 +215,7 @@ func probeInput(ctx context.Context, in jobio.ObjectStore, loc jobio.Location, s
 		return invalid("input.uri", "%v", err)
 	}
 	defer obj.Close()
-	rd, err := jobio.NewReader(obj, format, jobio.Options{ChunkRows: min(sp.ChunkRows, probeRows), IDField: sp.IDField, Fields: fields})
+	rd, err := jobio.NewReader(obj, format, jobio.Options{ChunkRows: min(sp.ChunkRows, probeRows), IDField: sp.IDField, Fields: fields, MaxLineBytes: LineBytes(sp.ChunkRows)})
 	if err != nil {
 		msg := err.Error()
 		switch {

@@ -345,7 +345,7 @@ func (run *jobRun) prepare(ctx context.Context, j Job) error {
 }
 
 func (run *jobRun) options() jobio.Options {
-	return jobio.Options{ChunkRows: run.spec.ChunkRows, IDField: run.spec.IDField, Fields: run.info.Fields}
+	return jobio.Options{ChunkRows: run.spec.ChunkRows, IDField: run.spec.IDField, Fields: run.info.Fields, MaxLineBytes: LineBytes(run.spec.ChunkRows)}
 }
 
 // doScan reads the input once, commits the scan's record among the

@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -10,8 +11,11 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/parquet-go/parquet-go"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/sluiceml/sluice/internal/errs"
-	"github.com/sluiceml/sluice/internal/jobs/jobio"
 )
 
 // waitFor polls the job (in fake time) until cond holds, failing after
@@ -364,4 +368,85 @@ func TestRunnerAbandonsALostLease(t *testing.T) {
 	})
 }
 
-var _ = jobio.FormatJSONL
+
+// The per-job series count the rows while the job runs and are gone once
+// it ends; sluice_jobs counts the store's jobs by state.
+func TestRunnerMetrics(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		e.write(t, "in.jsonl", `{"id":"bad","x":-1}`+"\n"+jsonlInput(29))
+		reg := prometheus.NewRegistry()
+		cfg := e.config()
+		cfg.Metrics = reg
+		r := NewRunner(cfg)
+		m := NewManager(cfg)
+		e.pred.free = 2
+		block := make(chan struct{})
+		e.pred.setBlock(block)
+		stop := startRun(r)
+		defer stop()
+		st := submit(t, m, Submit{Model: "fraud", Input: IO{URI: "file:in.jsonl"}, Output: IO{URI: "file:out.jsonl"}, ChunkRows: 10, MaxErrorRate: ptr(0.5)})
+		waitFor(t, e.store, st.ID, 5*time.Second, func(j Job) bool { return j.ChunksDone == 2 })
+		time.Sleep(time.Second) // the watcher sets the rate
+		if v := testutil.ToFloat64(r.m.rows.WithLabelValues(st.ID, "ok")); v != 19 {
+			t.Errorf("rows ok = %g; want 19", v)
+		}
+		if v := testutil.ToFloat64(r.m.rows.WithLabelValues(st.ID, "failed")); v != 1 {
+			t.Errorf("rows failed = %g; want 1", v)
+		}
+		if n := testutil.CollectAndCount(r.m.rps); n != 1 {
+			t.Errorf("%d rows/s series; want the job's", n)
+		}
+		close(block)
+		waitFor(t, e.store, st.ID, 5*time.Second, inState(Succeeded))
+		synctest.Wait()
+		if n := testutil.CollectAndCount(r.m.rows) + testutil.CollectAndCount(r.m.rps); n != 0 {
+			t.Errorf("%d per-job series left after the job ended", n)
+		}
+		if n := testutil.CollectAndCount(r.m.chunk); n != 1 {
+			t.Errorf("chunk histogram missing")
+		}
+		want := "# HELP sluice_jobs Batch jobs in the job store, by state.\n# TYPE sluice_jobs gauge\n" +
+			"sluice_jobs{state=\"cancelled\"} 0\nsluice_jobs{state=\"failed\"} 0\nsluice_jobs{state=\"queued\"} 0\nsluice_jobs{state=\"running\"} 0\nsluice_jobs{state=\"succeeded\"} 1\n"
+		if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "sluice_jobs"); err != nil {
+			t.Error(err)
+		}
+	})
+}
+
+// CSV in, Parquet out: every id once.
+func TestRunnerCSVToParquet(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		var b strings.Builder
+		b.WriteString("id,x,extra\n")
+		for i := range 25 {
+			fmt.Fprintf(&b, "c%d,%d,ignored\n", i, i)
+		}
+		b.WriteString("bad,notanumber,z\n")
+		e.write(t, "in.csv", b.String())
+		cfg := e.config()
+		r := NewRunner(cfg)
+		m := NewManager(cfg)
+		stop := startRun(r)
+		defer stop()
+		st := submit(t, m, Submit{Model: "fraud", Input: IO{URI: "file:in.csv"}, Output: IO{URI: "file:out.parquet"}, ChunkRows: 7, MaxErrorRate: ptr(0.1)})
+		j := waitFor(t, e.store, st.ID, 10*time.Second, inState(Succeeded))
+		if j.RowsTotal != 26 || j.RowsFailed != 1 || len(j.Errors) != 1 || j.Errors[0].Line != 27 || j.Errors[0].Field != "x" {
+			t.Fatalf("job %+v errors %+v; want 26 rows, the bad one on line 27 field x", j.JobCounts, j.Errors)
+		}
+		f, err := os.Open(filepath.Join(e.dir, "out.parquet"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		st2, _ := f.Stat()
+		pf, err := parquet.OpenFile(f, st2.Size())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pf.NumRows() != 26 { // the bad row has its id: written with its error
+			t.Errorf("parquet output has %d rows; want 26", pf.NumRows())
+		}
+	})
+}
