@@ -368,7 +368,6 @@ func TestRunnerAbandonsALostLease(t *testing.T) {
 	})
 }
 
-
 // The per-job series count the rows while the job runs and are gone once
 // it ends; sluice_jobs counts the store's jobs by state.
 func TestRunnerMetrics(t *testing.T) {
