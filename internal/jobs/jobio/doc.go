@@ -64,9 +64,11 @@
 //
 // # Writers
 //
-// OutputWriter writes chunk i to KEY.parts/chunk-00000i.FORMAT.tmp,
+// OutputWriter writes chunk i to KEY.parts/chunk-00000i.FORMAT.RANDOM.tmp,
 // fsyncs it, renames it into place and fsyncs the directory: the rename
-// is the commit. OpenOutput on a crashed job's parts removes stale .tmp
+// is the commit (a temporary of its own: two runners writing one part at
+// once, after a lost lease, each rename a whole file). OpenOutput on a
+// crashed job's parts removes stale .tmp
 // files and learns the committed chunks; WriteChunk of a committed chunk
 // writes nothing, so a redone chunk appears once. Assemble streams the
 // committed parts in chunk order into KEY (published by rename too) and

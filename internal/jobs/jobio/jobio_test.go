@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/metrics"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
@@ -685,5 +687,42 @@ func TestBadRowTakesItsID(t *testing.T) {
 	ch := readAll(t, r)[0]
 	if len(ch.Rows) != 1 || ch.IDs[0] != "b" || len(ch.Errors) != 2 || !strings.Contains(ch.Errors[1].Message, `duplicate id "a" (first on line 2)`) {
 		t.Fatalf("rows %v errors %v; want b kept, a's bad row and its duplicate failed", ch.IDs, ch.Errors)
+	}
+}
+
+// Writers of one part at once (a runner whose lease was lost and the one
+// that took the chunk) leave one whole part.
+func TestConcurrentCommitsOfOnePart(t *testing.T) {
+	dir := t.TempDir()
+	ls, err := OpenLocal(dir)
+	must(t, err)
+	defer ls.Close()
+	parts, err := ls.Parts(context.Background(), "out.jsonl")
+	must(t, err)
+	var wg sync.WaitGroup
+	want := map[string]bool{}
+	for w := range 8 {
+		var rows []OutRow
+		for i := range 2000 {
+			rows = append(rows, OutRow{ID: fmt.Sprintf("w%d-%d", w, i), VersionID: "m@1"})
+		}
+		var buf bytes.Buffer
+		must(t, encodeRows(&buf, FormatJSONL, nil, rows, false))
+		want[buf.String()] = true
+		wg.Go(func() {
+			ow, err := OpenOutput(context.Background(), parts, FormatJSONL, nil)
+			if err == nil {
+				_, err = ow.WriteChunk(context.Background(), 0, rows)
+			}
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	b, err := os.ReadFile(filepath.Join(dir, "out.jsonl.parts", PartName(0, FormatJSONL)))
+	must(t, err)
+	if !want[string(b)] {
+		t.Fatalf("the part (%d bytes) is none of the writers' whole parts", len(b))
 	}
 }

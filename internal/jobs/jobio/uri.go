@@ -266,7 +266,16 @@ func (p *localParts) Commit(_ context.Context, name string, write func(io.Writer
 		return fmt.Errorf("part name %q: a plain file name without %s is needed", name, tmpSuffix)
 	}
 	full := p.dir + "/" + name
-	return p.writeAtomic(full, full+tmpSuffix, write)
+	return p.writeAtomic(full, full+"."+randomHex()+tmpSuffix, write)
+}
+
+// randomHex names a temporary of its own: two runners writing the same
+// part at once (one whose lease was lost and the one that took it) each
+// rename a whole file, and the last rename stands.
+func randomHex() string {
+	var b [6]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 func (p *localParts) list() (committed, stale []string, err error) {
@@ -320,7 +329,5 @@ func (p *localParts) CleanStale(context.Context) error {
 // beside KEY), so two runners assembling the same output at once (two
 // processes that both saw the last chunk done) each rename a whole file.
 func (p *localParts) Publish(_ context.Context, write func(io.Writer) error) error {
-	var b [6]byte
-	rand.Read(b[:])
-	return p.writeAtomic(p.out, p.out+"."+hex.EncodeToString(b[:])+tmpSuffix, write)
+	return p.writeAtomic(p.out, p.out+"."+randomHex()+tmpSuffix, write)
 }
