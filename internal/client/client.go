@@ -88,7 +88,12 @@ func (c *Client) Do(ctx context.Context, method, path string, header http.Header
 }
 
 func (c *Client) getJSON(ctx context.Context, path string, v any) error {
-	r, err := c.Do(ctx, http.MethodGet, path, nil, nil)
+	return c.getJSONMethod(ctx, http.MethodGet, path, v)
+}
+
+// getJSONMethod sends a request without a body and decodes the answer.
+func (c *Client) getJSONMethod(ctx context.Context, method, path string, v any) error {
+	r, err := c.Do(ctx, method, path, nil, nil)
 	if err != nil {
 		return err
 	}

@@ -12,18 +12,24 @@ import (
 )
 
 func (c *Client) sendJSON(ctx context.Context, method, path string, body, out any) error {
+	_, err := c.sendJSONStatus(ctx, method, path, body, out)
+	return err
+}
+
+// sendJSONStatus is sendJSON that returns the answer's status too.
+func (c *Client) sendJSONStatus(ctx context.Context, method, path string, body, out any) (int, error) {
 	b, err := json.Marshal(body)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	r, err := c.Do(ctx, method, path, http.Header{"Content-Type": {"application/json"}}, bytes.NewReader(b))
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if out != nil {
-		return json.Unmarshal(r.Body, out)
+		return r.Status, json.Unmarshal(r.Body, out)
 	}
-	return nil
+	return r.Status, nil
 }
 
 func depPath(model string) string { return "/v1/deployments/" + url.PathEscape(model) }
