@@ -30,6 +30,8 @@ import (
 	"github.com/sluiceml/sluice/internal/jobs"
 	"github.com/sluiceml/sluice/internal/jobs/jobio"
 	"github.com/sluiceml/sluice/internal/modelpkg"
+	"github.com/sluiceml/sluice/internal/records"
+	"github.com/sluiceml/sluice/internal/runtime"
 	"github.com/sluiceml/sluice/internal/schema"
 	"github.com/sluiceml/sluice/internal/serving"
 	"github.com/sluiceml/sluice/internal/tenant"
@@ -119,44 +121,160 @@ func (p *Predictor) Predict(ctx context.Context, tenantName, model string, versi
 	if err != nil {
 		return nil, err
 	}
-	sch := sp.Schema
+	c := check(sp, rows)
 	out := make([]jobs.RowResult, len(rows))
-	insts := make([]schema.Instance, 0, len(rows))
-	index := make([]int, 0, len(rows))   // insts[k] is rows[index[k]]
-	check := sp.Manifest.Features == nil // enriched fields are filled by the gateway: it judges those rows
-	var buf []float32
-	if check && sch.Columns() {
-		buf = make([]float32, sch.Width())
-	}
-	for i, r := range rows {
-		inst := Instance(sch, r)
-		if check {
-			var err error
-			if sch.Columns() {
-				err = sch.Row("", inst, buf)
-			} else {
-				_, err = sch.Tokens("", inst)
-			}
-			if err != nil {
-				out[i].Err = rowErr(err)
-				continue
-			}
+	for i, e := range c.refused {
+		if e != nil {
+			out[i].Err = e
 		}
-		insts, index = append(insts, inst), append(index, i)
 	}
 	size := callSize(sp, t)
 	job, chunk, _ := jobs.ChunkOf(ctx)
-	for part, lo := 0, 0; lo < len(insts); part, lo = part+1, lo+size {
-		hi := min(lo+size, len(insts))
+	n := len(c.index)
+	for part, lo := 0, 0; lo < n; part, lo = part+1, lo+size {
+		hi := min(lo+size, n)
 		id := fmt.Sprintf("job-%s-chunk-%d", job, chunk)
-		if len(insts) > size {
+		if n > size {
 			id += "-" + strconv.Itoa(part)
 		}
-		if err := p.call(ctx, t, model, version, id, insts[lo:hi], index[lo:hi], out); err != nil {
+		if err := p.call(ctx, t, model, version, id, c, append([]int(nil), c.index[lo:hi]...), out); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
+}
+
+// checked is a chunk's rows checked against the version's schema.
+type checked struct {
+	sch     *schema.Schema
+	rows    []jobio.Row
+	refused []*jobio.OutError // per row: the schema's refusal
+	index   []int             // the rows to score
+	// width and data: each row to score preprocessed (row i at
+	// data[i*width:]), when the schema reads columns and nothing enriches
+	// them; nil: the gateway builds the rows from the instances.
+	width int
+	data  []float32
+	insts []schema.Instance // per row, built when needed (nil entries until then)
+}
+
+// check validates each row: FastRow on the row's values where it can
+// (no number through text), the schema's Row for the refusal's message.
+// A version with features: is judged by the gateway (enrichment fills
+// fields first).
+func check(sp *modelpkg.Spec, rows []jobio.Row) *checked {
+	sch := sp.Schema
+	c := &checked{sch: sch, rows: rows, refused: make([]*jobio.OutError, len(rows)), insts: make([]schema.Instance, len(rows))}
+	if sp.Manifest.Features != nil {
+		for i := range rows {
+			c.index = append(c.index, i)
+		}
+		return c
+	}
+	if !sch.Columns() {
+		for i := range rows {
+			if _, err := sch.Tokens("", c.instance(i)); err != nil {
+				c.refused[i] = rowErr(err)
+				continue
+			}
+			c.index = append(c.index, i)
+		}
+		return c
+	}
+	c.width = sch.Width()
+	c.data = make([]float32, len(rows)*c.width)
+	cells := make([]schema.Cell, sch.NumFields())
+	for i, r := range rows {
+		dst := c.data[i*c.width : (i+1)*c.width]
+		if !(fillCells(sch, r, cells) && sch.FastRow(cells, dst)) {
+			if err := sch.Row("", c.instance(i), dst); err != nil {
+				c.refused[i] = rowErr(err)
+				continue
+			}
+		}
+		c.index = append(c.index, i)
+	}
+	return c
+}
+
+// fillCells reads r's values into cells (false: r holds a key or a value
+// FastRow cannot take; Row then judges it).
+func fillCells(sch *schema.Schema, r jobio.Row, cells []schema.Cell) bool {
+	found := 0
+	for i := range cells {
+		v, ok := r[sch.Field(i).Name]
+		if !ok {
+			cells[i] = schema.Cell{Kind: schema.Null}
+			continue
+		}
+		found++
+		switch x := v.(type) {
+		case nil:
+			cells[i] = schema.Cell{Kind: schema.Null}
+		case float64:
+			cells[i] = schema.Cell{Kind: schema.Number, X: x}
+		case int64:
+			if x > 1<<53 || x < -(1<<53) {
+				return false
+			}
+			cells[i] = schema.Cell{Kind: schema.Number, X: float64(x)}
+		case bool:
+			b := 0.0
+			if x {
+				b = 1
+			}
+			cells[i] = schema.Cell{Kind: schema.Bool, X: b}
+		case string:
+			cells[i] = schema.Cell{Kind: schema.String, Text: x}
+		default:
+			return false
+		}
+	}
+	return found == len(r)
+}
+
+func (c *checked) instance(i int) schema.Instance {
+	if c.insts[i] == nil {
+		c.insts[i] = Instance(c.sch, c.rows[i])
+	}
+	return c.insts[i]
+}
+
+// callRows is one call's rows for the gateway (gateway.Rows): the
+// preprocessed rows check wrote when the answering version's schema is
+// the pinned one, the instances otherwise (a shadow with another schema)
+// and for the input hash of the call's record.
+type callRows struct {
+	c   *checked
+	idx []int
+}
+
+func (r *callRows) Len() int     { return len(r.idx) }
+func (r *callRows) Hash() string { return records.InputHash(r.Instances()) }
+
+func (r *callRows) Instances() []schema.Instance {
+	out := make([]schema.Instance, len(r.idx))
+	for k, i := range r.idx {
+		out[k] = r.c.instance(i)
+	}
+	return out
+}
+
+func (r *callRows) Build(sch *schema.Schema, missing func(row []float32)) (runtime.Batch, error) {
+	c := r.c
+	if sch != c.sch || c.data == nil {
+		return gateway.BuildRows(sch, r.Instances(), missing)
+	}
+	w := c.width
+	b := runtime.Batch{Rows: len(r.idx), Cols: w, Data: make([]float32, len(r.idx)*w)}
+	for k, i := range r.idx {
+		row := b.Data[k*w : (k+1)*w]
+		copy(row, c.data[i*w:(i+1)*w])
+		if missing != nil {
+			missing(row)
+		}
+	}
+	return b, nil
 }
 
 // callSize is how many rows one gateway call holds.
@@ -172,35 +290,35 @@ func callSize(sp *modelpkg.Spec, t *tenant.Tenant) int {
 	return n
 }
 
-// call scores insts (rows index of the chunk) in one gateway call,
-// retrying a full batch queue or an empty quota; a row the gateway
-// refuses (a field enrichment filled, say) is that row's error and the
-// others are sent again.
-func (p *Predictor) call(ctx context.Context, t *tenant.Tenant, model string, version int, id string, insts []schema.Instance, index []int, out []jobs.RowResult) error {
+// call scores the rows idx of c in one gateway call, retrying a full
+// batch queue or an empty quota; a row the gateway refuses (a field
+// enrichment filled, say) is that row's error and the others are sent
+// again.
+func (p *Predictor) call(ctx context.Context, t *tenant.Tenant, model string, version int, id string, c *checked, idx []int, out []jobs.RowResult) error {
 	deadline := p.Deadline
 	if deadline <= 0 {
 		deadline = DefaultDeadline
 	}
-	for attempt := 1; len(insts) > 0; {
-		batch := insts
+	for attempt := 1; len(idx) > 0; {
+		rows := &callRows{c: c, idx: idx}
 		a := p.Gateway.Predict(ctx, gateway.Call{Transport: Transport, Tenant: t, RequestID: id, Model: model, Version: version,
 			Priority: serving.BatchJob, Decode: func() (gateway.Input, error) {
-				return gateway.Input{Instances: batch, Deadline: deadline}, nil
+				return gateway.Input{Rows: rows, Deadline: deadline}, nil
 			}})
 		if a.Err == nil {
 			pr := a.Prediction
-			if pr.Out.Rows != len(insts) {
-				return errs.New(errs.Internal, "%s answered %d rows for %d", a.ModelVersion, pr.Out.Rows, len(insts))
+			if pr.Out.Rows != len(idx) {
+				return errs.New(errs.Internal, "%s answered %d rows for %d", a.ModelVersion, pr.Out.Rows, len(idx))
 			}
-			for k := range insts {
+			for k, i := range idx {
 				row := pr.Out.Row(k)
 				m := make(map[string]any, len(pr.Outputs))
-				for c, name := range pr.Outputs {
-					if c < len(row) {
-						m[name] = float32Value(row[c])
+				for col, name := range pr.Outputs {
+					if col < len(row) {
+						m[name] = float32Value(row[col])
 					}
 				}
-				out[index[k]].Outputs = m
+				out[i].Outputs = m
 			}
 			return nil
 		}
@@ -208,10 +326,9 @@ func (p *Predictor) call(ctx context.Context, t *tenant.Tenant, model string, ve
 			return ctx.Err()
 		}
 		e := a.Err
-		if k, ok := instanceOf(e.Field); ok && k < len(insts) && (e.Code == errs.InvalidArgument) {
-			out[index[k]].Err = rowErr(e)
-			insts = append(insts[:k:k], insts[k+1:]...)
-			index = append(index[:k:k], index[k+1:]...)
+		if k, ok := instanceOf(e.Field); ok && k < len(idx) && e.Code == errs.InvalidArgument {
+			out[idx[k]].Err = rowErr(e)
+			idx = append(idx[:k:k], idx[k+1:]...)
 			continue
 		}
 		if e.Code != errs.QueueFull && e.Code != errs.QuotaExceeded {
