@@ -352,7 +352,20 @@ func (run *jobRun) options() jobio.Options {
 // output's parts, then records the scan in the store (or fails the job:
 // an unreadable input, or more bad rows than its error rate allows).
 func (run *jobRun) doScan(ctx context.Context, j Job) error {
-	s, err := run.scanOnce(ctx)
+	// A cancel or an end elsewhere stops the scan too (a 10 GB input
+	// takes minutes to read).
+	sctx, cancel := context.WithCancelCause(ctx)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		run.watch(sctx, cancel)
+	}()
+	s, err := run.scanOnce(sctx)
+	cancel(nil)
+	<-watched
+	if cause := context.Cause(sctx); err != nil && ctx.Err() == nil && (cause == errCancelRequested || cause == errJobEnded) {
+		return nil // the runJob loop reads the job again and ends it
+	}
 	if err != nil {
 		return err
 	}

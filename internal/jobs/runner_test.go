@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/sluiceml/sluice/internal/errs"
+	"github.com/sluiceml/sluice/internal/jobs/jobio"
 )
 
 // waitFor polls the job (in fake time) until cond holds, failing after
@@ -448,4 +450,63 @@ func TestRunnerCSVToParquet(t *testing.T) {
 			t.Errorf("parquet output has %d rows; want 26", pf.NumRows())
 		}
 	})
+}
+
+// A cancel during the scan stops it: the job is cancelled, nothing is
+// scored.
+func TestRunnerCancelDuringTheScan(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		e.write(t, "in.jsonl", jsonlInput(10))
+		cfg := e.config()
+		slow := &slowObjects{ObjectStore: e.local}
+		cfg.Objects = func(jobio.Location) (jobio.ObjectStore, error) { return slow, nil }
+		r := NewRunner(cfg)
+		m := NewManager(cfg)
+		st := submit(t, m, Submit{Model: "fraud", Input: IO{URI: "file:in.jsonl"}, Output: IO{URI: "file:out.jsonl"}})
+		slow.delay.Store(int64(time.Hour)) // every read from now on takes an hour
+		stop := startRun(r)
+		defer stop()
+		time.Sleep(100 * time.Millisecond)
+		if _, err := e.store.RequestCancel(context.Background(), st.ID); err != nil { // as a cancel that found the job running would
+			t.Fatal(err)
+		}
+		j := waitFor(t, e.store, st.ID, time.Second, func(j Job) bool { return Final(j.State) })
+		if j.State != Cancelled || j.Scanned {
+			t.Fatalf("job %s scanned %v; want cancelled before its scan ended", j.State, j.Scanned)
+		}
+	})
+}
+
+// slowObjects delays every read of an opened object by delay (or until
+// the object's context ends: here, never; the runner's scan is cut by its
+// context through jobio's reader checks between chunks).
+type slowObjects struct {
+	jobio.ObjectStore
+	delay atomic.Int64
+}
+
+func (s *slowObjects) Open(ctx context.Context, key string) (jobio.Object, error) {
+	o, err := s.ObjectStore.Open(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	return &slowObject{Object: o, ctx: ctx, d: time.Duration(s.delay.Load())}, nil
+}
+
+type slowObject struct {
+	jobio.Object
+	ctx context.Context
+	d   time.Duration
+}
+
+func (o *slowObject) Read(p []byte) (int, error) {
+	if o.d > 0 {
+		select {
+		case <-time.After(o.d):
+		case <-o.ctx.Done():
+			return 0, o.ctx.Err()
+		}
+	}
+	return o.Object.Read(p)
 }
