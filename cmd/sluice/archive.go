@@ -68,10 +68,22 @@ func newLoadCmd() *cobra.Command {
 func newDeleteCmd() *cobra.Command {
 	var server, reason string
 	cmd := &cobra.Command{
-		Use:   "delete MODEL",
-		Short: "Delete a model with no traffic: its versions are archived and hidden from listings, its deployment ends",
+		Use:   "delete MODEL | MODEL@N",
+		Short: "Delete a model with no traffic (its versions are archived and hidden from listings, its deployment ends), or one version that never served",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if strings.Contains(args[0], "@") {
+				m, n, err := parseModelVersion(args[0])
+				if err != nil {
+					return err
+				}
+				v, err := apiClient(cmd, server).DeleteVersion(cmd.Context(), m, n, reason)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s deleted: hidden from listings (%s)\n", v.ID, v.Reason)
+				return nil
+			}
 			d, err := apiClient(cmd, server).DeleteModel(cmd.Context(), args[0], reason)
 			if err != nil {
 				return err

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -39,41 +40,18 @@ func newCheckCmd() *cobra.Command {
 				}
 			}
 			fmt.Fprintf(out, "output    %s: %s\n", m.Output.Schema, strings.Join(p.Spec.OutputNames, ", "))
-			model, err := hosting.LoadPackage(context.Background(), p)
-			if err != nil {
-				return fmt.Errorf("load %s: %w", args[0], err)
-			}
-			defer model.Close()
-			fmt.Fprintf(out, "model     %s\n", model.Info().Detail)
-			if d := m.Drift; d != nil {
-				rows, err := control.ReferenceRows(p.Spec, p.Reference)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(out, "drift     %s: %d reference rows, %d bins per feature\n", d.Reference, len(rows), d.Bins)
-			}
-			if updateGolden {
-				return writeGolden(cmd.Context(), out, args[0], p, model)
-			}
-			res, err := hosting.CompareGolden(context.Background(), p.Spec, model)
+			pc, err := control.CheckPackage(cmd.Context(), p, control.CheckOptions{SkipGolden: updateGolden})
+			defer pc.Close()
+			printCheck(out, p, pc)
 			if err != nil {
 				return err
+			}
+			if updateGolden {
+				return writeGolden(cmd.Context(), out, args[0], p, pc.Model)
 			}
 			if len(p.Spec.Golden) == 0 {
 				fmt.Fprintln(out, "golden    none declared: add golden examples so a broken load can never serve")
 				return nil
-			}
-			failed := 0
-			for _, r := range res {
-				mark := "ok  "
-				if !r.OK {
-					mark = "FAIL"
-					failed++
-				}
-				fmt.Fprintf(out, "golden    %s example %d %s = %.9g (expected %.9g, tolerance %g)\n", mark, r.Example, r.Output, r.Got, r.Want, r.Tolerance)
-			}
-			if failed > 0 {
-				return fmt.Errorf("%d golden check(s) failed", failed)
 			}
 			fmt.Fprintln(out, "ok")
 			return nil
@@ -81,6 +59,25 @@ func newCheckCmd() *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&updateGolden, "update-golden", false, "rewrite the golden examples' expected outputs in model.yaml with what the artifact answers now (only the numbers change)")
 	return cmd
+}
+
+// printCheck prints what CheckPackage found, as far as it went.
+func printCheck(out io.Writer, p *modelpkg.Package, pc *control.PackageCheck) {
+	if pc.Model == nil {
+		return
+	}
+	fmt.Fprintf(out, "model     %s\n", pc.Detail)
+	if d := p.Spec.Manifest.Drift; d != nil && pc.ReferenceRows > 0 {
+		fmt.Fprintf(out, "drift     %s: %d reference rows, %d bins per feature\n", d.Reference, pc.ReferenceRows, d.Bins)
+	}
+	for _, r := range pc.Golden {
+		mark := "ok  "
+		if !r.OK {
+			mark = "FAIL"
+		}
+		fmt.Fprintf(out, "golden    %s example %d %s = %s (expected %s, tolerance %s)\n", mark, r.Example, r.Output,
+			strconv.FormatFloat(r.Got, 'f', -1, 32), control.FormatNumber(r.Want), control.FormatNumber(r.Tolerance))
+	}
 }
 
 // writeGolden rewrites DIR/model.yaml's expected golden outputs with what
@@ -99,7 +96,7 @@ func writeGolden(ctx context.Context, out io.Writer, dir string, p *modelpkg.Pac
 			continue
 		}
 		changed++
-		fmt.Fprintf(out, "golden    example %d %s: %.9g -> %s\n", r.Example, r.Output, r.Want, now)
+		fmt.Fprintf(out, "golden    example %d %s: %s -> %s\n", r.Example, r.Output, control.FormatNumber(r.Want), now)
 	}
 	if changed == 0 {
 		fmt.Fprintf(out, "%s: the golden examples already hold what the artifact answers; nothing written\n", file)

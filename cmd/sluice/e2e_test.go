@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -21,6 +22,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sluiceml/sluice/internal/api"
+	"github.com/sluiceml/sluice/internal/modelpkg"
 	"github.com/sluiceml/sluice/internal/testwait"
 )
 
@@ -221,6 +223,38 @@ golden:
 	return dir
 }
 
+// uploadPackage posts the package in dir as a .tar.gz straight to the
+// server (no CLI, so no local check) and returns the status and body.
+func uploadPackage(t *testing.T, url, dir string) (int, []byte) {
+	t.Helper()
+	p, err := modelpkg.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := p.WriteTarGz(&buf); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Post(url+"/v1/models/"+p.Spec.Manifest.Name+"/versions", "application/gzip", &buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+// versionStatus is the status of GET /v1/models/{model}/versions/{n}.
+func versionStatus(t *testing.T, url, model string, n int) int {
+	t.Helper()
+	resp, err := http.Get(fmt.Sprintf("%s/v1/models/%s/versions/%d", url, model, n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
 func getVersion(t *testing.T, url string, n int) api.Version {
 	t.Helper()
 	resp, err := http.Get(fmt.Sprintf("%s/v1/models/calc/versions/%d", url, n))
@@ -336,21 +370,45 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatalf("after repair served by %s", p.ModelVersion)
 	}
 
-	// A golden mismatch: the version fails, is never ready, v2 keeps serving.
+	// A golden mismatch: push runs the checks of `sluice check` first and
+	// refuses it; nothing is uploaded, no version is made, v2 keeps serving.
 	v3 := writePackage(t, filepath.Join(pkgs, "v3"), []float64{3, 3}, 99)
 	out, stderr, err = sluice(t, "push", v3, "--server", srv.url)
-	if err == nil || !strings.Contains(out, "calc@3") || !strings.Contains(stderr, "golden example 0") {
+	if err == nil || strings.Contains(out, "calc@3") || !strings.Contains(stderr, "golden example 0: y = 6.5, expected 99") || !strings.Contains(stderr, "nothing was pushed") {
 		t.Fatalf("push golden mismatch: %v %q %q", err, out, stderr)
 	}
-	if v := getVersion(t, srv.url, 3); v.State != "failed" || !strings.Contains(v.Reason, "y = 6.5, expected 99") {
-		t.Fatalf("v3: %s %q", v.State, v.Reason)
+	// The server runs the same checks before it stores a version: the
+	// same package uploaded without the CLI is refused, 422 invalid_package.
+	status, body := uploadPackage(t, srv.url, v3)
+	if status != http.StatusUnprocessableEntity || !strings.Contains(string(body), "invalid_package") || !strings.Contains(string(body), "golden example 0: y = 6.5, expected 99") {
+		t.Fatalf("upload of a package whose golden example fails: %d %s", status, body)
+	}
+	if code := versionStatus(t, srv.url, "calc", 3); code != http.StatusNotFound {
+		t.Fatalf("a refused package made calc@3 (GET answers %d)", code)
 	}
 	if p := predict(t, srv.url, `{"x":1,"z":2}`); p.ModelVersion != "calc@2" {
 		t.Fatalf("after bad v3 served by %s", p.ModelVersion)
 	}
+	// A version that never served can be deleted; one that served cannot.
+	v3 = writePackage(t, filepath.Join(pkgs, "v3"), []float64{3, 3}, 6.5)
+	if out, stderr, err = sluice(t, "push", v3, "--server", srv.url); err != nil || !strings.Contains(out, "calc@3 published") {
+		t.Fatalf("push v3: %v %q %q", err, out, stderr)
+	}
+	if _, stderr, err = sluice(t, "delete", "calc@2", "--server", srv.url); err == nil || !strings.Contains(stderr, "calc@2 has served") {
+		t.Fatalf("delete of a version that served: %v %q", err, stderr)
+	}
+	if out, stderr, err = sluice(t, "delete", "calc@3", "--reason", "never used", "--server", srv.url); err != nil || !strings.Contains(out, "calc@3 deleted") {
+		t.Fatalf("delete calc@3: %v %q %q", err, out, stderr)
+	}
 	out, _, err = sluice(t, "models", "--server", srv.url)
-	if err != nil || !strings.Contains(out, "calc@2") || !strings.Contains(out, "2:ready") || !strings.Contains(out, "3:failed") {
-		t.Fatalf("models: %v %q", err, out)
+	if err != nil || !strings.Contains(out, "calc@2") || !strings.Contains(out, "2:ready") || strings.Contains(out, "3:") {
+		t.Fatalf("models after deleting calc@3: %v %q", err, out)
+	}
+	if out, _, err = sluice(t, "history", "calc", "--server", srv.url); err != nil || !strings.Contains(out, "calc@3 deleted") {
+		t.Fatalf("history lacks the delete: %v %q", err, out)
+	}
+	if p := predict(t, srv.url, `{"x":1,"z":2}`); p.ModelVersion != "calc@2" {
+		t.Fatalf("after deleting calc@3 served by %s", p.ModelVersion)
 	}
 	srv.stop(t)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sluiceml/sluice/internal/control"
 	"github.com/sluiceml/sluice/internal/modelpkg"
 )
 
@@ -15,12 +16,19 @@ func newPushCmd() *cobra.Command {
 	var wait time.Duration
 	cmd := &cobra.Command{
 		Use:   "push DIR",
-		Short: "Publish a model package to a server as a new immutable version",
+		Short: "Check a model package as `sluice check` does, then publish it to a server as a new immutable version",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, err := modelpkg.ReadDir(args[0])
 			if err != nil {
 				return err
+			}
+			// The checks of `sluice check`, here before the upload (the
+			// server runs them again before it stores the version).
+			pc, err := control.CheckPackage(cmd.Context(), p, control.CheckOptions{})
+			pc.Close()
+			if err != nil {
+				return fmt.Errorf("%w; nothing was pushed (`sluice check %s` shows every check)", err, args[0])
 			}
 			var buf bytes.Buffer
 			if err := p.WriteTarGz(&buf); err != nil {

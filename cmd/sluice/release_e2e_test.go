@@ -247,20 +247,26 @@ func TestRolloutsUnderLoad(t *testing.T) {
 		version                int
 		phase                  string
 	}{
-		{"golden mismatch", "v3", fast, "golden: [{instance: {x: 0}, expect: {y: 0.9}}]\n", 3, "failed"},
-		{"corrupt artifact", "v4", `{"base": "1ms", "perInst`, "", 4, "failed"},
-		{"errors only under canary", "v5", `{"base":"1ms","perInstance":"0.05ms","mode":"sleep","failEvery":3}`, "serving: {warmupBatches: 0}\n", 5, "rolled_back"},
-		{"slow only under canary", "v6", `{"base":"40ms","perInstance":"0.05ms","mode":"sleep"}`, "serving: {warmupBatches: 0, maxQueueInstances: 100000}\n", 6, "rolled_back"},
+		// Refused by push's checks: no version is made, nothing to deploy.
+		{"golden mismatch", "v3", fast, "golden: [{instance: {x: 0}, expect: {y: 0.9}}]\n", 0, "golden example 0"},
+		{"corrupt artifact", "v4", `{"base": "1ms", "perInst`, "", 0, "load syn"},
+		{"errors only under canary", "v5", `{"base":"1ms","perInstance":"0.05ms","mode":"sleep","failEvery":3}`, "serving: {warmupBatches: 0}\n", 3, "rolled_back"},
+		{"slow only under canary", "v6", `{"base":"40ms","perInstance":"0.05ms","mode":"sleep"}`, "serving: {warmupBatches: 0, maxQueueInstances: 100000}\n", 4, "rolled_back"},
 	}
 	for _, b := range bad {
 		t.Run(b.name, func(t *testing.T) {
-			l := startLoad(t, srv.url, "syn", 200, 20000)
-			out, err := push(synPackage(t, filepath.Join(pkgs, b.dir), b.cost, b.extra))
-			if b.phase == "failed" {
-				if err == nil || !strings.Contains(out, "failed") {
-					t.Fatalf("push of a broken version succeeded: %s", out)
+			if b.version == 0 {
+				out, err := push(synPackage(t, filepath.Join(pkgs, b.dir), b.cost, b.extra))
+				if err == nil || !strings.Contains(out, b.phase) || !strings.Contains(out, "nothing was pushed") {
+					t.Fatalf("push of a broken version succeeded: %v %s", err, out)
 				}
-			} else if err != nil {
+				if d := deployment(t, srv.url, "syn"); len(d.Targets) != 1 || d.Targets[0].Version != 2 {
+					t.Fatalf("after a refused push the deployment is %+v, want syn@2 100%%", d.Targets)
+				}
+				return
+			}
+			l := startLoad(t, srv.url, "syn", 200, 20000)
+			if out, err := push(synPackage(t, filepath.Join(pkgs, b.dir), b.cost, b.extra)); err != nil {
 				t.Fatalf("push: %v %s", err, out)
 			}
 			if _, stderr, err := sluice(t, append([]string{"deploy", fmt.Sprintf("syn@%d", b.version)}, plan...)...); err != nil {

@@ -210,6 +210,16 @@ func (c *Client) Load(ctx context.Context, model string, n int, reason string, w
 	return &v, nil
 }
 
+// DeleteVersion deletes model@n, a version that never served (it is hidden
+// from listings). The server refuses any other version.
+func (c *Client) DeleteVersion(ctx context.Context, model string, n int, reason string) (*api.Version, error) {
+	var v api.Version
+	if err := c.sendJSON(ctx, http.MethodDelete, versionPath(model, n), api.Change{Reason: reason}, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
 // DeleteModel archives every version of model and hides them from
 // listings. The server refuses a model with recent traffic or a rollout.
 func (c *Client) DeleteModel(ctx context.Context, model, reason string) (*api.DeletedModel, error) {

@@ -321,3 +321,100 @@ func (c *Controller) statusOf(l *Loaded) Status {
 	defer c.mu.Unlock()
 	return Status{Version: l.Version, State: l.State, Reason: l.Reason, Timings: l.Timings, Spec: l.Spec}
 }
+
+// versionDeleteRefusal says why model@n may not be deleted now, or "" if it
+// may: only a version that never served is deleted. It is pure: st is the
+// version's state, served whether the deployment's history ever gave it
+// traffic or shadow copies, requests the predict calls this server counted
+// for it, r the model's latest rollout (nil if none).
+func versionDeleteRefusal(model string, n int, st registry.State, served bool, requests int64, r *Rollout) string {
+	id := key(model, n)
+	switch {
+	case st == registry.Loading:
+		return fmt.Sprintf("%s is loading; delete it once it is ready or failed", id)
+	case r != nil && r.Phase.Active() && (r.Candidate == n || r.Baseline == n):
+		return fmt.Sprintf("%s is in %s's rollout (%s); abort it first (sluice rollout abort %s)", id, model, r.Phase, model)
+	case served:
+		return fmt.Sprintf("%s has served: the deployment's history gave it traffic; only a version that never served can be deleted (archive it instead: sluice archive %s)", id, id)
+	case requests > 0:
+		return fmt.Sprintf("%s has answered %d predict call(s); only a version that never served can be deleted (archive it instead: sluice archive %s)", id, requests, id)
+	}
+	return ""
+}
+
+// everTargeted reports whether any policy in model's history routes
+// traffic or shadow copies to version n (read a page at a time).
+func (c *Controller) everTargeted(ctx context.Context, model string, n int) (bool, error) {
+	const page = 500
+	after := 0
+	for {
+		ps, err := c.store.PolicyPage(ctx, model, after, page)
+		if err != nil {
+			return false, err
+		}
+		for _, p := range ps {
+			for _, t := range p.Targets {
+				if t.Version == n && (t.Weight > 0 || t.Shadow) {
+					return true, nil
+				}
+			}
+			after = p.Version
+		}
+		if len(ps) < page {
+			return false, nil
+		}
+	}
+}
+
+// DeleteVersion deletes model@n, a version that never served (failed at
+// load, or ready but never given traffic and never called): it is unloaded
+// and hidden from listings, with an audit event. Publishing the same
+// package again brings it back. Any other version is refused: archive it.
+func (c *Controller) DeleteVersion(ctx context.Context, model string, n int, actor, reason string) (Status, error) {
+	servers, st, err := c.deleteVersionLocked(ctx, model, n, actor, reason)
+	if err != nil {
+		return st, err
+	}
+	c.closeAll(ctx, servers)
+	c.log.Info("version deleted", "model", model, "version", n, "actor", actor, "reason", reason)
+	return st, nil
+}
+
+func (c *Controller) deleteVersionLocked(ctx context.Context, model string, n int, actor, reason string) ([]Hosted, Status, error) {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	c.mu.Lock()
+	l, ok := c.versions[key(model, n)]
+	var st registry.State
+	var tm registry.Timings
+	if ok {
+		st, tm = l.State, l.Timings
+	}
+	c.mu.Unlock()
+	if !ok || st == registry.Deleted {
+		return nil, Status{}, errs.New(errs.NotFound, "model version %s@%d not found", model, n)
+	}
+	if !isDone(l) {
+		st = registry.Loading
+	}
+	served, err := c.everTargeted(ctx, model, n)
+	if err != nil {
+		return nil, Status{}, err
+	}
+	s := c.Stats.Get(l.Version.ID()).Snapshot()
+	if why := versionDeleteRefusal(model, n, st, served, s.Requests+s.Shadow.Requests, c.rollouts[model]); why != "" {
+		return nil, Status{}, errs.New(errs.AlreadyExists, "%s", why)
+	}
+	why := "deleted by " + actor
+	if reason != "" {
+		why += ": " + reason
+	}
+	if err := c.store.SetState(ctx, model, n, registry.Deleted, why, tm); err != nil {
+		return nil, Status{}, err
+	}
+	if err := c.store.Audit(ctx, registry.Event{Model: model, Actor: actor, Action: "delete", What: fmt.Sprintf("%s@%d deleted (was %s, never served): hidden from listings", model, n, st), Reason: reason}); err != nil {
+		c.log.Warn("delete: audit event not recorded", "model", model, "version", n, "err", err)
+	}
+	servers := c.unrouteLocked([]*Loaded{l}, registry.Deleted, why)
+	return servers, c.statusOf(l), nil
+}

@@ -270,3 +270,30 @@ func TestUnroutedOnArchive(t *testing.T) {
 		t.Fatalf("unrouted %v, want [calc@2]", got)
 	}
 }
+
+func TestVersionDeleteRefusal(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		st       registry.State
+		served   bool
+		requests int64
+		r        *Rollout
+		want     string // substring; "" means allowed
+	}{
+		{"failed, never served", registry.Failed, false, 0, nil, ""},
+		{"ready, never a target", registry.Ready, false, 0, nil, ""},
+		{"archived, never a target", registry.Archived, false, 0, nil, ""},
+		{"loading", registry.Loading, false, 0, nil, "fraud@3 is loading"},
+		{"a target once", registry.Failed, true, 0, nil, "fraud@3 has served"},
+		{"called pinned", registry.Ready, false, 2, nil, "fraud@3 has answered 2 predict call(s)"},
+		{"candidate of an active rollout", registry.Ready, false, 0, &Rollout{Candidate: 3, Baseline: 1, Phase: PhaseWaiting}, "in fraud's rollout (waiting)"},
+		{"candidate of a failed rollout", registry.Failed, false, 0, &Rollout{Candidate: 3, Baseline: 1, Phase: PhaseFailed}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := versionDeleteRefusal("fraud", 3, tc.st, tc.served, tc.requests, tc.r)
+			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+				t.Fatalf("versionDeleteRefusal = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

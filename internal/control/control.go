@@ -198,7 +198,9 @@ func (c *Controller) MarkStarted() {
 	c.mu.Unlock()
 }
 
-// Publish stores a package as a new version (or finds the identical one),
+// Publish runs the checks of `sluice check` on an uploaded package
+// (CheckPackage, and Config.CheckSpec) and refuses it, storing nothing, if
+// one fails; else it stores the package as a new version (or finds the identical one),
 // writes an audit event naming actor (the tenant that pushed it, or
 // SystemActor for the models folder), and starts loading the version if it
 // is not loaded. Publishing a failed, archived or deleted version again
@@ -206,6 +208,9 @@ func (c *Controller) MarkStarted() {
 // the event cannot be written the version stays published and the error
 // says so: publishing again (it is idempotent) writes the event.
 func (c *Controller) Publish(ctx context.Context, p *modelpkg.Package, actor string) (registry.Version, bool, error) {
+	if err := c.checkUpload(ctx, p); err != nil {
+		return registry.Version{}, false, err
+	}
 	v, created, err := c.publish(ctx, p, true)
 	if err != nil {
 		return v, false, err
@@ -219,6 +224,31 @@ func (c *Controller) Publish(ctx context.Context, p *modelpkg.Package, actor str
 		return v, created, errs.Wrap(errs.Unavailable, err, "%s is published but its audit event could not be written; publish it again to record it", v.ID())
 	}
 	return v, created, nil
+}
+
+// checkUpload runs CheckPackage on p (one at a time with the loads: it
+// holds a loaded model) and refuses the upload as invalid_package, naming
+// what failed.
+func (c *Controller) checkUpload(ctx context.Context, p *modelpkg.Package) error {
+	if c.checkSpec != nil {
+		if err := c.checkSpec(p.Spec); err != nil {
+			return errs.New(errs.InvalidPackage, "%s: %v; nothing was published", p.Spec.Manifest.Name, err)
+		}
+	}
+	select {
+	case c.sem <- struct{}{}:
+		defer func() { <-c.sem }()
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.ctx.Done():
+		return errs.New(errs.Unavailable, "server shutting down")
+	}
+	pc, err := CheckPackage(ctx, p, CheckOptions{})
+	pc.Close()
+	if err != nil {
+		return errs.New(errs.InvalidPackage, "%v; nothing was published (`sluice check DIR` runs the same checks)", err)
+	}
+	return nil
 }
 
 // short is the first 12 hex digits of a hash.

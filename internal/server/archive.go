@@ -64,6 +64,22 @@ func (s *Server) versionAction(w http.ResponseWriter, r *http.Request, tn *tenan
 	return s.getVersion(w, r, model, n)
 }
 
+// deleteVersion serves DELETE /v1/models/{name}/versions/{n}: a version
+// that never served.
+func (s *Server) deleteVersion(w http.ResponseWriter, r *http.Request, tn *tenant.Tenant, model string, n int) error {
+	if err := needAdmin(tn, "delete versions"); err != nil {
+		return err
+	}
+	body, err := changeBody(w, r)
+	if err != nil {
+		return err
+	}
+	if _, err := s.ctl.DeleteVersion(r.Context(), model, n, tn.Name, body.Reason); err != nil {
+		return err
+	}
+	return s.getVersion(w, r, model, n)
+}
+
 // deleteModel serves DELETE /v1/models/{name}.
 func (s *Server) deleteModel(w http.ResponseWriter, r *http.Request, tn *tenant.Tenant, model string) error {
 	if err := needAdmin(tn, "delete models"); err != nil {

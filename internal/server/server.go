@@ -488,6 +488,16 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) error {
 		default:
 			return errs.New(errs.NotFound, "no route for %s %s: a version takes :predict, :archive or :load (see docs/api.md)", r.Method, r.URL.Path)
 		}
+		if r.Method == http.MethodDelete {
+			if err := tn.Check(parts[0]); err != nil {
+				return err
+			}
+			return s.deleteVersion(w, r, tn, parts[0], n)
+		}
+		if r.Method != http.MethodGet {
+			w.Header().Set("Allow", "GET, DELETE")
+			return errs.New(errs.MethodNotAllowed, "%s %s is not allowed; use GET or DELETE", r.Method, r.URL.Path)
+		}
 		if err := method(http.MethodGet); err != nil {
 			return err
 		}
