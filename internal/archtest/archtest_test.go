@@ -313,6 +313,7 @@ var stores = []rule{
 	{"modernc.org/sqlite", "SQLite driver (the stores)"},
 	{module + "/internal/pgdb", "PostgreSQL stores"},
 	{module + "/internal/records/recordsdb", "prediction records' databases"},
+	{module + "/internal/jobs/jobsdb", "batch jobs' databases"},
 	{module + "/internal/registry", "registry store"},
 	{"github.com/redis/rueidis", "Redis client (the feature store)"},
 	{module + "/internal/features/redisfeat", "Redis feature store"},
