@@ -105,12 +105,18 @@ func (p *fakePredictor) stats() (calls, rows, inFlight int) {
 // testEnv is a jobs dir, a memory store and a fake predictor.
 type testEnv struct {
 	dir   string
-	store *memStore
+	store Store      // hooks over the store
+	hooks *hookStore // to refuse completions
+	mem   *memStore  // the store when it is the memory one
 	pred  *fakePredictor
 	local *jobio.LocalStore
 }
 
 func newEnv(t *testing.T) *testEnv {
+	return newEnvWith(t, func(*testing.T) Store { return newMemStore() })
+}
+
+func newEnvWith(t *testing.T, newStore StoreMaker) *testEnv {
 	t.Helper()
 	dir := t.TempDir()
 	local, err := jobio.OpenLocal(dir)
@@ -118,7 +124,36 @@ func newEnv(t *testing.T) *testEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { local.Close() })
-	return &testEnv{dir: dir, store: newMemStore(), pred: &fakePredictor{}, local: local}
+	base := newStore(t)
+	mem, _ := base.(*memStore)
+	hooks := &hookStore{Store: base}
+	return &testEnv{dir: dir, store: hooks, hooks: hooks, mem: mem, pred: &fakePredictor{}, local: local}
+}
+
+// hookStore is a Store whose completions a test may refuse (a store that
+// takes no writes while a runner "crashes").
+type hookStore struct {
+	Store
+	mu           sync.Mutex
+	completeHook func(chunk int) error
+}
+
+func (h *hookStore) setCompleteHook(f func(chunk int) error) {
+	h.mu.Lock()
+	h.completeHook = f
+	h.mu.Unlock()
+}
+
+func (h *hookStore) Complete(ctx context.Context, id string, chunk int, owner string, r ChunkResult) error {
+	h.mu.Lock()
+	f := h.completeHook
+	h.mu.Unlock()
+	if f != nil {
+		if err := f(chunk); err != nil {
+			return err
+		}
+	}
+	return h.Store.Complete(ctx, id, chunk, owner, r)
 }
 
 func (e *testEnv) config() Config {

@@ -19,8 +19,6 @@ type memStore struct {
 	jobs   map[string]*memJob
 	seq    int
 	failOn map[string]int // method → calls left that fail (a store outage)
-	// completeHook, when set, may refuse a chunk's completion.
-	completeHook func(chunk int) error
 }
 
 type memJob struct {
@@ -174,11 +172,6 @@ func (s *memStore) Complete(_ context.Context, id string, chunk int, owner strin
 	defer s.mu.Unlock()
 	if err := s.fail("Complete"); err != nil {
 		return err
-	}
-	if s.completeHook != nil {
-		if err := s.completeHook(chunk); err != nil {
-			return err
-		}
 	}
 	mj, ok := s.jobs[id]
 	if !ok || chunk >= len(mj.chunks) {

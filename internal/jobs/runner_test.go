@@ -56,14 +56,46 @@ func submit(t *testing.T, m *Manager, s Submit) Status {
 	return st
 }
 
+// StoreMaker makes the Store a scenario runs on (inside its synctest
+// bubble: a store's goroutines are the bubble's, closed in t.Cleanup).
+type StoreMaker func(t *testing.T) Store
+
+// RunnerScenarios runs the runner's scenarios on the stores newStore
+// makes: the memory store here, SQLite and PostgreSQL (jobsdb) from
+// store_test.go.
+func RunnerScenarios(t *testing.T, newStore StoreMaker) {
+	for _, c := range []struct {
+		name string
+		f    func(*testing.T, StoreMaker)
+	}{
+		{"ScoresEveryRowOnce", testRunnerScoresEveryRowOnce},
+		{"CancelStopsWithinASecond", testRunnerCancelStopsWithinASecond},
+		{"FailsPastTheErrorRate", testRunnerFailsPastTheErrorRate},
+		{"FailsAtTheScan", testRunnerFailsAtTheScan},
+		{"PredictorErrors", testRunnerPredictorErrors},
+		{"ResumesAfterACrash", testRunnerResumesAfterACrash},
+		{"RunShard", testRunShard},
+		{"RunShardExitsWhenItsChunksAreDone", testRunShardExitsWhenItsChunksAreDone},
+		{"Metrics", testRunnerMetrics},
+		{"CSVToParquet", testRunnerCSVToParquet},
+		{"CancelDuringTheScan", testRunnerCancelDuringTheScan},
+	} {
+		t.Run(c.name, func(t *testing.T) { c.f(t, newStore) })
+	}
+}
+
+func TestRunner(t *testing.T) {
+	RunnerScenarios(t, func(*testing.T) Store { return newMemStore() })
+}
+
 // A job with bad rows of every kind: a line that is no JSON, an id
 // repeated across chunks and within one, a row the model refuses. Each
 // is counted failed and listed; the duplicates and the unreadable line
 // stay out of the output, the refused row is in it with its error, every
 // other id once with its score.
-func TestRunnerScoresEveryRowOnce(t *testing.T) {
+func testRunnerScoresEveryRowOnce(t *testing.T, newStore StoreMaker) {
 	synctest.Test(t, func(t *testing.T) {
-		e := newEnv(t)
+		e := newEnvWith(t, newStore)
 		in := jsonlInput(10) +
 			"not json\n" + // line 11
 			`{"id":"r2","x":5}` + "\n" + // line 12: r2 is in chunk 0
@@ -116,9 +148,9 @@ func TestRunnerScoresEveryRowOnce(t *testing.T) {
 // A cancel stops a running job within a second: the predict calls in
 // flight are cancelled, the parts committed are kept, the job is marked
 // incomplete.
-func TestRunnerCancelStopsWithinASecond(t *testing.T) {
+func testRunnerCancelStopsWithinASecond(t *testing.T, newStore StoreMaker) {
 	synctest.Test(t, func(t *testing.T) {
-		e := newEnv(t)
+		e := newEnvWith(t, newStore)
 		e.write(t, "in.jsonl", jsonlInput(100))
 		cfg := e.config()
 		r := NewRunner(cfg)
@@ -152,9 +184,9 @@ func TestRunnerCancelStopsWithinASecond(t *testing.T) {
 }
 
 // A job fails as soon as its failures pass maxErrorRate, naming the rate.
-func TestRunnerFailsPastTheErrorRate(t *testing.T) {
+func testRunnerFailsPastTheErrorRate(t *testing.T, newStore StoreMaker) {
 	synctest.Test(t, func(t *testing.T) {
-		e := newEnv(t)
+		e := newEnvWith(t, newStore)
 		e.write(t, "in.jsonl", `{"id":"a","x":-1}`+"\n"+jsonlInput(50))
 		cfg := e.config()
 		r := NewRunner(cfg)
@@ -171,9 +203,9 @@ func TestRunnerFailsPastTheErrorRate(t *testing.T) {
 
 // Bad rows found by the scan past the rate fail the job before any chunk
 // runs, with the scan's first errors listed.
-func TestRunnerFailsAtTheScan(t *testing.T) {
+func testRunnerFailsAtTheScan(t *testing.T, newStore StoreMaker) {
 	synctest.Test(t, func(t *testing.T) {
-		e := newEnv(t)
+		e := newEnvWith(t, newStore)
 		e.write(t, "in.jsonl", jsonlInput(3)+"oops\n"+jsonlInput(3)) // r0..r2 twice
 		cfg := e.config()
 		r := NewRunner(cfg)
@@ -193,7 +225,7 @@ func TestRunnerFailsAtTheScan(t *testing.T) {
 
 // The predictor's retryable errors back off and retry the chunk without
 // counting a failure; another error fails the job with its message.
-func TestRunnerPredictorErrors(t *testing.T) {
+func testRunnerPredictorErrors(t *testing.T, newStore StoreMaker) {
 	qf := &errs.Error{Code: errs.QueueFull, Message: "batch work queue is full", RetryAfter: time.Second}
 	cases := []struct {
 		name  string
@@ -207,7 +239,7 @@ func TestRunnerPredictorErrors(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				e := newEnv(t)
+				e := newEnvWith(t, newStore)
 				e.pred.errs = c.errs
 				e.write(t, "in.jsonl", jsonlInput(20))
 				cfg := e.config()
@@ -230,31 +262,27 @@ func TestRunnerPredictorErrors(t *testing.T) {
 // runner (a restarted server: another owner) claims the chunk once its
 // lease expires, writes nothing again, and completes it. Rows redone are
 // one chunk; the output holds every id once.
-func TestRunnerResumesAfterACrash(t *testing.T) {
+func testRunnerResumesAfterACrash(t *testing.T, newStore StoreMaker) {
 	synctest.Test(t, func(t *testing.T) {
-		e := newEnv(t)
+		e := newEnvWith(t, newStore)
 		e.write(t, "in.jsonl", jsonlInput(40))
 		cfg := e.config()
 		cfg.ChunksInFlight, cfg.Runners = 1, 1
 		cfg.Owner = "first"
 		r1 := NewRunner(cfg)
 		m := NewManager(cfg)
-		e.store.mu.Lock()
-		e.store.completeHook = func(chunk int) error {
+		e.hooks.setCompleteHook(func(chunk int) error {
 			if chunk == 2 {
 				return fmt.Errorf("the store takes no completion of chunk 2")
 			}
 			return nil
-		}
-		e.store.mu.Unlock()
+		})
 		stop1 := startRun(r1)
 		st := submit(t, m, Submit{Model: "fraud", Input: IO{URI: "file:in.jsonl"}, Output: IO{URI: "file:out.jsonl"}, ChunkRows: 10})
 		waitFor(t, e.store, st.ID, 10*time.Second, func(j Job) bool { return j.ChunksDone == 2 })
 		time.Sleep(2 * time.Second) // chunk 2 committed, its completion retried
 		stop1()                     // the crash: its chunk's lease is left to expire
-		e.store.mu.Lock()
-		e.store.completeHook = nil
-		e.store.mu.Unlock()
+		e.hooks.setCompleteHook(nil)
 		parts, _ := filepath.Glob(filepath.Join(e.dir, "out.jsonl.parts", "chunk-*"))
 		if len(parts) != 3 {
 			t.Fatalf("parts %v; want 3 committed (2 recorded done, 1 not)", parts)
@@ -275,9 +303,9 @@ func TestRunnerResumesAfterACrash(t *testing.T) {
 
 // Shards split a job: each runs its chunks, the last one assembles, no
 // chunk is done twice.
-func TestRunShard(t *testing.T) {
+func testRunShard(t *testing.T, newStore StoreMaker) {
 	synctest.Test(t, func(t *testing.T) {
-		e := newEnv(t)
+		e := newEnvWith(t, newStore)
 		e.write(t, "in.jsonl", jsonlInput(95))
 		cfg := e.config()
 		m := NewManager(cfg)
@@ -312,9 +340,9 @@ func TestRunShard(t *testing.T) {
 
 // A shard whose chunks are all done exits though other shards' chunks
 // are left (their runners may not have started yet).
-func TestRunShardExitsWhenItsChunksAreDone(t *testing.T) {
+func testRunShardExitsWhenItsChunksAreDone(t *testing.T, newStore StoreMaker) {
 	synctest.Test(t, func(t *testing.T) {
-		e := newEnv(t)
+		e := newEnvWith(t, newStore)
 		e.write(t, "in.jsonl", jsonlInput(40))
 		cfg := e.config()
 		m := NewManager(cfg)
@@ -326,8 +354,10 @@ func TestRunShardExitsWhenItsChunksAreDone(t *testing.T) {
 		if j.State != Running || j.ChunksDone != 2 {
 			t.Fatalf("job %s with %d chunks done; want running with shard 0's 2", j.State, j.ChunksDone)
 		}
-		if owners := e.store.chunkOwners(st.ID); owners != "done  done  " {
-			t.Errorf("chunks %q; want 0 and 2 done", owners)
+		if e.mem != nil {
+			if owners := e.mem.chunkOwners(st.ID); owners != "done  done  " {
+				t.Errorf("chunks %q; want 0 and 2 done", owners)
+			}
 		}
 		if err := NewRunner(cfg).RunShard(context.Background(), st.ID, 1, 2); err != nil {
 			t.Fatal(err)
@@ -340,41 +370,12 @@ func TestRunShardExitsWhenItsChunksAreDone(t *testing.T) {
 
 // A lost lease abandons the chunk: nothing is recorded by the runner
 // that lost it.
-func TestRunnerAbandonsALostLease(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		e := newEnv(t)
-		e.write(t, "in.jsonl", jsonlInput(10))
-		cfg := e.config()
-		cfg.Runners, cfg.ChunksInFlight = 1, 1
-		r := NewRunner(cfg)
-		m := NewManager(cfg)
-		block := make(chan struct{})
-		e.pred.setBlock(block)
-		stop := startRun(r)
-		defer stop()
-		st := submit(t, m, Submit{Model: "fraud", Input: IO{URI: "file:in.jsonl"}, Output: IO{URI: "file:out.jsonl"}})
-		waitFor(t, e.store, st.ID, 5*time.Second, func(Job) bool { _, _, n := e.pred.stats(); return n > 0 })
-		e.store.mu.Lock()
-		e.store.jobs[st.ID].chunks[0].owner = "thief" // another runner took it
-		e.store.mu.Unlock()
-		time.Sleep(cfg.withDefaults().Lease / 2) // a renewal finds it lost
-		synctest.Wait()
-		if _, _, n := e.pred.stats(); n != 0 {
-			t.Fatalf("the predict call goes on after the lease was lost")
-		}
-		j, _ := e.store.Get(context.Background(), st.ID)
-		if j.ChunksDone != 0 {
-			t.Fatalf("chunk recorded done by the runner that lost it")
-		}
-		close(block)
-	})
-}
 
 // The per-job series count the rows while the job runs and are gone once
 // it ends; sluice_jobs counts the store's jobs by state.
-func TestRunnerMetrics(t *testing.T) {
+func testRunnerMetrics(t *testing.T, newStore StoreMaker) {
 	synctest.Test(t, func(t *testing.T) {
-		e := newEnv(t)
+		e := newEnvWith(t, newStore)
 		e.write(t, "in.jsonl", `{"id":"bad","x":-1}`+"\n"+jsonlInput(29))
 		reg := prometheus.NewRegistry()
 		cfg := e.config()
@@ -416,9 +417,9 @@ func TestRunnerMetrics(t *testing.T) {
 }
 
 // CSV in, Parquet out: every id once.
-func TestRunnerCSVToParquet(t *testing.T) {
+func testRunnerCSVToParquet(t *testing.T, newStore StoreMaker) {
 	synctest.Test(t, func(t *testing.T) {
-		e := newEnv(t)
+		e := newEnvWith(t, newStore)
 		var b strings.Builder
 		b.WriteString("id,x,extra\n")
 		for i := range 25 {
@@ -454,9 +455,9 @@ func TestRunnerCSVToParquet(t *testing.T) {
 
 // A cancel during the scan stops it: the job is cancelled, nothing is
 // scored.
-func TestRunnerCancelDuringTheScan(t *testing.T) {
+func testRunnerCancelDuringTheScan(t *testing.T, newStore StoreMaker) {
 	synctest.Test(t, func(t *testing.T) {
-		e := newEnv(t)
+		e := newEnvWith(t, newStore)
 		e.write(t, "in.jsonl", jsonlInput(10))
 		cfg := e.config()
 		slow := &slowObjects{ObjectStore: e.local}
@@ -509,4 +510,34 @@ func (o *slowObject) Read(p []byte) (int, error) {
 		}
 	}
 	return o.Object.Read(p)
+}
+
+func TestRunnerAbandonsALostLease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		e.write(t, "in.jsonl", jsonlInput(10))
+		cfg := e.config()
+		cfg.Runners, cfg.ChunksInFlight = 1, 1
+		r := NewRunner(cfg)
+		m := NewManager(cfg)
+		block := make(chan struct{})
+		e.pred.setBlock(block)
+		stop := startRun(r)
+		defer stop()
+		st := submit(t, m, Submit{Model: "fraud", Input: IO{URI: "file:in.jsonl"}, Output: IO{URI: "file:out.jsonl"}})
+		waitFor(t, e.store, st.ID, 5*time.Second, func(Job) bool { _, _, n := e.pred.stats(); return n > 0 })
+		e.mem.mu.Lock()
+		e.mem.jobs[st.ID].chunks[0].owner = "thief" // another runner took it
+		e.mem.mu.Unlock()
+		time.Sleep(cfg.withDefaults().Lease / 2) // a renewal finds it lost
+		synctest.Wait()
+		if _, _, n := e.pred.stats(); n != 0 {
+			t.Fatalf("the predict call goes on after the lease was lost")
+		}
+		j, _ := e.store.Get(context.Background(), st.ID)
+		if j.ChunksDone != 0 {
+			t.Fatalf("chunk recorded done by the runner that lost it")
+		}
+		close(block)
+	})
 }
