@@ -14,6 +14,7 @@ import (
 	_ "github.com/sluiceml/sluice/internal/runtime/linear"
 	_ "github.com/sluiceml/sluice/internal/runtime/oip"
 	_ "github.com/sluiceml/sluice/internal/runtime/onnx"
+	_ "github.com/sluiceml/sluice/internal/runtime/sklearn"
 	_ "github.com/sluiceml/sluice/internal/runtime/synthetic"
 	_ "github.com/sluiceml/sluice/internal/runtime/xgboost"
 )

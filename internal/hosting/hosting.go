@@ -125,7 +125,7 @@ func LoadModel(ctx context.Context, id, runtimeName string, spec *modelpkg.Spec,
 
 // RuntimeSpec is what the runtime is told of the version it loads.
 func RuntimeSpec(name string, spec *modelpkg.Spec) runtime.Spec {
-	rs := runtime.Spec{Name: name, Features: spec.Schema.Width(), Outputs: len(spec.OutputNames)}
+	rs := runtime.Spec{Name: name, Artifact: spec.Manifest.Artifact, Features: spec.Schema.Width(), Outputs: len(spec.OutputNames)}
 	if spec.Manifest.ONNX != nil {
 		rs.Session = *spec.Manifest.ONNX
 	}

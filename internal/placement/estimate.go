@@ -42,6 +42,10 @@ func estimateFor(runtime string) estimateCurve {
 	switch runtime {
 	case "xgboost":
 		return estimateCurve{perByte: 3, overhead: 256 << 10}
+	case "sklearn":
+		// JSON of about 60 bytes per tree node becomes 16 bytes of node
+		// and 8 per leaf value: the model is smaller than its artifact.
+		return estimateCurve{perByte: 1, overhead: 256 << 10}
 	case "linear":
 		return estimateCurve{perByte: 4, overhead: 512 << 10}
 	case "onnx":

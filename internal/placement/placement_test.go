@@ -288,6 +288,7 @@ func TestEstimate(t *testing.T) {
 		want          int64
 	}{
 		{"xgboost", 1 << 20, 0, 3<<20 + 256<<10},
+		{"sklearn", 1 << 20, 0, 1<<20 + 256<<10},
 		{"onnx", 1 << 20, 0, 2<<20 + 2<<20},
 		{"linear", 0, 0, 512 << 10},
 		{"synthetic", 1 << 20, 0, 1 << 20},

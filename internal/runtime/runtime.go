@@ -85,6 +85,9 @@ type MemoryDeclarer interface {
 type Spec struct {
 	// Name is "model@N" (or the package name before publishing), for messages.
 	Name string
+	// Artifact is the artifact's file name in the package (model.yaml
+	// artifact:), for messages that name the file; "" when unknown.
+	Artifact string
 	// Features is the number of features the package's schema produces after
 	// preprocessing; runtimes that need it to size things may use it.
 	Features int
