@@ -7,7 +7,9 @@ import (
 	"io"
 	"io/fs"
 	"math/rand/v2"
+	"net"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/sluiceml/sluice/internal/errs"
@@ -394,8 +396,8 @@ func (run *jobRun) scanOnce(ctx context.Context) (scanResult, error) {
 	defer obj.Close()
 	s, err := scanInput(ctx, obj, run.spec.Input.Format, run.options())
 	if err != nil {
-		if ctx.Err() != nil {
-			return s, err
+		if ctx.Err() != nil || transient(err) {
+			return s, err // the next pass scans again
 		}
 		return s, fatal("input %s: %v", run.spec.Input.URI, err)
 	}
@@ -737,6 +739,9 @@ func (run *jobRun) readOnce(ctx context.Context, c Claim) (jobio.Chunk, error) {
 	}
 	rd, err := jobio.NewReader(obj, run.spec.Input.Format, opt)
 	if err != nil {
+		if transient(err) {
+			return jobio.Chunk{}, err
+		}
 		return jobio.Chunk{}, fatal("input %s: %v", run.spec.Input.URI, err)
 	}
 	ch, err := rd.Next(ctx)
@@ -744,7 +749,7 @@ func (run *jobRun) readOnce(ctx context.Context, c Claim) (jobio.Chunk, error) {
 		return ch, fatal("input %s: chunk %d has no rows at its start (offset %d): the input changed since the scan", run.spec.Input.URI, c.Chunk, c.Start.Offset)
 	}
 	if err != nil {
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || transient(err) {
 			return ch, err
 		}
 		return ch, fatal("input %s: chunk %d: %v", run.spec.Input.URI, c.Chunk, err)
@@ -830,4 +835,12 @@ func WithChunk(ctx context.Context, job string, chunk int) context.Context {
 func ChunkOf(ctx context.Context) (job string, chunk int, ok bool) {
 	r, ok := ctx.Value(chunkKey{}).(chunkRef)
 	return r.job, r.chunk, ok
+}
+
+// transient says whether a read error is the network's (an object
+// store's connection: worth reading again at the next pass), not the
+// file's content (a format error fails the job).
+func transient(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
