@@ -229,3 +229,19 @@ func (c *Client) DeleteModel(ctx context.Context, model, reason string) (*api.De
 	}
 	return &d, nil
 }
+
+// PriorityHeader lowers a predict call's serving class (the server's
+// server.PriorityHeader).
+const PriorityHeader = "Sluice-Priority"
+
+// PredictBatch sends a predict body at the batch class (Sluice-Priority:
+// batch: the rows take only what online work leaves idle), as the remote
+// runner of `sluice job run` does.
+func (c *Client) PredictBatch(ctx context.Context, model string, version int, body []byte, requestID string) (*Response, error) {
+	path := fmt.Sprintf("/v1/models/%s/versions/%d:predict", url.PathEscape(model), version)
+	h := http.Header{"Content-Type": {"application/json"}, PriorityHeader: {"batch"}}
+	if requestID != "" {
+		h.Set("X-Request-Id", requestID)
+	}
+	return c.Do(ctx, http.MethodPost, path, h, bytes.NewReader(body))
+}
