@@ -107,6 +107,9 @@ func (sf *serveFlags) register(cmd *cobra.Command) {
 	f.StringVar(&sf.workerCIDRs, "worker-cidrs", "127.0.0.0/8,::1/128", "the networks whose addresses the gateway dials when a worker registers (comma-separated CIDRs or IPs; a worker address that is a name must resolve only inside them); with --kube-workers only a watched pod's own IP is dialled, and the local --workers only on loopback")
 	f.StringVar(&c.KubeNamespace, "kube-namespace", "", "namespace of the --kube-workers pods (default: $POD_NAMESPACE, then the service account's)")
 	sf.artifacts.register(f, false)
+	f.StringVar(&c.JobsDir, "jobs-dir", "", "batch jobs: the folder file: job URIs resolve in (file:NAME is NAME inside it; paths and symlinks out of it are refused). Default: none, file: URIs refused (s3:// URIs use the --artifacts object store)")
+	f.IntVar(&c.JobRunners, "job-runners", 1, "batch jobs this server runs at once (0: none here; sluice job run processes sharing --store run them)")
+	f.IntVar(&c.JobChunksInFlight, "job-chunks-in-flight", 2, "chunks of one batch job scored at once (each up to its chunkRows rows)")
 	f.StringVar(&c.ControlAddr, "control-addr", "", "where workers register (sluice worker --join ADDR); set it to attach workers started elsewhere (default with --workers: 127.0.0.1:0). It always speaks TLS, and workers join with --join-token-file or a client certificate")
 	f.StringVar(&c.ControlTLSCert, "control-tls-cert", "", "certificate of the control plane's listener (with --control-tls-key; reloaded when it changes). Default: a self-signed one made once in <--data>/control/ca.pem (key.pem 0600) and reused: the file workers take as --ca")
 	f.StringVar(&c.ControlTLSKey, "control-tls-key", "", "key of --control-tls-cert")
@@ -168,8 +171,17 @@ func (sf *serveFlags) config(cmd *cobra.Command) (app.Config, error) {
 		return c, fmt.Errorf("--forget-after %s: must be > 0 (how long a silent attached worker is kept)", c.ForgetAfter)
 	case c.DeleteQuiet < 0:
 		return c, fmt.Errorf("--delete-quiet %s: must be >= 0", c.DeleteQuiet)
+	case c.JobRunners < 0:
+		return c, fmt.Errorf("--job-runners %d: must be >= 0 (0: this server runs no batch jobs)", c.JobRunners)
+	case c.JobChunksInFlight < 1:
+		return c, fmt.Errorf("--job-chunks-in-flight %d: must be >= 1 (the chunks of one job scored at once)", c.JobChunksInFlight)
 	case c.ModelsPoll < 0 || (c.ModelsPoll > 0 && c.Models == ""):
 		return c, fmt.Errorf("--models-poll %s: must be > 0 (0: off) and needs --models (the built-in examples never change)", c.ModelsPoll)
+	}
+	if c.JobsDir != "" {
+		if fi, err := os.Stat(c.JobsDir); err != nil || !fi.IsDir() {
+			return c, fmt.Errorf("--jobs-dir %q: not a directory (%v); create it, or leave the flag out to refuse file: job URIs", c.JobsDir, errOrFile(err))
+		}
 	}
 	if c.Workers > 0 {
 		if err := cpuprio.CheckNice("--worker-nice", sf.workerNice); err != nil {
@@ -196,6 +208,15 @@ func (sf *serveFlags) config(cmd *cobra.Command) (app.Config, error) {
 		return a, nil
 	}
 	return c, nil
+}
+
+// errOrFile is err, or "a file" when a path that should be a directory
+// is a file.
+func errOrFile(err error) any {
+	if err != nil {
+		return err
+	}
+	return "a file"
 }
 
 // parseDurability reads --records-durability.

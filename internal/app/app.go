@@ -24,6 +24,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
@@ -123,6 +124,14 @@ type Config struct {
 	ForgetAfter time.Duration  // --forget-after (0: cluster.DefaultForgetAfter)
 	WorkerCIDRs []netip.Prefix // --worker-cidrs (nil: loopback only)
 
+	// Batch jobs (docs/jobs.md): JobsDir is where file: URIs resolve
+	// ("": none, file: URIs refused); JobRunners how many jobs this
+	// process runs at once (0: none, `sluice job run` processes do);
+	// JobChunksInFlight the chunks of one job scored at once.
+	JobsDir           string // --jobs-dir
+	JobRunners        int    // --job-runners
+	JobChunksInFlight int    // --job-chunks-in-flight
+
 	// Serving, when set, is called with the HTTP listener's address once
 	// every part is up (tests, and programs that embed the server).
 	Serving func(addr net.Addr)
@@ -147,13 +156,15 @@ func Run(ctx context.Context, cfg Config) error {
 type app struct {
 	cfg     Config
 	log     *slog.Logger
-	metrics *telemetry.Metrics // always made; served and counted unless NoMetrics
+	metrics *telemetry.Metrics   // always made; served and counted unless NoMetrics
+	reg     *prometheus.Registry // metrics' registry (the jobs register theirs on it)
 
 	gc          *gcfloor.Tuner
 	ln, grpcLn  net.Listener
 	tls         *tls.Config // nil: plain listeners
 	tenants     *tenant.Set
 	store       registryStore
+	artifacts   registry.Artifacts // --artifacts' object store (nil: the folder in --data)
 	rs          recordStore
 	stopTracing func(context.Context) error
 	stopPprof   func()
@@ -177,11 +188,13 @@ type app struct {
 	caches      *predcache.Set // the gateway's prediction caches; the controller drops a version's
 	serving     bool           // the listeners started
 	feat        *featureStores // nil: no feature store
+	jobs        *batchJobs
 }
 
 func newApp(cfg Config) *app {
-	return &app{cfg: cfg, log: cfg.Logger, caches: predcache.NewSet(),
-		metrics: telemetry.New(telemetry.NewRegistry(), telemetry.BuildInfo{Version: cfg.Version, GoVersion: goruntime.Version()})}
+	reg := telemetry.NewRegistry()
+	return &app{cfg: cfg, log: cfg.Logger, caches: predcache.NewSet(), reg: reg,
+		metrics: telemetry.New(reg, telemetry.BuildInfo{Version: cfg.Version, GoVersion: goruntime.Version()})}
 }
 
 // group is the process in its one order: each part starts after the
@@ -199,6 +212,7 @@ func (a *app) group() *Group {
 	if !c.NoRecords {
 		g.Add(Part{Name: "records store", Start: a.openRecords, Stop: func(context.Context) error { return a.rs.Close() }})
 	}
+	g.Add(Part{Name: "job store", Start: a.openJobs, Stop: func(context.Context) error { return a.jobs.close() }})
 	if c.OTLPEndpoint != "" {
 		g.Add(Part{Name: "tracing", Start: a.startTracing, Stop: a.flushTracing})
 	}
@@ -229,6 +243,9 @@ func (a *app) group() *Group {
 		g.Add(Part{Name: "autoscaler", Start: a.newLoop, Run: a.runLoop, Stop: func(context.Context) error { a.stopLoop(); return nil }})
 	}
 	g.Add(Part{Name: "gateway", Start: a.newServer, Stop: func(context.Context) error { a.srv.Close(); return nil }})
+	if c.JobRunners > 0 {
+		g.Add(Part{Name: "job runner", Start: a.startJobRunner, Run: a.runJobs, Stop: a.stopJobRunner}) // Run returns once every job's goroutines have
+	}
 	g.Add(Part{Name: "listeners", Start: a.serve, Run: func() error { return a.lis.Wait() }, Stop: a.stopServing})
 	return g
 }
@@ -294,6 +311,7 @@ func (a *app) openRegistry(ctx context.Context) error {
 			return err
 		}
 	}
+	a.artifacts = art
 	store, err := openRegistry(ctx, a.cfg.StoreURL, a.cfg.Data, a.cfg.InitStore, art, a.log)
 	if err != nil {
 		return err
@@ -567,7 +585,9 @@ func (a *app) newServer(context.Context) error {
 		cfg.Workers = pool
 		cfg.Demand = func() []cluster.Demand { return pool.Demand(loop.Status()) }
 	}
+	cfg.Jobs = a.newJobManager()
 	a.srv = server.New(cfg, a.ctl.Load())
+	a.jobs.pred.Gateway = a.srv.Gateway() // before the listeners serve and the runner runs: nothing called the predictor yet
 	return nil
 }
 

@@ -134,12 +134,12 @@ func TestRunFailingHalfWayStopsWhatStarted(t *testing.T) {
 
 // The one order, as docs/design.md ("Lifecycle") writes it: the parts of
 // a process with every option on, in start order (stop is the reverse).
-var fullOrder = []string{"gc floor", "listen", "tenants", "registry", "records store", "tracing", "pprof",
+var fullOrder = []string{"gc floor", "listen", "tenants", "registry", "records store", "job store", "tracing", "pprof",
 	"pool", "control plane", "local workers", "kube pod watch", "records writer", "feature stores", "controller", "models",
-	"autoscaler", "gateway", "listeners"}
+	"autoscaler", "gateway", "job runner", "listeners"}
 
 func TestOrder(t *testing.T) {
-	full := Config{OTLPEndpoint: "http://x", PprofAddr: ":0", Workers: 2, KubeWorkers: "app=w", FeaturesRedis: "redis://127.0.0.1:1/0"}
+	full := Config{OTLPEndpoint: "http://x", PprofAddr: ":0", Workers: 2, KubeWorkers: "app=w", FeaturesRedis: "redis://127.0.0.1:1/0", JobRunners: 1}
 	for _, tc := range []struct {
 		name string
 		cfg  Config
@@ -147,9 +147,9 @@ func TestOrder(t *testing.T) {
 	}{
 		{"every option", full, fullOrder},
 		{"in process, no records", Config{NoRecords: true},
-			[]string{"gc floor", "listen", "tenants", "registry", "controller", "models", "gateway", "listeners"}},
+			[]string{"gc floor", "listen", "tenants", "registry", "job store", "controller", "models", "gateway", "listeners"}},
 		{"attached workers only", Config{ControlAddr: ":0"},
-			[]string{"gc floor", "listen", "tenants", "registry", "records store", "pool", "control plane", "records writer", "controller", "models", "autoscaler", "gateway", "listeners"}},
+			[]string{"gc floor", "listen", "tenants", "registry", "records store", "job store", "pool", "control plane", "records writer", "controller", "models", "autoscaler", "gateway", "listeners"}},
 	} {
 		if got := newApp(tc.cfg).group().Names(); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: order\n %q\nwant\n %q", tc.name, got, tc.want)

@@ -161,6 +161,11 @@ func credentialsOf(c Credentials) *credentials.Credentials {
 	return credentials.New(&credentials.Static{Value: credentials.Value{SignerType: credentials.SignatureAnonymous}})
 }
 
+// Client is the store's minio-go client: its endpoint, credentials and
+// transport, for other objects than artifacts in the same store (batch
+// jobs' s3:// inputs and outputs, internal/jobs/jobio.S3Store).
+func (a *Artifacts) Client() *minio.Client { return a.core.Client }
+
 // Config is the store's configuration.
 func (a *Artifacts) Config() Config { return a.cfg }
 
