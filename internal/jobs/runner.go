@@ -813,6 +813,11 @@ func (run *jobRun) assemble(ctx context.Context, j Job) error {
 	}
 	if ok {
 		run.r.cfg.Log.Info("job succeeded", "job", run.id, "rows", j.RowsTotal, "failed", j.RowsFailed, "redone", j.RowsRedone)
+		// The output is whole and the job recorded done: its parts are
+		// needed no more (a failure here leaves them, nothing else).
+		if err := run.parts.RemoveAll(ctx); err != nil {
+			run.r.cfg.Log.Warn("jobs: removing a succeeded job's parts", "job", run.id, "err", err)
+		}
 	}
 	run.r.m.forget(run.id)
 	return nil

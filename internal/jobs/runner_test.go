@@ -127,6 +127,9 @@ func testRunnerScoresEveryRowOnce(t *testing.T, newStore StoreMaker) {
 			}
 		}
 		out := readJSONL(t, filepath.Join(e.dir, "out.jsonl"))
+		if _, err := os.Stat(filepath.Join(e.dir, "out.jsonl.parts")); !os.IsNotExist(err) {
+			t.Errorf("a succeeded job's parts are left: %v", err)
+		}
 		if got, want := ids(out), "neg,r0,r1,r11,r2,r3,r4,r5,r6,r7,r8,r9"; got != want {
 			t.Fatalf("output ids %s; want %s", got, want)
 		}

@@ -459,6 +459,13 @@ func TestWriterCrashResumeAssemble(t *testing.T) {
 					}
 				}
 			}
+			must(t, parts2.RemoveAll(ctx))
+			if _, err := os.Stat(filepath.Join(dir, key+".parts")); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("parts left after RemoveAll: %v", err)
+			}
+			if again := readOutput(t, filepath.Join(dir, key), format); len(again) != 28 {
+				t.Errorf("the output went with its parts")
+			}
 		})
 	}
 }

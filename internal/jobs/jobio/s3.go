@@ -146,3 +146,14 @@ func (p *s3Parts) CleanStale(ctx context.Context) error {
 func (p *s3Parts) Publish(ctx context.Context, write func(io.Writer) error) error {
 	return p.put(ctx, p.out, write)
 }
+
+// RemoveAll removes the objects under KEY.parts/.
+func (p *s3Parts) RemoveAll(ctx context.Context) error {
+	objs := p.s.cl.ListObjects(ctx, p.s.bucket, minio.ListObjectsOptions{Prefix: p.prefix, Recursive: true})
+	for e := range p.s.cl.RemoveObjects(ctx, p.s.bucket, objs, minio.RemoveObjectsOptions{}) {
+		if e.Err != nil {
+			return p.s.err(e.ObjectName, e.Err)
+		}
+	}
+	return nil
+}

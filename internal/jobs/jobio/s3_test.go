@@ -137,5 +137,14 @@ func TestS3Store(t *testing.T) {
 		if got := strings.Join(ids, ","); got != "o0,o1,o2,o3,o4" {
 			t.Errorf("%s output ids %s", format, got)
 		}
+		must(t, parts2.RemoveAll(ctx))
+		if names, err := parts2.Committed(ctx); err != nil || len(names) != 0 {
+			t.Errorf("%s: parts left after RemoveAll: %v %v", format, names, err)
+		}
+		if o, err := s.Open(ctx, key); err != nil {
+			t.Errorf("%s: the output went with its parts: %v", format, err)
+		} else {
+			o.Close()
+		}
 	}
 }

@@ -147,6 +147,9 @@ type PartStore interface {
 	// Publish writes the final output through write and commits it
 	// atomically (a reader never sees half an output).
 	Publish(ctx context.Context, write func(io.Writer) error) error
+	// RemoveAll removes every part (once the output is published and its
+	// job recorded done: nothing needs them again).
+	RemoveAll(ctx context.Context) error
 }
 
 // LocalStore is an ObjectStore over the jobs dir. It opens the dir as an
@@ -330,4 +333,11 @@ func (p *localParts) CleanStale(context.Context) error {
 // processes that both saw the last chunk done) each rename a whole file.
 func (p *localParts) Publish(_ context.Context, write func(io.Writer) error) error {
 	return p.writeAtomic(p.out, p.out+"."+randomHex()+tmpSuffix, write)
+}
+
+func (p *localParts) RemoveAll(context.Context) error {
+	if err := p.s.root.RemoveAll(p.dir); err != nil {
+		return p.s.refuse(p.dir, err)
+	}
+	return nil
 }
