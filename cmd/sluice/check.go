@@ -43,6 +43,7 @@ func newCheckCmd() *cobra.Command {
 			pc, err := control.CheckPackage(cmd.Context(), p, control.CheckOptions{SkipGolden: updateGolden})
 			defer pc.Close()
 			printCheck(out, p, pc)
+			printWarnings(cmd.ErrOrStderr(), pc)
 			if err != nil {
 				return err
 			}
@@ -67,6 +68,9 @@ func printCheck(out io.Writer, p *modelpkg.Package, pc *control.PackageCheck) {
 		return
 	}
 	fmt.Fprintf(out, "model     %s\n", pc.Detail)
+	if pc.Ordered {
+		fmt.Fprintf(out, "order     the schema's columns are the artifact's feature names, in order\n")
+	}
 	if d := p.Spec.Manifest.Drift; d != nil && pc.ReferenceRows > 0 {
 		fmt.Fprintf(out, "drift     %s: %d reference rows, %d bins per feature\n", d.Reference, pc.ReferenceRows, d.Bins)
 	}
@@ -77,6 +81,13 @@ func printCheck(out io.Writer, p *modelpkg.Package, pc *control.PackageCheck) {
 		}
 		fmt.Fprintf(out, "golden    %s example %d %s = %s (expected %s, tolerance %s)\n", mark, r.Example, r.Output,
 			strconv.FormatFloat(r.Got, 'f', -1, 32), control.FormatNumber(r.Want), control.FormatNumber(r.Tolerance))
+	}
+}
+
+// printWarnings prints what CheckPackage passed but wants fixed.
+func printWarnings(w io.Writer, pc *control.PackageCheck) {
+	for _, m := range pc.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", m)
 	}
 }
 

@@ -27,6 +27,7 @@ func newPushCmd() *cobra.Command {
 			// server runs them again before it stores the version).
 			pc, err := control.CheckPackage(cmd.Context(), p, control.CheckOptions{})
 			pc.Close()
+			printWarnings(cmd.ErrOrStderr(), pc)
 			if err != nil {
 				return fmt.Errorf("%w; nothing was pushed (`sluice check %s` shows every check)", err, args[0])
 			}

@@ -19,6 +19,12 @@ type PackageCheck struct {
 	Model runtime.Model
 	// Detail is the runtime's description of the loaded model.
 	Detail string
+	// Ordered says the artifact names its input columns and the schema's
+	// columns are those, in order (hosting.CheckFieldOrder).
+	Ordered bool
+	// Warnings are what passed but should be fixed: an artifact that
+	// could name its columns and does not (hosting.FieldOrderWarning).
+	Warnings []string
 	// ReferenceRows is the number of drift reference rows (0 without drift:).
 	ReferenceRows int
 	// Golden holds every golden example's compared outputs (nil when the
@@ -63,6 +69,10 @@ func CheckPackage(ctx context.Context, p *modelpkg.Package, opts CheckOptions) (
 	}
 	pc.Model = m
 	pc.Detail = m.Info().Detail
+	pc.Ordered = len(m.Info().FeatureNames) > 0
+	if w := hosting.FieldOrderWarning(p.Spec, m.Info()); w != "" {
+		pc.Warnings = append(pc.Warnings, w)
+	}
 	if p.Spec.Manifest.Drift != nil {
 		rows, err := ReferenceRows(p.Spec, p.Reference)
 		if err != nil {

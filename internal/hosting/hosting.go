@@ -147,7 +147,9 @@ func safeLoad(ctx context.Context, rt runtime.Runtime, s runtime.Spec, art []byt
 	return rt.Load(ctx, s, art)
 }
 
-// CheckShape compares what a loaded model reads and produces with the schema.
+// CheckShape compares what a loaded model reads and produces with the
+// schema: the width, the outputs, and the order of the columns when the
+// artifact names them (CheckFieldOrder).
 func CheckShape(spec *modelpkg.Spec, info runtime.Info) error {
 	if name, _, ok := spec.Schema.Sequence(); ok || info.Sequence {
 		// Sequence models read token rows: no feature count to compare.
@@ -163,7 +165,7 @@ func CheckShape(spec *modelpkg.Spec, info runtime.Info) error {
 	if info.Outputs != len(spec.OutputNames) {
 		return fmt.Errorf("the model produces %d output columns but output.fields names %d (%v)", info.Outputs, len(spec.OutputNames), spec.OutputNames)
 	}
-	return nil
+	return CheckFieldOrder(spec, info)
 }
 
 // GoldenResult is one compared output of one golden example.

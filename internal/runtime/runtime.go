@@ -50,9 +50,31 @@ type Info struct {
 	// rather than float rows; Inputs is then 0.
 	Sequence bool
 	// FeatureNames are the names the artifact itself declares for its
-	// input columns, in the order it reads them (XGBoost's feature_names);
-	// nil when it declares none. Len is Inputs when set.
+	// input columns, in the order it reads them (XGBoost's feature_names,
+	// scikit-learn's feature_names_in_, an ONNX model's feature_names
+	// metadata); nil when it declares none. Len is Inputs when set.
+	// hosting.CheckFieldOrder refuses a package whose schema's columns
+	// (after preprocessing) are not these, in this order.
 	FeatureNames []string
+}
+
+// FeatureNamer is implemented by runtimes whose artifacts can declare the
+// names of their input columns (a loaded model's Info.FeatureNames). When
+// an artifact of such a runtime declares none, the order of the package's
+// fields cannot be checked against it: `sluice check` and `sluice push`
+// warn with this help instead.
+type FeatureNamer interface {
+	FeatureNamesHelp() FeatureNamesHelp
+}
+
+// FeatureNamesHelp says where a runtime's artifacts keep their feature
+// names and how a user adds them, for messages.
+type FeatureNamesHelp struct {
+	// Where names them in the artifact, e.g. "XGBoost feature_names".
+	Where string
+	// Add says how to add them, e.g. "train on a pandas DataFrame, or set
+	// booster.feature_names = [...] before save_model".
+	Add string
 }
 
 // Model is one loaded instance of a model version. Predict must be safe to

@@ -238,11 +238,16 @@ func fromONNX(data []byte) (*Model, error) {
 	if c.Sequence {
 		m.Fields = []Field{{Name: in, Type: "sequence", MaxLength: defaultMaxLength,
 			Note: fmt.Sprintf("token ids; set maxLength to the longest sequence the model takes (the artifact does not say; %d written)", defaultMaxLength)}}
+	} else if len(mi.FeatureNames) == c.Features {
+		// The model's metadata property feature_names names the columns.
+		for _, n := range mi.FeatureNames {
+			m.Fields = append(m.Fields, Field{Name: n, Type: "float"})
+		}
 	} else {
 		for i := range c.Features {
 			m.Fields = append(m.Fields, Field{Name: in + "_" + strconv.Itoa(i), Type: "float"})
 		}
-		m.Fields[0].Note = fmt.Sprintf("column %d of input tensor %q; ONNX does not name the columns: rename them", 0, c.Input.Name)
+		m.Fields[0].Note = fmt.Sprintf("column %d of input tensor %q; the model does not name its columns (metadata property feature_names): rename them", 0, c.Input.Name)
 	}
 	out := FieldName(c.Output.Name, "output")
 	if c.Outputs == 1 {

@@ -180,3 +180,23 @@ func TestDescribeRefuses(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// TestONNXFeatureNames: an ONNX model's metadata property feature_names
+// names the fields.
+func TestONNXFeatureNames(t *testing.T) {
+	b, err := os.ReadFile("../runtime/onnx/testdata/named.onnx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Describe("named.onnx", b, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range m.Fields {
+		names = append(names, f.Name+":"+f.Type)
+	}
+	if got := strings.Join(names, ","); got != "age:float,income:float,tenure:float" {
+		t.Errorf("fields %s", got)
+	}
+}

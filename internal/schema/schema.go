@@ -171,6 +171,45 @@ func (s *Schema) Tokens(path string, inst Instance) ([]int64, error) {
 // Features names the feature columns in order, e.g. "log1p(amount)", "country=US".
 func (s *Schema) Features() []string { return append([]string(nil), s.features...) }
 
+// FeatureColumn says where one feature column of a preprocessed row comes from.
+type FeatureColumn struct {
+	// Field is the input field the column is computed from.
+	Field string
+	// Level is set on a one-hot column: the category value it stands for
+	// (a category field's values), or the bucket's index (after bucketize).
+	Level string
+}
+
+// FeatureColumns describes every feature column in order (len Width()): the
+// field it comes from and, one-hot, its level. A sequence schema has none.
+func (s *Schema) FeatureColumns() []FeatureColumn {
+	if s.seq {
+		return nil
+	}
+	out := make([]FeatureColumn, 0, s.width)
+	for i := range s.fields {
+		f := &s.fields[i]
+		if n := len(f.ops); n == 0 || f.ops[n-1].kind != opOnehot {
+			out = append(out, FeatureColumn{Field: f.Name})
+			continue
+		}
+		bucketed := false
+		for _, o := range f.ops {
+			if o.kind == opBucketize {
+				bucketed = true
+			}
+		}
+		for j := 0; j < f.width; j++ {
+			c := FeatureColumn{Field: f.Name, Level: strconv.Itoa(j)}
+			if f.kind == kCategory && !bucketed && j < len(f.Values) {
+				c.Level = f.Values[j]
+			}
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // Fields returns the declared fields in order.
 func (s *Schema) Fields() []Field {
 	out := make([]Field, len(s.fields))

@@ -2,6 +2,7 @@ package onnx
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -81,7 +82,15 @@ type ModelInfo struct {
 	Producer  string
 	Inputs    []Tensor // graph inputs that are not initializers
 	Outputs   []Tensor
+	// FeatureNames are the input columns' names from the model's metadata
+	// property feature_names (a JSON list of strings, or names separated
+	// by commas); nil without it.
+	FeatureNames []string
 }
+
+// MetaFeatureNames is the metadata property that names a model's input
+// columns (onnx.helper.set_model_props(model, {"feature_names": ...})).
+const MetaFeatureNames = "feature_names"
 
 // ONNX protobuf field numbers (onnx/onnx.proto).
 const (
@@ -89,6 +98,10 @@ const (
 	modelProducer    = 2
 	modelGraph       = 7
 	modelOpsetImport = 8
+	modelMetadata    = 14
+
+	entryKey   = 1
+	entryValue = 2
 
 	opsetDomain  = 1
 	opsetVersion = 2
@@ -213,6 +226,26 @@ func ReadModelInfo(data []byte) (*ModelInfo, error) {
 			if domain == "" || domain == "ai.onnx" {
 				mi.Opset = version
 			}
+		case f.num == modelMetadata && f.wire == wireBytes:
+			var key, value string
+			if err := fields(f.b, func(g field) error {
+				switch {
+				case g.num == entryKey && g.wire == wireBytes:
+					key = string(g.b)
+				case g.num == entryValue && g.wire == wireBytes:
+					value = string(g.b)
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+			if key == MetaFeatureNames {
+				names, err := parseFeatureNames(value)
+				if err != nil {
+					return err
+				}
+				mi.FeatureNames = names
+			}
 		}
 		return nil
 	})
@@ -266,6 +299,30 @@ func ReadModelInfo(data []byte) (*ModelInfo, error) {
 		mi.Outputs = append(mi.Outputs, t)
 	}
 	return mi, nil
+}
+
+// parseFeatureNames reads the feature_names metadata property: a JSON list
+// of non-empty strings, or names separated by commas.
+func parseFeatureNames(v string) ([]string, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return nil, nil
+	}
+	var names []string
+	if strings.HasPrefix(v, "[") {
+		if err := json.Unmarshal([]byte(v), &names); err != nil {
+			return nil, fmt.Errorf("metadata property %s: want a JSON list of strings or names separated by commas: %v", MetaFeatureNames, err)
+		}
+	} else {
+		names = strings.Split(v, ",")
+	}
+	for i, n := range names {
+		names[i] = strings.TrimSpace(n)
+		if names[i] == "" {
+			return nil, fmt.Errorf("metadata property %s: name %d is empty (%q)", MetaFeatureNames, i, v)
+		}
+	}
+	return names, nil
 }
 
 func readValueInfo(b []byte) (Tensor, error) {
@@ -400,6 +457,9 @@ func CheckContract(mi *ModelInfo, features, outputs int) (*Contract, error) {
 		return nil, fmt.Errorf("input %q has %d features (shape %s) but model.yaml's input schema produces %d after preprocessing", in.Name, d.Value, in.ShapeString(), features)
 	}
 	c.Features = int(d.Value)
+	if n := len(mi.FeatureNames); n > 0 && n != c.Features {
+		return nil, fmt.Errorf("metadata property %s names %d features but input %q has %d (shape %s)", MetaFeatureNames, n, in.Name, c.Features, in.ShapeString())
+	}
 	if err := checkOutput(c, out, outputs); err != nil {
 		return nil, err
 	}

@@ -170,3 +170,42 @@ func TestStandardLocationsIncludeCache(t *testing.T) {
 		t.Errorf("CacheDir() with SLUICE_ONNXRUNTIME_CACHE = %q", c)
 	}
 }
+
+// TestReadModelInfoFeatureNames: the metadata property feature_names
+// (scripts/make_onnx_named_fixture.py) names the input columns; a count
+// other than the input's width is refused; the property's two forms.
+func TestReadModelInfoFeatureNames(t *testing.T) {
+	b, err := os.ReadFile("testdata/named.onnx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mi, err := ReadModelInfo(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(mi.FeatureNames, ","); got != "age,income,tenure" {
+		t.Fatalf("feature names %q", got)
+	}
+	if _, err := CheckContract(mi, 3, 1); err != nil {
+		t.Fatal(err)
+	}
+	mi.FeatureNames = mi.FeatureNames[:2]
+	if _, err := CheckContract(mi, 0, 1); err == nil || !strings.Contains(err.Error(), `metadata property feature_names names 2 features but input "x" has 3`) {
+		t.Fatalf("a short list: %v", err)
+	}
+	for _, c := range []struct{ in, want, err string }{
+		{`["a", "b c"]`, "a|b c", ""},
+		{"a, b ,c", "a|b|c", ""},
+		{"", "", ""},
+		{`["a", 1]`, "", "want a JSON list of strings"},
+		{"a,,b", "", "name 1 is empty"},
+	} {
+		got, err := parseFeatureNames(c.in)
+		if (c.err == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), c.err) || strings.Join(got, "|") != c.want {
+			t.Errorf("%q: %q %v", c.in, got, err)
+		}
+	}
+	if mi, err := ReadModelInfo(readFixture(t, "mlp")); err != nil || mi.FeatureNames != nil {
+		t.Errorf("mlp: names %v, %v", mi.FeatureNames, err)
+	}
+}

@@ -56,6 +56,15 @@ func init() { runtime.Register("onnx", Runtime{}) }
 // Runtime loads ONNX models.
 type Runtime struct{}
 
+// FeatureNamesHelp says where an ONNX model names its input columns (the
+// metadata property feature_names) and how to add them.
+func (Runtime) FeatureNamesHelp() runtime.FeatureNamesHelp {
+	return runtime.FeatureNamesHelp{
+		Where: "ONNX metadata property feature_names",
+		Add:   `onnx.helper.set_model_props(model, {"feature_names": json.dumps(list(X.columns))}) with the training columns in order, then onnx.save(model, path)`,
+	}
+}
+
 var (
 	libMu       sync.Mutex
 	libExplicit string // from SetLibraryPath

@@ -126,6 +126,9 @@ func (Runtime) Load(ctx context.Context, spec runtime.Spec, data []byte) (runtim
 		Inputs:   c.Features,
 		Outputs:  c.Outputs,
 		Sequence: c.Sequence,
+		// The artifact's own names for its columns (metadata
+		// feature_names), for the check of the package's field order.
+		FeatureNames: mi.FeatureNames,
 		Detail: fmt.Sprintf("onnx, input %q %s %s, output %q float32 %s, opset %d, %s, ONNX Runtime %s, threads intra %d inter %d",
 			c.Input.Name, c.Input.TypeString(), c.Input.ShapeString(), c.Output.Name, c.Output.ShapeString(), mi.Opset, producer, envVersion, intra, inter),
 	}

@@ -490,3 +490,15 @@ func BenchmarkSessionRun(b *testing.B) {
 		})
 	}
 }
+
+// TestFeatureNamesReachInfo: a model naming its columns in metadata
+// (named.onnx) says so in Info, for the field order check.
+func TestFeatureNamesReachInfo(t *testing.T) {
+	m := load(t, "named.onnx", 3, 1, runtime.SessionOptions{})
+	if got := strings.Join(m.Info().FeatureNames, ","); got != "age,income,tenure" {
+		t.Errorf("feature names %q", got)
+	}
+	if n := load(t, "mlp", 30, 1, runtime.SessionOptions{}).Info().FeatureNames; n != nil {
+		t.Errorf("mlp: feature names %v", n)
+	}
+}
