@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
 
 	"net/http"
 	"os"
@@ -11,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sluiceml/sluice/internal/api"
+	"github.com/sluiceml/sluice/internal/modelpkg"
 	"github.com/sluiceml/sluice/internal/testwait"
 )
 
@@ -23,7 +27,8 @@ const fieldOrderTestdata = "testdata/fieldorder/"
 // artifact that names its features passes check, push and predicts what
 // XGBoost predicted; the same package with income and age swapped in
 // model.yaml is refused by `sluice check`, by `sluice push` and by the
-// server's load of a models folder, each naming both orders and the fix.
+// server (an upload made without the client's check, and the load of a
+// models folder), each naming both orders and the fix.
 // An artifact without names is checked with a warning saying how to add
 // them.
 func TestFieldOrderThroughTheBinary(t *testing.T) {
@@ -73,8 +78,38 @@ func TestFieldOrderThroughTheBinary(t *testing.T) {
 		t.Fatalf("push of the swapped package passed:\n%s", out)
 	}
 	wantErr("push", stderr)
+	if !strings.Contains(stderr, "nothing was pushed") {
+		t.Errorf("push: %q does not say nothing was pushed", stderr)
+	}
+	if v := getModelVersion(t, srv.url, "credit", 1); v != 404 {
+		t.Errorf("after the refused push, credit@1 answers %d, want 404", v)
+	}
 	if _, stderr, err := sluice(t, "predict", "credit", `{"age":30,"income":150,"tenure":2}`, "--server", srv.url); err == nil {
 		t.Fatalf("the swapped package serves: %s", stderr)
+	}
+
+	// The server checks again: the swapped archive uploaded by hand (no
+	// client check) is refused before a version is stored.
+	pkg, err := modelpkg.ReadDir(bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var archive bytes.Buffer
+	if err := pkg.WriteTarGz(&archive); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Post(srv.url+"/v1/models/credit/versions", "application/gzip", &archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 422 {
+		t.Errorf("upload of the swapped archive: %d %s, want 422", resp.StatusCode, body)
+	}
+	wantErr("upload", string(body))
+	if v := getModelVersion(t, srv.url, "credit", 1); v != 404 {
+		t.Errorf("after the refused upload, credit@1 answers %d, want 404", v)
 	}
 
 	// The right order serves what XGBoost predicted.
@@ -146,4 +181,15 @@ func mkdir(t *testing.T, dir string) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// getModelVersion is the HTTP status of GET /v1/models/{model}/versions/{n}.
+func getModelVersion(t *testing.T, url, model string, n int) int {
+	t.Helper()
+	resp, err := http.Get(fmt.Sprintf("%s/v1/models/%s/versions/%d", url, model, n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }
