@@ -635,6 +635,7 @@ func (run *jobRun) score(ctx context.Context, c Claim) (res ChunkResult, failed 
 		out     = make([]jobio.OutRow, 0, len(ch.Rows)+len(ch.Errors))
 		rows    = make([]jobio.Row, 0, len(ch.Rows))
 		ids     = make([]string, 0, len(ch.Rows))
+		lines   = make([]int64, 0, len(ch.Rows))
 	)
 	cross := make(map[string]jobio.RowError)
 	for _, e := range run.scan.Dups[c.Chunk] {
@@ -658,7 +659,11 @@ func (run *jobRun) score(ctx context.Context, c Claim) (res ChunkResult, failed 
 		if run.stripID {
 			delete(row, run.spec.IDField)
 		}
-		rows, ids = append(rows, row), append(ids, id)
+		var line int64
+		if i < len(ch.Lines) {
+			line = ch.Lines[i]
+		}
+		rows, ids, lines = append(rows, row), append(ids, id), append(lines, line)
 	}
 	for _, e := range ch.Errors {
 		switch d, ok := cross[e.ID]; {
@@ -677,7 +682,7 @@ func (run *jobRun) score(ctx context.Context, c Claim) (res ChunkResult, failed 
 	}
 	for i, rr := range results {
 		if rr.Err != nil {
-			fail(jobio.RowError{ID: ids[i], Field: rr.Err.Field, Message: rr.Err.Message}, true)
+			fail(jobio.RowError{Line: lines[i], ID: ids[i], Field: rr.Err.Field, Message: rr.Err.Message}, true)
 			continue
 		}
 		out = append(out, jobio.OutRow{ID: ids[i], VersionID: run.spec.VersionID, Outputs: rr.Outputs})

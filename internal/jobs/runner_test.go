@@ -121,7 +121,7 @@ func testRunnerScoresEveryRowOnce(t *testing.T, newStore StoreMaker) {
 			msgs = append(msgs, fmt.Sprintf("%d:%d:%s:%s", re.Chunk, re.Line, re.ID, re.Message))
 		}
 		all := strings.Join(msgs, "\n")
-		for _, want := range []string{"2:11::not a JSON object", `2:12:r2:duplicate id "r2" (first on line 3)`, "3:0:neg:must be ≥ 0", `3:15:r11:duplicate id "r11" (first on line 14)`} {
+		for _, want := range []string{"2:11::not a JSON object", `2:12:r2:duplicate id "r2" (first on line 3)`, "3:13:neg:must be ≥ 0", `3:15:r11:duplicate id "r11" (first on line 14)`} {
 			if !strings.Contains(all, want) {
 				t.Errorf("errors lack %q:\n%s", want, all)
 			}

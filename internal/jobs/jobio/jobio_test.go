@@ -677,7 +677,7 @@ func TestResumeLines(t *testing.T) {
 				must(t, err)
 				got, err := r2.Next(context.Background())
 				must(t, err)
-				if got.Line != ch.Line || fmt.Sprint(got.Errors) != fmt.Sprint(ch.Errors) {
+				if got.Line != ch.Line || fmt.Sprint(got.Errors) != fmt.Sprint(ch.Errors) || fmt.Sprint(got.Lines) != fmt.Sprint(ch.Lines) || len(got.Lines) != len(got.Rows) {
 					t.Errorf("chunk %d resumed: line %d errors %v; from the start: line %d errors %v", ch.Index, got.Line, got.Errors, ch.Line, ch.Errors)
 				}
 			}

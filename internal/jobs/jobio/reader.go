@@ -52,6 +52,7 @@ type Chunk struct {
 	Line   int64
 	Rows   []Row
 	IDs    []string
+	Lines  []int64 // each row's line (row number for Parquet), at the same index as Rows
 	Errors []RowError
 }
 
@@ -222,6 +223,7 @@ func (c *chunker) addRow(line int64, row Row) {
 	row[c.opt.IDField] = id // one type whatever the format: the id's text
 	c.cur.Rows = append(c.cur.Rows, row)
 	c.cur.IDs = append(c.cur.IDs, id)
+	c.cur.Lines = append(c.cur.Lines, line)
 }
 
 // addError adds a bad row. A bad row with an id takes the id as a good
