@@ -225,3 +225,21 @@ func ids(m map[string]jobio.OutRow) string {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// order is the output's ids in file order.
+func order(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var r jobio.OutRow
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, r.ID)
+	}
+	return strings.Join(out, ",")
+}

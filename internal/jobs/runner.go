@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"net"
+	"sort"
 	"sync"
 	"syscall"
 	"time"
@@ -633,6 +634,7 @@ func (run *jobRun) score(ctx context.Context, c Claim) (res ChunkResult, failed 
 	var (
 		rowErrs []RowError
 		out     = make([]jobio.OutRow, 0, len(ch.Rows)+len(ch.Errors))
+		outLine = make([]int64, 0, len(ch.Rows)+len(ch.Errors)) // each out row's input line: the part is in input order
 		rows    = make([]jobio.Row, 0, len(ch.Rows))
 		ids     = make([]string, 0, len(ch.Rows))
 		lines   = make([]int64, 0, len(ch.Rows))
@@ -647,6 +649,7 @@ func (run *jobRun) score(ctx context.Context, c Claim) (res ChunkResult, failed 
 		rowErrs = append(rowErrs, rowError(c.Chunk, e))
 		if write {
 			out = append(out, jobio.OutRow{ID: e.ID, VersionID: run.spec.VersionID, Error: &jobio.OutError{Field: e.Field, Message: e.Message}})
+			outLine = append(outLine, e.Line)
 		}
 	}
 	for i, row := range ch.Rows {
@@ -686,7 +689,9 @@ func (run *jobRun) score(ctx context.Context, c Claim) (res ChunkResult, failed 
 			continue
 		}
 		out = append(out, jobio.OutRow{ID: ids[i], VersionID: run.spec.VersionID, Outputs: rr.Outputs})
+		outLine = append(outLine, lines[i])
 	}
+	sortByLine(out, outLine)
 	for attempt := 1; ; attempt++ {
 		_, err = run.out.WriteChunk(ctx, c.Chunk, out)
 		if err == nil {
@@ -853,4 +858,19 @@ func ChunkOf(ctx context.Context) (job string, chunk int, ok bool) {
 func transient(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// sortByLine orders a chunk's output rows by their input lines (the
+// reader's bad rows and the scored ones were gathered apart).
+func sortByLine(out []jobio.OutRow, lines []int64) {
+	idx := make([]int, len(out))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return lines[idx[a]] < lines[idx[b]] })
+	sorted := make([]jobio.OutRow, len(out))
+	for k, i := range idx {
+		sorted[k] = out[i]
+	}
+	copy(out, sorted)
 }

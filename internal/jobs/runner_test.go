@@ -130,6 +130,9 @@ func testRunnerScoresEveryRowOnce(t *testing.T, newStore StoreMaker) {
 		if _, err := os.Stat(filepath.Join(e.dir, "out.jsonl.parts")); !os.IsNotExist(err) {
 			t.Errorf("a succeeded job's parts are left: %v", err)
 		}
+		if got, want := order(t, filepath.Join(e.dir, "out.jsonl")), "r0,r1,r2,r3,r4,r5,r6,r7,r8,r9,neg,r11"; got != want {
+			t.Errorf("output in order %s; want the input's %s", got, want)
+		}
 		if got, want := ids(out), "neg,r0,r1,r11,r2,r3,r4,r5,r6,r7,r8,r9"; got != want {
 			t.Fatalf("output ids %s; want %s", got, want)
 		}
