@@ -40,7 +40,7 @@ func main() {
 		} else {
 			fmt.Fprintln(os.Stderr, "sluice:", err)
 		}
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
 }
 

@@ -35,7 +35,7 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/v1/models/add/versions/2":
 		min := 0.0
 		json.NewEncoder(w).Encode(api.Version{Model: "add", Version: 2, ID: "add@2", State: "ready",
-			Input: &api.Input{Fields: []api.Field{{Name: "id", Type: "category", Values: []string{"r0", "r1", "r2", "r3", "r4", "r5"}, Optional: true}, {Name: "a", Type: "float", Min: &min}, {Name: "b", Type: "float"}}},
+			Input:  &api.Input{Fields: []api.Field{{Name: "id", Type: "category", Values: []string{"r0", "r1", "r2", "r3", "r4", "r5"}, Optional: true}, {Name: "a", Type: "float", Min: &min}, {Name: "b", Type: "float"}}},
 			Output: &api.Output{Fields: []string{"sum"}},
 			Config: &api.Serving{MaxInstancesPerRequest: 2, MaxQueueInstances: 64}})
 	case "/v1/models/add/versions/2:predict":
