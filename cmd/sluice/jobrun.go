@@ -129,6 +129,11 @@ func runJobShard(cmd *cobra.Command, id string, f *jobRunFlags) error {
 		return err
 	}
 	defer closeObjs()
+	if f.store == "" {
+		if fi, err := os.Stat(f.data); err != nil || !fi.IsDir() {
+			return fmt.Errorf("--data %s: no such folder: without --store the job store is jobs.db in the server's --data (give that folder, or --store postgres://…)", f.data)
+		}
+	}
 	st, err := jobsdb.Open(ctx, f.store, f.data, f.initStore, log)
 	if err != nil {
 		return err
