@@ -140,7 +140,7 @@ func runJobShard(cmd *cobra.Command, id string, f *jobRunFlags) error {
 	}
 	defer st.Close()
 	if _, err := st.Get(ctx, id); err != nil {
-		return fmt.Errorf("job %s: %w (in the store %s)", id, err, storeName(f))
+		return fmt.Errorf("%w (in the store %s)", err, storeName(f))
 	}
 	c := apiClient(cmd, f.server)
 	c.APIKey = f.apiKey
