@@ -22,14 +22,19 @@ import (
 // scikit-learn ColumnTransformer prefix ("num__age") is dropped: a plain
 // column by its field's name, a one-hot column by field and level
 // ("color_red" or "color=red", as pandas.get_dummies and scikit-learn's
-// OneHotEncoder name them).
+// OneHotEncoder name them); and any column by its feature name as the
+// schema prints it ("standardize(age)", as scikit-learn artifacts
+// exported by Sluice's script name them).
 func CheckFieldOrder(spec *modelpkg.Spec, info runtime.Info) error {
 	names := info.FeatureNames
 	if len(names) == 0 || spec.Schema.Width() == 0 {
 		return nil
 	}
 	help, _ := featureNamesHelp(spec.Manifest.Runtime)
-	cols := spec.Schema.FeatureColumns()
+	var cols []column
+	for _, c := range spec.Schema.FeatureColumns() {
+		cols = append(cols, column{FeatureColumn: c})
+	}
 	where := help.Where
 	if where == "" {
 		where = "the artifact's feature names"
@@ -37,6 +42,10 @@ func CheckFieldOrder(spec *modelpkg.Spec, info runtime.Info) error {
 	if len(names) != len(cols) {
 		return fmt.Errorf("the artifact declares %d feature names (%s: %s) but the schema produces %d columns after preprocessing (%s)",
 			len(names), where, listNames(names), len(cols), listNames(spec.Schema.Features()))
+	}
+	feats := spec.Schema.Features()
+	for i := range cols {
+		cols[i].feature = feats[i]
 	}
 	first := -1
 	for i, n := range names {
@@ -48,7 +57,6 @@ func CheckFieldOrder(spec *modelpkg.Spec, info runtime.Info) error {
 	if first < 0 {
 		return nil
 	}
-	feats := spec.Schema.Features()
 	return fmt.Errorf("the schema's field order is not the artifact's: the model reads %s [%s] but input.fields and preprocess give [%s]; column %d is %q in the artifact and %q in the schema, so the model would read one feature's values as another's. %s",
 		where, listNames(names), listNames(feats), first, names[first], feats[first], fieldOrderFix(spec, cols, names))
 }
@@ -56,7 +64,7 @@ func CheckFieldOrder(spec *modelpkg.Spec, info runtime.Info) error {
 // fieldOrderFix says how to make the schema match names: the fields in
 // the artifact's order when every name is one of the schema's columns,
 // else the renames the unmatched columns need.
-func fieldOrderFix(spec *modelpkg.Spec, cols []schema.FeatureColumn, names []string) string {
+func fieldOrderFix(spec *modelpkg.Spec, cols []column, names []string) string {
 	var order []string
 	seen := map[string]bool{}
 	var unmatched []string
@@ -95,8 +103,19 @@ func fieldOrderFix(spec *modelpkg.Spec, cols []schema.FeatureColumn, names []str
 	return fmt.Sprintf("Fix: order and name input.fields as the artifact does (sluice init DIR writes them from the artifact); %s", strings.Join(renames, "; "))
 }
 
+// column is one of the schema's columns with its feature name.
+type column struct {
+	schema.FeatureColumn
+	feature string // schema.Features()[i]
+}
+
 // columnMatches says whether artifact feature name n names column c.
-func columnMatches(c schema.FeatureColumn, n string) bool {
+func columnMatches(c column, n string) bool {
+	// Sluice's own name of the column ("standardize(age)", "color=red"),
+	// as the scikit-learn exporter writes featureNames.
+	if n == c.feature {
+		return true
+	}
 	want := nameKey(c.Field)
 	if c.Level != "" {
 		want = nameKey(c.Field + "_" + c.Level)

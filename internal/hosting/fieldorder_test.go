@@ -59,6 +59,7 @@ func TestCheckFieldOrder(t *testing.T) {
 		{name: "onehot encoder names", fields: color, pre: "preprocess:\n  - {op: onehot, field: color}\n", names: []string{"num__age", "cat__color=red", "cat__color=blue"}},
 		{name: "onehot levels swapped", fields: color, pre: "preprocess:\n  - {op: onehot, field: color}\n", names: []string{"age", "color_blue", "color_red"},
 			want: `column 1 is "color_blue" in the artifact and "color=red" in the schema`, wantAlso: []string{"one-hot levels in the order of the field's values"}},
+		{name: "sluice feature names", fields: color, pre: "preprocess:\n  - {op: standardize, field: age, mean: 40, std: 10}\n  - {op: onehot, field: color}\n", names: []string{"standardize(age)", "color=red", "color=blue"}},
 		{name: "ordinal category", fields: color, pre: "preprocess:\n  - {op: ordinal, field: color}\n", names: []string{"age", "color"}},
 		{name: "bucketized onehot", fields: ageIncome, pre: "preprocess:\n  - {op: bucketize, field: age, boundaries: [30]}\n  - {op: onehot, field: age}\n", names: []string{"age_0", "age_1", "income"}},
 	}
