@@ -55,6 +55,7 @@ func isDup(e jobio.RowError, idField string) bool { return e.Field == idField &&
 // output in bounded memory).
 func scanInput(ctx context.Context, obj jobio.Object, format string, opt jobio.Options) (scanResult, error) {
 	opt.Start, opt.Line = jobio.Start{}, 0
+	opt.IDsOnly = true // the scan needs ids, not values: a row's values are judged when its chunk runs
 	rd, err := jobio.NewReader(obj, format, opt)
 	if err != nil {
 		return scanResult{}, err

@@ -733,3 +733,41 @@ func TestConcurrentCommitsOfOnePart(t *testing.T) {
 		t.Fatalf("the part (%d bytes) is none of the writers' whole parts", len(b))
 	}
 }
+
+// A scan with IDsOnly finds the ids, lines, chunks, bad rows and
+// duplicates a full read finds.
+func TestIDsOnlyMatchesAFullRead(t *testing.T) {
+	in := strings.Join([]string{
+		`{"id":"a","x":1}`,
+		`{"x":{"id":"inner"},"id":"b"}`,
+		`{"nested":[{"id":"no"}],"y":"s,t}","id":7}`,
+		`{"id":"a","x":2}`, // duplicate
+		`  {"id" : "c" , "x": [1,2]}`,
+		`{"x":1}`,           // no id
+		`{"id":null}`,       // no id
+		`{"id":""}`,         // empty
+		`{"id":true}`,       // not an id
+		`{"id":{"k":1}}`,    // not an id
+		`{"i\u0064":"esc"}`, // escaped key: decoded
+		`not json`,
+		`{"id":"d"} {"id":"e"}`, // two values
+		`[1,2]`,
+		`{"id":1.5e3,"z":null}`,
+		`{"id":"7"}`, // the same id text as 7 above
+		``,
+		`{"id":"f","s":"a\"b"}`,
+	}, "\n") + "\n"
+	read := func(idsOnly bool) string {
+		r, err := NewReader(obj(in), FormatJSONL, Options{ChunkRows: 4, IDsOnly: idsOnly})
+		must(t, err)
+		var b strings.Builder
+		for _, c := range readAll(t, r) {
+			fmt.Fprintf(&b, "chunk %d at %d line %d: ids %v lines %v errors %v\n", c.Index, c.Offset, c.Line, c.IDs, c.Lines, c.Errors)
+		}
+		return b.String()
+	}
+	full, fast := read(false), read(true)
+	if full != fast {
+		t.Fatalf("IDsOnly read differs:\nfull:\n%s\nids only:\n%s", full, fast)
+	}
+}
