@@ -86,7 +86,7 @@ func TestGCFloor(t *testing.T) {
 		}
 		srv.stop(t)
 	})
-	for _, args := range [][]string{{"serve", "--data", t.TempDir(), "--gc-floor", "12"}, {"worker", "--join", "127.0.0.1:1", "--gc-floor", "-1MiB"}} {
+	for _, args := range [][]string{{"serve", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--gc-floor", "12"}, {"worker", "--join", "127.0.0.1:1", "--gc-floor", "-1MiB"}} {
 		out, err := exec.Command(binary, args...).CombinedOutput()
 		if err == nil || !strings.Contains(string(out), `--gc-floor "`+args[len(args)-1]+`"`) || !strings.Contains(string(out), "0 turns the floor off") {
 			t.Errorf("sluice %s: %v %s", strings.Join(args, " "), err, out)

@@ -168,7 +168,7 @@ func TestServeModelsPoll(t *testing.T) {
 	}
 	srv.stop(t) // the poll loop stops with the server
 
-	out, err := exec.Command(binary, "serve", "--models-poll", "5s", "--data", t.TempDir()).CombinedOutput()
+	out, err := exec.Command(binary, "serve", "--addr", "127.0.0.1:0", "--models-poll", "5s", "--data", t.TempDir()).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "needs --models") {
 		t.Fatalf("--models-poll without --models: %v %s", err, out)
 	}

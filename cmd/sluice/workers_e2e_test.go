@@ -637,8 +637,8 @@ func TestWorkerPriority(t *testing.T) {
 		})
 	}
 	for _, tc := range []struct{ args, want string }{
-		{"serve --workers 1 --worker-sched low", `--worker-sched "low": use normal or idle`},
-		{"serve --workers 1 --worker-nice 20", "--worker-nice 20: use 0 (off) to 19"},
+		{"serve --addr 127.0.0.1:0 --workers 1 --worker-sched low", `--worker-sched "low": use normal or idle`},
+		{"serve --addr 127.0.0.1:0 --workers 1 --worker-nice 20", "--worker-nice 20: use 0 (off) to 19"},
 		{"worker --join 127.0.0.1:1 --sched fifo", `--sched "fifo": use normal or idle`},
 	} {
 		out, err := exec.Command(binary, append(strings.Fields(tc.args), "--data", t.TempDir())...).CombinedOutput()
@@ -711,8 +711,8 @@ func TestModelSchedIdle(t *testing.T) {
 		srv.stop(t)
 	})
 	for _, tc := range []struct{ args, want string }{
-		{"serve --model-sched lowest", `--model-sched "lowest": use normal or idle`},
-		{"serve --model-sched idle --model-cpus 8", "--model-cpus 8 with --model-sched idle: use at most"},
+		{"serve --addr 127.0.0.1:0 --model-sched lowest", `--model-sched "lowest": use normal or idle`},
+		{"serve --addr 127.0.0.1:0 --model-sched idle --model-cpus 8", "--model-cpus 8 with --model-sched idle: use at most"},
 	} {
 		out, err := exec.Command(binary, append(strings.Fields(tc.args), "--data", t.TempDir())...).CombinedOutput()
 		if err == nil || !strings.Contains(string(out), tc.want) {
