@@ -2,11 +2,15 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/sluiceml/sluice/internal/testwait"
 )
 
 // copyPackage copies the example package name into a temp folder.
@@ -160,4 +164,42 @@ func mustRead(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// sluice drift MODEL prints the serving version's drift report as a table:
+// one line per feature column and output, "not enough samples" until
+// drift.minSamples rows were seen, the PSI after.
+func TestDriftCommand(t *testing.T) {
+	srv := startServer(t, "--data", t.TempDir())
+	out, stderr, err := sluice(t, "drift", "churn", "--server", srv.url)
+	if err != nil || !strings.HasPrefix(out, "churn@1: 0 rows") || !strings.Contains(out, "COLUMN") || !strings.Contains(out, "not enough samples") || !strings.Contains(out, "output:churnProbability") {
+		t.Fatalf("drift before traffic: %v %q %q", err, out, stderr)
+	}
+	var b strings.Builder
+	b.WriteString(`{"instances":[`)
+	for i := range 120 {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `{"tenureMonths":%d,"supportTickets":%d,"plan":"basic"}`, 60+i%10, 9)
+	}
+	b.WriteString(`]}`)
+	if status, body, err := postJSON(srv.url+"/v1/models/churn:predict", b.String()); err != nil || status != 200 {
+		t.Fatalf("predict: %d %v %s", status, err, body)
+	}
+	testwait.UntilNil(t, 10*time.Second, func() error {
+		out, stderr, err = sluice(t, "drift", "churn@1", "--server", srv.url)
+		if err != nil || !strings.HasPrefix(out, "churn@1: 120 rows") || !strings.Contains(out, " yes ") {
+			return fmt.Errorf("drift after 120 shifted rows: %v %q %q", err, out, stderr)
+		}
+		return nil
+	})
+	if strings.Contains(out, "e+") || strings.Contains(out, "e-") {
+		t.Errorf("drift prints an exponent:\n%s", out)
+	}
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	checkAligned(t, lines[1:], columnStarts(t, lines[1], "COLUMN", "PSI", "DRIFT", "SAMPLES", "MISSING", "REF MISSING"))
+	if _, stderr, err := sluice(t, "drift", "fraud", "--server", srv.url); err == nil || !strings.Contains(stderr, "has no drift monitor") {
+		t.Errorf("drift of a model without drift: %v %q", err, stderr)
+	}
 }

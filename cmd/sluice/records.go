@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
-	"text/tabwriter"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -40,7 +40,7 @@ func newRecordsCmd() *cobra.Command {
 				return fmt.Errorf("--limit must be at least 1, got %d", limit)
 			}
 			w := cmd.OutOrStdout()
-			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			var table *recordTable // its widths fixed by the first page, for --follow
 			// fetch gets the newest --limit records, following the
 			// server's pages (at most 1000 records each) by nextCursor.
 			fetch := func() ([]api.Record, error) {
@@ -73,13 +73,12 @@ func newRecordsCmd() *cobra.Command {
 					return
 				}
 				if header {
-					fmt.Fprintln(tw, "TIME\tREQUEST\tTENANT\tVERSION\tOUTCOME\tLATENCY\tATTEMPTS")
+					table = newRecordTable(rs)
+					fmt.Fprintln(w, table.header())
 				}
 				for i := len(rs) - 1; i >= 0; i-- { // oldest first on screen
-					r := rs[i]
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.2fms\t%d\n", r.CreatedAt.Format(time.RFC3339Nano), r.RequestID, r.Tenant, orDash(r.ModelVersion), r.Outcome, r.LatencyMs, r.Attempts)
+					fmt.Fprintln(w, table.row(rs[i]))
 				}
-				tw.Flush()
 			}
 			rs, err := fetch()
 			if err != nil {
@@ -132,4 +131,53 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// recordTime is the records' time column: microseconds always shown, so
+// every time is as wide as the others.
+const recordTime = "2006-01-02T15:04:05.000000Z07:00"
+
+// recordColumns are the records table's headers.
+var recordColumns = []string{"TIME", "REQUEST", "TENANT", "VERSION", "OUTCOME", "LATENCY", "ATTEMPTS"}
+
+// recordTable prints records in columns whose widths are set once, from
+// the header and the first page, with room to spare for what --follow
+// prints later (a longer value shifts only its own line).
+type recordTable struct{ widths []int }
+
+// recordFloor is each column's least width: a default request id is 24
+// hex digits, an outcome code like deadline_infeasible 19 characters.
+var recordFloor = []int{len("2006-01-02T15:04:05.000000Z"), 24, 8, 10, 19, 9, 8}
+
+func newRecordTable(first []api.Record) *recordTable {
+	t := &recordTable{widths: make([]int, len(recordColumns))}
+	for i, h := range recordColumns {
+		t.widths[i] = max(len(h), recordFloor[i])
+	}
+	for _, r := range first {
+		for i, c := range recordCells(r) {
+			t.widths[i] = max(t.widths[i], len(c))
+		}
+	}
+	return t
+}
+
+func recordCells(r api.Record) []string {
+	return []string{r.CreatedAt.UTC().Format(recordTime), r.RequestID, r.Tenant, orDash(r.ModelVersion), r.Outcome,
+		strconv.FormatFloat(r.LatencyMs, 'f', 2, 64) + "ms", strconv.Itoa(r.Attempts)}
+}
+
+func (t *recordTable) header() string { return t.line(recordColumns) }
+
+func (t *recordTable) row(r api.Record) string { return t.line(recordCells(r)) }
+
+func (t *recordTable) line(cells []string) string {
+	var b strings.Builder
+	for i, c := range cells {
+		b.WriteString(c)
+		if i < len(cells)-1 {
+			b.WriteString(strings.Repeat(" ", max(t.widths[i]-len(c), 0)+2))
+		}
+	}
+	return b.String()
 }

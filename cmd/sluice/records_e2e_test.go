@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -382,5 +384,65 @@ func TestIdempotencyAcrossRestart(t *testing.T) {
 				t.Fatalf("records of restart-1: %+v; want one with attempts 3", rs)
 			}
 		})
+	}
+}
+
+// sluice records --follow prints the records that arrive later in the
+// columns of the header it printed first, whatever their widths.
+func TestRecordsFollowAligned(t *testing.T) {
+	srv := startServer(t, "--data", t.TempDir())
+	body := `{"instances":[{"tenureMonths":3,"supportTickets":4,"plan":"basic"}]}`
+	predictAs := func(id, body string) {
+		t.Helper()
+		if _, err := postRaw(t, srv.url+"/v1/models/churn:predict", body, map[string]string{"X-Request-Id": id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	predictAs("a", body)
+	testwait.Until(t, 10*time.Second, func() bool { return len(listRecords(t, srv.url, "limit=1", "")) == 1 })
+
+	cmd := exec.Command(binary, "records", "--follow", "--server", srv.url)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string, 16)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			default: // the test reads only a few
+			}
+		}
+	}()
+	defer func() {
+		cmd.Process.Kill()
+		<-done
+		cmd.Wait()
+	}()
+	next := func() string {
+		t.Helper()
+		select {
+		case l := <-lines:
+			return l
+		case <-time.After(20 * time.Second):
+			t.Fatal("sluice records --follow printed nothing in 20s")
+			return ""
+		}
+	}
+	header, first := next(), next()
+	// Later records, wider than the first in every column but the time.
+	predictAs("0123456789abcdef01234567", `{"instances":[{"tenureMonths":-3,"supportTickets":4,"plan":"basic"}]}`)
+	later := next()
+	lines2 := []string{header, first, later}
+	checkAligned(t, lines2, columnStarts(t, header, recordColumns...))
+	if !strings.Contains(later, "0123456789abcdef01234567") || !strings.Contains(later, "invalid_argument") {
+		t.Errorf("later record:\n%s", strings.Join(lines2, "\n"))
 	}
 }

@@ -4,67 +4,120 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"strings"
+	"io"
+	"strconv"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/sluiceml/sluice/internal/api"
 )
 
 func newWorkersCmd() *cobra.Command {
-	var server string
-	var asJSON bool
+	var server, output string
+	var asJSON, wide bool
 	cmd := &cobra.Command{
-		Use:   "workers",
-		Short: "List worker processes: id, pid, state, memory budget and use, loads and evictions, RSS, last heartbeat, versions with tier, memory, replicas, queue work, last use, load time",
+		Use:   "workers [-o table|wide|json]",
+		Short: "List worker processes: id, state, pid, memory used and budget, RSS, versions, last heartbeat (--wide: address, loads, evictions, and every version's tier, replicas, queue, memory, last use and load time)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch {
+			case asJSON:
+				output = "json"
+			case wide && output == "table":
+				output = "wide"
+			}
+			switch output {
+			case "table", "wide", "json":
+			default:
+				return fmt.Errorf("-o %q: use table, wide or json", output)
+			}
 			wl, err := apiClient(cmd, server).Workers(cmd.Context())
 			if err != nil {
 				return err
 			}
-			if asJSON {
+			if output == "json" {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
 				return enc.Encode(wl)
 			}
-			if wl.Mode != "workers" {
-				fmt.Fprintln(cmd.OutOrStdout(), "no workers: replicas run in the server's process (start it with --workers N)")
-				return nil
-			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "WORKER\tADDRESS\tPID\tSTATE\tMEMORY (used/budget)\tLOADS\tEVICTIONS\tRSS\tHEARTBEAT\tVERSIONS (tier, state, replicas, queued, memory, last use, load time, loads/evictions)")
-			for _, w := range wl.Workers {
-				var vs []string
-				for _, v := range w.Versions {
-					s := fmt.Sprintf("%s %s %s r=%d q=%d mem=%s", v.Version, cmp.Or(v.Tier, "-"), v.State, v.ReadyReplicas, v.QueuedInstances, mib(v.MemoryBytes))
-					if !v.MemoryMeasured {
-						s += "~"
-					}
-					used := "never"
-					if !v.LastUsed.IsZero() {
-						used = time.Since(v.LastUsed).Round(time.Second).String() + " ago"
-					}
-					s += fmt.Sprintf(" used=%s load=%s l/e=%d/%d", used, (time.Duration(v.LoadTimeMs * float64(time.Millisecond))).Round(time.Millisecond), v.Loads, v.Evictions)
-					vs = append(vs, s)
-				}
-				state := w.State
-				if w.Reason != "" {
-					state += " (" + w.Reason + ")"
-				}
-				beat := "-"
-				if !w.LastHeartbeat.IsZero() {
-					beat = time.Since(w.LastHeartbeat).Round(time.Millisecond).String() + " ago"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s/%s\t%d\t%d\t%s\t%s\t%s\n", w.ID, w.Address, w.PID, state, mib(w.MemoryUsedBytes), mib(w.MemoryBudgetBytes),
-					w.Loads, w.Evictions, mib(w.RSSBytes), beat, strings.Join(vs, ", "))
-			}
-			return tw.Flush()
+			return writeWorkers(cmd.OutOrStdout(), wl, time.Now(), output == "wide")
 		},
 	}
 	serverFlag(cmd, &server)
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "table (a few columns), wide (every column and a row per version) or json")
+	cmd.Flags().BoolVar(&wide, "wide", false, "same as -o wide")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "same as -o json")
 	return cmd
+}
+
+// writeWorkers prints the workers as an aligned table, one line per
+// worker; wide adds columns and a second table, one line per version held.
+func writeWorkers(out io.Writer, wl *api.WorkerList, now time.Time, wide bool) error {
+	if wl.Mode != "workers" {
+		_, err := fmt.Fprintln(out, "no workers: replicas run in the server's process (start it with --workers N)")
+		return err
+	}
+	ago := func(t time.Time, round time.Duration, never string) string {
+		if t.IsZero() {
+			return never
+		}
+		return now.Sub(t).Round(round).String() + " ago"
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	if wide {
+		fmt.Fprintln(tw, "WORKER\tSTATE\tPID\tADDRESS\tMEMORY (used/budget)\tRSS\tVERSIONS\tLOADS\tEVICTIONS\tHEARTBEAT")
+	} else {
+		fmt.Fprintln(tw, "WORKER\tSTATE\tPID\tMEMORY (used/budget)\tRSS\tVERSIONS\tHEARTBEAT")
+	}
+	for _, w := range wl.Workers {
+		state := w.State
+		if w.Reason != "" {
+			state += " (" + w.Reason + ")"
+		}
+		ready := 0
+		for _, v := range w.Versions {
+			if v.State == "ready" {
+				ready++
+			}
+		}
+		versions := fmt.Sprintf("%d", len(w.Versions))
+		if ready != len(w.Versions) {
+			versions += fmt.Sprintf(" (%d ready)", ready)
+		}
+		mem := mib(w.MemoryUsedBytes) + "/" + mib(w.MemoryBudgetBytes)
+		beat := ago(w.LastHeartbeat, time.Millisecond, "-")
+		if wide {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", w.ID, state, w.PID, w.Address, mem, mib(w.RSSBytes), versions, w.Loads, w.Evictions, beat)
+		} else {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", w.ID, state, w.PID, mem, mib(w.RSSBytes), versions, beat)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if !wide {
+		return nil
+	}
+	fmt.Fprintln(out)
+	fmt.Fprintln(tw, "WORKER\tVERSION\tTIER\tSTATE\tREPLICAS\tQUEUED\tMEMORY\tLAST USE\tLOAD TIME\tLOADS\tEVICTIONS")
+	for _, w := range wl.Workers {
+		for _, v := range w.Versions {
+			state := v.State
+			if v.Reason != "" {
+				state += " (" + v.Reason + ")"
+			}
+			mem := mib(v.MemoryBytes)
+			if !v.MemoryMeasured {
+				mem += " (estimate)"
+			}
+			load := strconv.FormatFloat(v.LoadTimeMs, 'f', 1, 64) + "ms"
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%d\t%d\n", w.ID, v.Version, cmp.Or(v.Tier, "-"), state, v.ReadyReplicas, v.QueuedInstances,
+				mem, ago(v.LastUsed, time.Second, "never"), load, v.Loads, v.Evictions)
+		}
+	}
+	return tw.Flush()
 }
 
 // mib renders bytes in MiB with one decimal under 10 MiB.

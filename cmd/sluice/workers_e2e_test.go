@@ -125,9 +125,24 @@ func TestWorkersServeEveryExample(t *testing.T) {
 			if err != nil {
 				t.Fatalf("sluice workers: %v %s", err, stderr)
 			}
-			for _, want := range append([]string{"worker-1", "worker-2", "ready"}, ids...) {
+			// One short line per worker under an aligned header.
+			lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+			if len(lines) != 3 || !strings.HasPrefix(lines[0], "WORKER") || !strings.Contains(out, "worker-1") || !strings.Contains(out, "worker-2") {
+				t.Errorf("sluice workers:\n%s", out)
+			}
+			checkAligned(t, lines, columnStarts(t, lines[0], "WORKER", "STATE", "PID", "MEMORY", "RSS", "VERSIONS", "HEARTBEAT"))
+			for _, l := range lines {
+				if len(l) > 100 {
+					t.Errorf("sluice workers prints a line of %d characters: %q", len(l), l)
+				}
+			}
+			out, stderr, err = sluice(t, "workers", "--wide", "--server", srv.url)
+			if err != nil {
+				t.Fatalf("sluice workers --wide: %v %s", err, stderr)
+			}
+			for _, want := range append([]string{"worker-1", "worker-2", "ready", "LOAD TIME"}, ids...) {
 				if !strings.Contains(out, want) {
-					t.Errorf("sluice workers does not show %q:\n%s", want, out)
+					t.Errorf("sluice workers --wide does not show %q:\n%s", want, out)
 				}
 			}
 		} else if wl := workers(t, srv.url); wl.Mode != "in-process" || len(wl.Workers) != 0 {
@@ -875,7 +890,7 @@ func TestManyModelsEvict(t *testing.T) {
 		}
 		return true
 	})
-	out, _, err := sluice(t, "workers", "--server", srv.url)
+	out, _, err := sluice(t, "workers", "-o", "wide", "--server", srv.url)
 	if err != nil || !strings.Contains(out, "EVICTIONS") {
 		t.Errorf("sluice workers: %v\n%s", err, out)
 	}

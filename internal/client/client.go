@@ -210,6 +210,11 @@ func (c *Client) Load(ctx context.Context, model string, n int, reason string, w
 	return &v, nil
 }
 
+// Drift decodes model@n's drift report (GET …/versions/{n}/drift) into v.
+func (c *Client) Drift(ctx context.Context, model string, n int, v any) error {
+	return c.getJSON(ctx, versionPath(model, n)+"/drift", v)
+}
+
 // DeleteVersion deletes model@n, a version that never served (it is hidden
 // from listings). The server refuses any other version.
 func (c *Client) DeleteVersion(ctx context.Context, model string, n int, reason string) (*api.Version, error) {
