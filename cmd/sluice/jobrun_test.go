@@ -2,9 +2,15 @@ package main
 
 import (
 	"errors"
+	"fmt"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	k8syaml "k8s.io/apimachinery/pkg/util/yaml"
 )
 
 func TestParseShard(t *testing.T) {
@@ -63,3 +69,37 @@ func TestCheckRunFlags(t *testing.T) {
 }
 
 var errTest = errors.ErrUnsupported
+
+// The Indexed Job of deploy/kubernetes/jobs is a valid batch/v1 Job
+// whose N agrees in completions, parallelism and --shard, and whose
+// args are flags `sluice job run` takes.
+func TestJobRunManifest(t *testing.T) {
+	b, err := os.ReadFile("../../deploy/kubernetes/jobs/job-run.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var j batchv1.Job
+	if err := k8syaml.UnmarshalStrict(b, &j); err != nil {
+		t.Fatalf("job-run.yaml: %v", err)
+	}
+	s := j.Spec
+	if s.CompletionMode == nil || *s.CompletionMode != batchv1.IndexedCompletion || s.Completions == nil || s.Parallelism == nil {
+		t.Fatalf("not an Indexed Job with completions and parallelism: %+v", s)
+	}
+	n := int(*s.Completions)
+	c := s.Template.Spec.Containers[0]
+	if *s.Parallelism != *s.Completions || c.Args[0] != "job" || c.Args[1] != "run" || s.Template.Spec.RestartPolicy != "Never" {
+		t.Errorf("parallelism %d, completions %d, args %v, restartPolicy %s", *s.Parallelism, n, c.Args, s.Template.Spec.RestartPolicy)
+	}
+	if want := fmt.Sprintf("--shard=$(JOB_COMPLETION_INDEX)/%d", n); !slices.Contains(c.Args, want) {
+		t.Errorf("args %v lack %s", c.Args, want)
+	}
+	cmd := newJobRunCmd()
+	if err := cmd.ParseFlags(c.Args[3:]); err != nil {
+		t.Errorf("sluice job run does not take the manifest's flags: %v", err)
+	}
+	rule := s.PodFailurePolicy.Rules[0]
+	if rule.Action != batchv1.PodFailurePolicyActionFailJob || rule.OnExitCodes.Values[0] != exitJobEnded {
+		t.Errorf("the first podFailurePolicy rule %+v does not fail the Job on exit %d", rule, exitJobEnded)
+	}
+}
