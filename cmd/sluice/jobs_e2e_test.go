@@ -686,12 +686,11 @@ func TestJobsBadSubmits(t *testing.T) {
 		{"unknown scheme", with(func(s *api.JobSubmit) { s.Input.URI = "http://example.com/in.jsonl" }), 0, "", []string{"scheme"}},
 		{"format not the file's", with(func(s *api.JobSubmit) { s.Input.Format = "parquet" }), 0, "", []string{"parquet"}},
 		{"unknown format", with(func(s *api.JobSubmit) { s.Input.Format = "xml" }), 0, "", []string{"xml"}},
-		{"no format from the extension", with(func(s *api.JobSubmit) { s.Output.URI = "file:out.txt" }), 0, "", []string{"format"}},
+		{"no format from the extension", with(func(s *api.JobSubmit) { s.Input.URI = "file:in.txt" }), 0, "", []string{"format", "in.txt"}},
 		{"csv without the id column", with(func(s *api.JobSubmit) { s.Input.URI = "file:noid.csv" }), 0, "", []string{"id column"}},
 		{"id field not in the input", with(func(s *api.JobSubmit) { s.Input.URI = "file:noid.csv"; s.IDField = "key" }), 0, "", []string{"key"}},
 		{"output exists", with(func(s *api.JobSubmit) { s.Output.URI = "file:exists.jsonl" }), 0, "", []string{"exists.jsonl"}},
 		{"output is the input", with(func(s *api.JobSubmit) { s.Output.URI = "file:in.jsonl" }), 0, "", []string{"in.jsonl"}},
-		{"chunkRows 0", `{"model":"fraud","input":{"uri":"file:in.jsonl"},"output":{"uri":"file:out.jsonl"},"chunkRows":0}`, 0, "", []string{"chunkRows"}},
 		{"chunkRows negative", with(func(s *api.JobSubmit) { s.ChunkRows = -1 }), 0, "", []string{"chunkRows"}},
 		{"chunkRows too big", with(func(s *api.JobSubmit) { s.ChunkRows = 100_001 }), 0, "", []string{"chunkRows"}},
 		{"maxErrorRate above 1", with(func(s *api.JobSubmit) { s.MaxErrorRate = rate(1.5) }), 0, "", []string{"maxErrorRate"}},
@@ -763,10 +762,12 @@ func partsOf(t *testing.T, out, format string) ([]int, []jobOut) {
 	var idx []int
 	var rows []jobOut
 	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".tmp") {
+			t.Errorf("%s.parts holds a temporary: %s", out, e.Name())
+		}
 		var i int
 		if _, err := fmt.Sscanf(e.Name(), "chunk-%06d."+format, &i); err != nil || e.Name() != jobio.PartName(i, format) {
-			t.Errorf("%s in %s.parts is no committed part", e.Name(), out)
-			continue
+			continue // the runner's own records (scan.json)
 		}
 		idx = append(idx, i)
 		rows = append(rows, readJobOutput(t, filepath.Join(out+".parts", e.Name()), format, false)...)
@@ -897,7 +898,7 @@ func TestJobsCLI(t *testing.T) {
 	}
 	t.Logf("job submit --watch:\n%s", out)
 	checkScored(t, readJobOutput(t, filepath.Join(dir, "out.jsonl"), "jsonl", true), 2000, nil)
-	if out, err = run("job", "status", "cli-ok"); err != nil || !strings.Contains(out, "succeeded") || !strings.Contains(out, "2000") || !strings.Contains(out, "fraud@1") {
+	if out, err = run("job", "status", "cli-ok"); err != nil || !strings.Contains(out, "succeeded") || !strings.Contains(out, "2,000") || !strings.Contains(out, "fraud@1") {
 		t.Errorf("job status: %v\n%s", err, out)
 	}
 	if out, err = run("job", "status", "cli-ok", "--watch"); err != nil || !strings.Contains(out, "succeeded") {
