@@ -62,6 +62,7 @@ var (
 	bigBytes  = flag.Int64("big-bytes", 10<<30, "size of figure f's CSV input")
 	bigPad    = flag.Int("big-pad", 1000, "bytes of the ignored note column per row of figure f's CSV")
 	bigFor    = flag.Duration("big-for", 4*time.Minute, "figure f: watch the job at most this long, then cancel it")
+	dKs       = flag.String("d-chunks-in-flight", "2,1", "figure d: each run kills one job per --job-chunks-in-flight value of this list")
 	only      = flag.String("only", "abdf", "figures to run: a, b (with c), d (with e), f")
 	profile   = flag.Bool("profile", true, "after figure b: a CPU profile of the server during one more job + online window")
 )
@@ -139,12 +140,13 @@ type server struct {
 	log  *os.File
 }
 
-func startServer(data, jobsDir, logName string) (*server, error) {
+func startServer(data, jobsDir, logName string, extra ...string) (*server, error) {
 	lf, err := os.Create(filepath.Join(*outDir, logName))
 	if err != nil {
 		return nil, err
 	}
 	args := []string{"-c", *serverCPU, *bin, "serve", "--addr", *addr, "--data", data, "--jobs-dir", jobsDir, "--pprof-addr", *pprofAddr}
+	args = append(args, extra...)
 	cmd := exec.Command("taskset", args...)
 	cmd.Stdout, cmd.Stderr = lf, lf
 	if err := cmd.Start(); err != nil {
@@ -459,12 +461,13 @@ type figB struct {
 }
 
 type figD struct {
-	Rows       int     `json:"rows"`
-	ChunkRows  int     `json:"chunkRows"`
-	Redone     []int64 `json:"rowsRedone"`
-	KilledAt   []int   `json:"chunksDoneAtKill"`
-	Duplicates []int   `json:"duplicates"`
-	Missing    []int   `json:"missing"`
+	Rows       int      `json:"rows"`
+	ChunkRows  int      `json:"chunkRows"`
+	InFlight   []string `json:"chunksInFlight"`
+	Redone     []int64  `json:"rowsRedone"`
+	KilledAt   []int    `json:"chunksDoneAtKill"`
+	Duplicates []int    `json:"duplicates"`
+	Missing    []int    `json:"missing"`
 }
 
 type figF struct {
@@ -640,21 +643,23 @@ func main() {
 		res.D = new(figD)
 		d := res.D
 		d.Rows, d.ChunkRows = *rowsA, 1000
-		for i := 0; i < *runs; i++ {
+		for i := 0; i < *runs*len(strings.Split(*dKs, ",")); i++ {
+			ks := strings.Split(*dKs, ",")
+			k := strings.TrimSpace(ks[i%len(ks)])
 			data := filepath.Join(*outDir, fmt.Sprintf("data-d%d-%d", os.Getpid(), i))
-			srv, err := startServer(data, jobsDir, fmt.Sprintf("server-d%d.log", i))
+			srv, err := startServer(data, jobsDir, fmt.Sprintf("server-d%d.log", i), "--job-chunks-in-flight", k)
 			must(err)
 			out := outName("d")
 			id, err := submit("file:a.jsonl", "file:"+out, 1000)
 			must(err)
 			// Kill at a different point in each run: 30, 50, 70 % of chunks.
-			frac := []float64{0.5, 0.3, 0.7}[i%3]
+			frac := []float64{0.5, 0.3, 0.7}[(i/len(ks))%3]
 			at, err := waitJob(id, 10*time.Minute, func(s api.JobStatus) bool {
 				return s.ChunksTotal > 0 && float64(s.ChunksDone) >= frac*float64(s.ChunksTotal)
 			})
 			must(err)
 			srv.kill()
-			srv, err = startServer(data, jobsDir, fmt.Sprintf("server-d%d-restart.log", i))
+			srv, err = startServer(data, jobsDir, fmt.Sprintf("server-d%d-restart.log", i), "--job-chunks-in-flight", k)
 			must(err)
 			st, err := waitJob(id, 10*time.Minute, func(s api.JobStatus) bool { return s.State == "succeeded" })
 			must(err)
@@ -663,9 +668,10 @@ func main() {
 			must(err)
 			clean(out)
 			os.RemoveAll(data)
+			d.InFlight = append(d.InFlight, k)
 			d.Redone, d.KilledAt = append(d.Redone, st.RowsRedone), append(d.KilledAt, at.ChunksDone)
 			d.Duplicates, d.Missing = append(d.Duplicates, dups), append(d.Missing, missing)
-			log.Printf("d run %d: killed at %d of %d chunks; rowsRedone %d; output: %d duplicate ids, %d missing", i+1, at.ChunksDone, at.ChunksTotal, st.RowsRedone, dups, missing)
+			log.Printf("d run %d (--job-chunks-in-flight %s): killed at %d of %d chunks; rowsRedone %d; output: %d duplicate ids, %d missing", i+1, k, at.ChunksDone, at.ChunksTotal, st.RowsRedone, dups, missing)
 			save()
 		}
 	}
