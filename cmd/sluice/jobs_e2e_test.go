@@ -608,9 +608,19 @@ func TestJobsBadRows(t *testing.T) {
 		s.ChunkRows = 50
 		s.MaxErrorRate = mer
 		st := c.wait(t, c.mustSubmit(t, s).ID)
-		if st.State != "failed" || st.RowsFailed < 1 || !strings.Contains(strings.ToLower(st.Message), "rate") {
-			t.Errorf("maxErrorRate %v: %s %q %+v", st.Spec.MaxErrorRate, st.State, st.Message, st.JobCounts)
+		if st.State != "failed" || !strings.Contains(st.Message, "maxErrorRate") || len(st.Errors) == 0 {
+			t.Errorf("maxErrorRate %v: %s %q %+v %+v", st.Spec.MaxErrorRate, st.State, st.Message, st.JobCounts, st.Errors)
 		}
+		// At 0 the scan's duplicate alone fails the job before a row is
+		// scored: the error is listed (the counts sum scored chunks only).
+		dup := false
+		for _, e := range st.Errors {
+			dup = dup || e.ID == "r0000005" && strings.Contains(e.Message, "duplicate")
+		}
+		if !dup {
+			t.Errorf("maxErrorRate %v: the duplicate is not among the errors %+v", st.Spec.MaxErrorRate, st.Errors)
+		}
+		t.Logf("maxErrorRate %v: %s: %s; %+v", st.Spec.MaxErrorRate, st.State, st.Message, st.JobCounts)
 		if _, err := os.Stat(filepath.Join(dir, out)); !os.IsNotExist(err) {
 			t.Errorf("a failed job published %s: %v", out, err)
 		}
@@ -1069,6 +1079,7 @@ func TestS3Jobs(t *testing.T) {
 		t.Errorf("output object exists: %d %+v", code, e)
 	}
 
+	parent := t
 	t.Run("kill -9 and resume", func(t *testing.T) {
 		const n, chunk = 30_000, 100
 		in := put("big.parquet", n)
@@ -1077,7 +1088,7 @@ func TestS3Jobs(t *testing.T) {
 		id := c.mustSubmit(t, s).ID
 		c.until(t, id, "10 chunks done", func(s api.JobStatus) bool { return s.ChunksDone >= 10 })
 		srv.kill9(t)
-		srv = startJobsServer(t, data, t.TempDir(), args...)
+		srv = startJobsServer(parent, data, parent.TempDir(), args...) // the parent stops it
 		c.url = srv.url
 		st := c.wait(t, id)
 		if st.State != "succeeded" || st.RowsDone != n || st.RowsRedone > chunk {
