@@ -593,14 +593,36 @@ def examples(model, est, doc, cols, sources, named, frame, n_examples):
             if c.values is not None:
                 row[c.source] = c.cats[0]
         frame = pd.DataFrame([row], columns=sources)
-    frame = frame.head(max(1, min(n_examples, MAX_EXAMPLES)))
+    frame = frame.head(max(1, min(4 * n_examples, 4 * MAX_EXAMPLES))).reset_index(drop=True)
     X = model_input(frame, named)
     try:
         out = sklearn_outputs(model, doc, X)
+        # Sluice hands the estimator float32 rows: the estimator's answer
+        # on the same rows rounded to float32 says how far that moves each
+        # output (the example's tolerance); a row whose label it flips sits
+        # on a decision boundary and is no example.
+        pre = X
+        steps, _ = split_pipeline(model)
+        if steps:
+            from sklearn.pipeline import Pipeline
+
+            pre = Pipeline(steps).transform(X)
+        if hasattr(pre, "toarray"):
+            pre = pre.toarray()
+        pre32 = np.asarray(pre, dtype=np.float32).astype(np.float64)
+        out32 = sklearn_outputs(est, doc, pre32)
     except Exception as e:  # noqa: BLE001 - scikit-learn's own refusal of the rows
         raise ExportError(f"scikit-learn could not predict the {source} rows: {e}") from e
     exs = []
     for r in range(len(frame)):
+        if len(exs) == n_examples:
+            break
+        if "classes" in doc and out[r][0] != out32[r][0]:
+            continue
+        diff = float(np.max(np.abs(out[r] - out32[r])))
+        tol = 1e-6
+        while tol < 2 * diff:
+            tol *= 10
         inst = {}
         for c in cols:
             v = as_py(frame[c.source].iloc[r])
@@ -619,7 +641,12 @@ def examples(model, est, doc, cols, sources, named, frame, n_examples):
             else:
                 v = float(v)
             inst[c.name] = v
-        exs.append({"instance": inst, "outputs": [float(x) for x in out[r]]})
+        ex = {"instance": inst, "outputs": [float(x) for x in out[r]]}
+        if tol > 1e-6:
+            ex["tolerance"] = tol
+        exs.append(ex)
+    if not exs:
+        raise ExportError(f"every one of the {source} rows sits on a decision boundary in float32; give other rows")
     return exs
 
 

@@ -20,7 +20,7 @@ func newInitCmd() *cobra.Command {
 	var categories []string
 	cmd := &cobra.Command{
 		Use:   "init ARTIFACT [--name NAME] [--out DIR] [--categories FIELD=A,B,...]",
-		Short: "Write a starting model.yaml from what an artifact (XGBoost, linear JSON, ONNX) says about itself",
+		Short: "Write a starting model.yaml from what an artifact (XGBoost, scikit-learn export, linear JSON, ONNX) says about itself",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			src := args[0]
@@ -65,11 +65,20 @@ func newInitCmd() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("the generated model.yaml is invalid (nothing written): %w", err)
 			}
-			// Run the artifact on the all-zero golden instance to fill in
-			// what it answers.
+			if m.Golden != nil {
+				// The artifact carries its producer's own outputs
+				// (scikit-learn's): this runtime must give them.
+				if err := checkGolden(cmd.Context(), p); err != nil {
+					return fmt.Errorf("%s: nothing written: %w", src, err)
+				}
+			}
+			// Else run the artifact on the all-zero golden instance to
+			// fill in what it answers.
 			model, err := hosting.LoadPackage(cmd.Context(), p)
-			if err == nil {
+			if err == nil && m.Golden == nil {
 				yml, _, err = hosting.UpdateGolden(cmd.Context(), man, p, model)
+			}
+			if model != nil {
 				model.Close()
 			}
 			if err != nil {
@@ -106,7 +115,7 @@ func newInitCmd() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&name, "name", "", "model name (default: the output folder's name)")
 	f.StringVar(&out, "out", "", "package folder to write model.yaml (and a copy of the artifact) to (default: the artifact's folder)")
-	f.StringVar(&rt, "runtime", "", "xgboost, linear or onnx (default: told by the artifact's content)")
+	f.StringVar(&rt, "runtime", "", "xgboost, sklearn, linear or onnx (default: told by the artifact's content)")
 	f.StringArrayVar(&categories, "categories", nil, "FIELD=A,B,...: the categories of a categorical XGBoost feature, in the order of the training frame's df[FIELD].cat.categories (XGBoost before 3.1 does not save them; repeat for each field)")
 	f.StringVar(&onnxLib, "onnxruntime-lib", "", "path of ONNX Runtime's shared library, to compute an ONNX model's golden example (as for sluice serve)")
 	return cmd

@@ -31,7 +31,7 @@ func main() {
 		Version:       version,
 	}
 	root.AddCommand(newServeCmd(), newCheckCmd(), newPushCmd(), newModelsCmd(), newPredictCmd(), newBenchCmd(), newTenantCmd(),
-		newDeployCmd(), newTrafficCmd(), newShadowCmd(), newRolloutCmd(), newRollbackCmd(), newHistoryCmd(), newRecordsCmd(), newTopCmd(), newWorkerCmd(), newWorkersCmd(), newDriftCmd(), newVersionCmd(), newInitCmd(),
+		newDeployCmd(), newTrafficCmd(), newShadowCmd(), newRolloutCmd(), newRollbackCmd(), newHistoryCmd(), newRecordsCmd(), newTopCmd(), newWorkerCmd(), newWorkersCmd(), newDriftCmd(), newVersionCmd(), newInitCmd(), newExportSklearnCmd(),
 		newArchiveCmd(), newLoadCmd(), newDeleteCmd(), newPlanCmd(), newControllerCmd(), newJobCmd())
 	if err := root.Execute(); err != nil {
 		var ce *client.Error

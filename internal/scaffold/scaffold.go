@@ -18,6 +18,7 @@ import (
 
 	"github.com/sluiceml/sluice/internal/runtime/linear"
 	"github.com/sluiceml/sluice/internal/runtime/onnx"
+	"github.com/sluiceml/sluice/internal/runtime/sklearn"
 	"github.com/sluiceml/sluice/internal/runtime/xgboost"
 )
 
@@ -31,6 +32,38 @@ type Field struct {
 	// what the model reads: "ordinal" (its code) or "" for none.
 	Encode string
 	Note   string // a comment for the line, e.g. the artifact's own name
+	// Default and Optional as model.yaml has them (an exported
+	// scikit-learn pipeline's SimpleImputer statistic, an OrdinalEncoder
+	// that learnt a missing category).
+	Default  any
+	Optional bool
+	// Steps are the field's preprocessing steps the artifact declares (an
+	// exported scikit-learn pipeline), written after Encode's.
+	Steps []Step
+	// Source is the name the artifact gives the field (set by YAML when
+	// it makes Name a valid field name).
+	Source string
+}
+
+// Step is one preprocessing step: op and the parameters it has.
+type Step struct {
+	Op                  string
+	Mean, Std, Min, Max *float64
+}
+
+// Golden is an example the artifact carries with its producer's own
+// outputs (scikit-learn's, for an exported pipeline): the instance's
+// values by field, in field order, and the outputs in output order.
+type Golden struct {
+	Instance  []Value
+	Expect    []float64
+	Tolerance float64
+}
+
+// Value is one field's value in a golden instance.
+type Value struct {
+	Field string
+	Value any // float64, int64, bool or string
 }
 
 // Model is what an artifact says about itself.
@@ -42,6 +75,9 @@ type Model struct {
 	// Tolerance for the generated golden example: the runtime's float
 	// precision across machines.
 	Tolerance string
+	// Golden are examples whose outputs the artifact knows (nil: one
+	// all-zero example, its outputs computed by running the artifact).
+	Golden []Golden
 }
 
 // Describe tells the runtime of an artifact (runtimeName "" to detect it by
@@ -51,7 +87,7 @@ func Describe(file string, data []byte, runtimeName string) (*Model, error) {
 	tries := []struct {
 		name string
 		fn   func([]byte) (*Model, error)
-	}{{"xgboost", fromXGBoost}, {"linear", fromLinear}, {"onnx", fromONNX}}
+	}{{"xgboost", fromXGBoost}, {"sklearn", fromSklearn}, {"linear", fromLinear}, {"onnx", fromONNX}}
 	var msgs []string
 	for _, t := range tries {
 		if runtimeName != "" && runtimeName != t.name {
@@ -64,12 +100,12 @@ func Describe(file string, data []byte, runtimeName string) (*Model, error) {
 		msgs = append(msgs, fmt.Sprintf("%s: %v", t.name, err))
 	}
 	if runtimeName != "" && len(msgs) == 0 {
-		return nil, fmt.Errorf("%s: sluice init knows runtimes xgboost, linear and onnx, not %q; write model.yaml by hand (docs/model-yaml.md)", file, runtimeName)
+		return nil, fmt.Errorf("%s: sluice init knows runtimes xgboost, sklearn, linear and onnx, not %q; write model.yaml by hand (docs/model-yaml.md)", file, runtimeName)
 	}
 	if runtimeName != "" {
 		return nil, fmt.Errorf("%s: not an artifact of runtime %s: %s", file, runtimeName, strings.Join(msgs, "; "))
 	}
-	return nil, fmt.Errorf("%s: not an artifact sluice init can read (XGBoost JSON or UBJSON from Booster.save_model, a linear-runtime JSON, or ONNX): %s", file, strings.Join(msgs, "; "))
+	return nil, fmt.Errorf("%s: not an artifact sluice init can read (XGBoost JSON or UBJSON from Booster.save_model, a scikit-learn export from sluice export-sklearn, a linear-runtime JSON, or ONNX): %s", file, strings.Join(msgs, "; "))
 }
 
 func fromXGBoost(data []byte) (*Model, error) {
@@ -195,6 +231,64 @@ func (m *Model) SetValues(name string, values []string) error {
 	return fmt.Errorf("--categories %s: no such categorical feature (the artifact's are %s)", name, strings.Join(cats, ", "))
 }
 
+// fromSklearn reads an artifact of sluice export-sklearn: the fields and
+// steps of the pipeline, the outputs, and the rows it was given with
+// scikit-learn's own outputs as golden examples.
+func fromSklearn(data []byte) (*Model, error) {
+	d, err := sklearn.Describe(data)
+	if err != nil {
+		return nil, errors.New(strings.TrimPrefix(err.Error(), "sklearn: "))
+	}
+	m := &Model{Runtime: "sklearn", Tolerance: "1e-6", Outputs: d.Outputs, Detail: "scikit-learn " + d.Detail}
+	if d.Input == nil {
+		for i := range d.NFeatures {
+			n := "x" + strconv.Itoa(i)
+			if d.FeatureNames != nil {
+				n = d.FeatureNames[i]
+			}
+			m.Fields = append(m.Fields, Field{Name: n, Type: "float"})
+		}
+		return m, nil
+	}
+	idx := map[string]int{}
+	for _, f := range d.Input.Fields {
+		idx[f.Name] = len(m.Fields)
+		fl := Field{Name: f.Name, Type: f.Type, Values: f.Values, Default: f.Default, Optional: f.Optional}
+		if f.Source != "" && f.Source != f.Name {
+			fl.Note = fmt.Sprintf("the training frame's column %q", f.Source)
+		}
+		if c, ok := f.Default.(float64); ok && f.Type == "int" && c == float64(int64(c)) {
+			fl.Default = int64(c)
+		}
+		m.Fields = append(m.Fields, fl)
+	}
+	for i, st := range d.Input.Preprocess {
+		j, ok := idx[st.Field]
+		if !ok {
+			return nil, fmt.Errorf("input.preprocess[%d].field: %q is not one of input.fields", i, st.Field)
+		}
+		m.Fields[j].Steps = append(m.Fields[j].Steps, Step{Op: st.Op, Mean: st.Mean, Std: st.Std, Min: st.Min, Max: st.Max})
+	}
+	if len(d.Input.Dropped) > 0 {
+		m.Detail += fmt.Sprintf("; the pipeline drops the columns %s, so they are no fields", strings.Join(d.Input.Dropped, ", "))
+	}
+	for _, ex := range d.Examples {
+		g := Golden{Expect: ex.Outputs, Tolerance: ex.Tolerance}
+		for _, f := range m.Fields {
+			v, ok := ex.Instance[f.Name]
+			if !ok {
+				continue // absent: the field's default, or missing
+			}
+			if x, isNum := v.(float64); isNum && (f.Type == "int") && x == float64(int64(x)) {
+				v = int64(x)
+			}
+			g.Instance = append(g.Instance, Value{Field: f.Name, Value: v})
+		}
+		m.Golden = append(m.Golden, g)
+	}
+	return m, nil
+}
+
 func fromLinear(data []byte) (*Model, error) {
 	if len(bytes.TrimSpace(data)) == 0 || bytes.TrimSpace(data)[0] != '{' {
 		return nil, errors.New("not a JSON object")
@@ -311,6 +405,9 @@ func YAML(name, artifact, source string, m *Model, golden bool) []byte {
 			n = n + "_" + strconv.Itoa(k+1)
 		}
 		seen[n]++
+		if m.Fields[i].Source == "" {
+			m.Fields[i].Source = f.Name
+		}
 		m.Fields[i].Name = n
 		note := f.Note
 		if n != f.Name {
@@ -327,6 +424,12 @@ func YAML(name, artifact, source string, m *Model, golden bool) []byte {
 			}
 			line += ", values: [" + strings.Join(q, ", ") + "]"
 		}
+		if f.Optional {
+			line += ", optional: true"
+		}
+		if f.Default != nil {
+			line += ", default: " + scalar(f.Default)
+		}
 		line += "}"
 		if note != "" {
 			line += "   # " + note
@@ -338,6 +441,18 @@ func YAML(name, artifact, source string, m *Model, golden bool) []byte {
 		if f.Encode != "" {
 			steps = append(steps, fmt.Sprintf("  - {op: %s, field: %s}\n", f.Encode, f.Name))
 		}
+		for _, st := range f.Steps {
+			line := fmt.Sprintf("  - {op: %s, field: %s", st.Op, f.Name)
+			for _, p := range []struct {
+				k string
+				v *float64
+			}{{"mean", st.Mean}, {"std", st.Std}, {"min", st.Min}, {"max", st.Max}} {
+				if p.v != nil {
+					line += fmt.Sprintf(", %s: %s", p.k, strconv.FormatFloat(*p.v, 'g', -1, 64))
+				}
+			}
+			steps = append(steps, line+"}\n")
+		}
 	}
 	if len(steps) > 0 {
 		b.WriteString("preprocess:\n" + strings.Join(steps, ""))
@@ -347,6 +462,10 @@ func YAML(name, artifact, source string, m *Model, golden bool) []byte {
 		fmt.Fprintf(&b, "    - {name: %s}\n", o)
 	}
 	if !golden {
+		return []byte(b.String())
+	}
+	if m.Golden != nil {
+		writeGolden(&b, m)
 		return []byte(b.String())
 	}
 	b.WriteString(`golden:
@@ -379,6 +498,63 @@ func YAML(name, artifact, source string, m *Model, golden bool) []byte {
 	}
 	fmt.Fprintf(&b, "}\n    tolerance: %s\n", m.Tolerance)
 	return []byte(b.String())
+}
+
+// writeGolden writes the artifact's own examples.
+func writeGolden(b *strings.Builder, m *Model) {
+	b.WriteString(`golden:
+  # Rows the exporter was given, with the outputs the artifact's producer
+  # (scikit-learn) computed for them: a load that answers otherwise fails.
+`)
+	for _, g := range m.Golden {
+		b.WriteString("  - instance: {")
+		for i, v := range g.Instance {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(b, "%s: %s", fieldOf(m, v.Field), scalar(v.Value))
+		}
+		b.WriteString("}\n    expect: {")
+		for i, o := range m.Outputs {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(b, "%s: %s", o, strconv.FormatFloat(g.Expect[i], 'g', -1, 64))
+		}
+		tol := m.Tolerance
+		if g.Tolerance > 0 {
+			tol = strconv.FormatFloat(g.Tolerance, 'g', -1, 64)
+		}
+		fmt.Fprintf(b, "}\n    tolerance: %s\n", tol)
+	}
+}
+
+// fieldOf is the field name YAML gave the field the artifact calls name.
+func fieldOf(m *Model, name string) string {
+	for _, f := range m.Fields {
+		if f.Source == name {
+			return f.Name
+		}
+	}
+	return name
+}
+
+// scalar writes a value as a YAML flow scalar: strings quoted, numbers
+// in their shortest form.
+func scalar(v any) string {
+	switch x := v.(type) {
+	case string:
+		return strconv.Quote(x)
+	case bool:
+		return strconv.FormatBool(x)
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case int:
+		return strconv.Itoa(x)
+	}
+	return fmt.Sprint(v)
 }
 
 var plainScalar = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]*$`)

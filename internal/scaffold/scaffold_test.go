@@ -200,3 +200,49 @@ func TestONNXFeatureNames(t *testing.T) {
 		t.Errorf("fields %s", got)
 	}
 }
+
+// TestSklearnPipeline: an exported scikit-learn pipeline gives its fields
+// with their real types, the steps of its transformers in ColumnTransformer
+// order, its outputs, and the rows it was given with scikit-learn's outputs
+// as golden examples.
+func TestSklearnPipeline(t *testing.T) {
+	for _, c := range []struct {
+		file, fields, steps, outputs string
+	}{
+		{"pipe_hgb.json", "color:category city:category age:int income:float score:float visits:int",
+			"- {op: ordinal, field: color}\n  - {op: ordinal, field: city}\n", "prediction"},
+		{"pipe_tree.json", "age:int income:float score:float color:category city:category",
+			"- {op: standardize, field: age, mean: ", "label probability_0 probability_1"},
+		{"pipe_linear.json", "age:float income:float score:float color:category city:category",
+			"- {op: standardize, field: age, mean: 48.44375, std: 17.829731796566655}", "label probability_0 probability_1"},
+	} {
+		t.Run(c.file, func(t *testing.T) {
+			m, err := Describe("model.json", read(t, "../runtime/sklearn/testdata/"+c.file), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			y := YAML("demo", "model.json", "model.json", m, true)
+			var fs []string
+			for _, f := range m.Fields {
+				fs = append(fs, f.Name+":"+f.Type)
+			}
+			if m.Runtime != "sklearn" || strings.Join(fs, " ") != c.fields || strings.Join(m.Outputs, " ") != c.outputs || !strings.Contains(string(y), c.steps) {
+				t.Fatalf("got %s %v %v\n%s", m.Runtime, fs, m.Outputs, y)
+			}
+			spec, err := modelpkg.Parse("model.yaml", y)
+			if err != nil {
+				t.Fatalf("generated model.yaml does not parse: %v\n%s", err, y)
+			}
+			if len(spec.Golden) != 8 {
+				t.Fatalf("want the exporter's 8 examples as golden:\n%s", y)
+			}
+		})
+	}
+	m, err := Describe("model.json", read(t, "../runtime/sklearn/testdata/pipe_linear.json"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if y := string(YAML("demo", "model.json", "model.json", m, true)); !strings.Contains(y, "- {name: income, type: float, default: 22149.08}") || !strings.Contains(y, "the pipeline drops the columns visits") {
+		t.Fatalf("the imputer's default or the dropped column is not written:\n%s", y)
+	}
+}

@@ -103,6 +103,9 @@ type Step struct {
 type Example struct {
 	Instance map[string]any `json:"instance"`
 	Outputs  []float64      `json:"outputs"`
+	// Tolerance is how far the outputs may move when the estimator reads
+	// the row's values as float32, as Sluice hands them (absent: 1e-6).
+	Tolerance float64 `json:"tolerance,omitempty"`
 }
 
 // decode reads the artifact strictly: unknown keys, trailing data, a

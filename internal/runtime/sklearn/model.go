@@ -342,6 +342,17 @@ func (m *Model) checkNames(d *doc) error {
 		if len(ex.Outputs) != m.outCols {
 			return fmt.Errorf("examples[%d].outputs: has %d values, the model gives %d", i, len(ex.Outputs), m.outCols)
 		}
+		for k, x := range ex.Outputs {
+			if !finite(x) {
+				return fmt.Errorf("examples[%d].outputs[%d]: must be finite, got %v", i, k, x)
+			}
+		}
+		if !finite(ex.Tolerance) || ex.Tolerance < 0 {
+			return fmt.Errorf("examples[%d].tolerance: must be a finite number >= 0, got %v", i, ex.Tolerance)
+		}
+		if len(ex.Instance) > MaxFields {
+			return fmt.Errorf("examples[%d].instance: %d values, at most %d are allowed", i, len(ex.Instance), MaxFields)
+		}
 	}
 	if in := d.Input; in != nil {
 		if len(in.Fields) == 0 || len(in.Fields) > MaxFields {
