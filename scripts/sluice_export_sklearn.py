@@ -115,9 +115,11 @@ class Column:
         return len(self.values) if self.onehot else 1
 
     def feature_names(self):
+        # The names Sluice's field-order check compares with the schema's
+        # columns: the field, or field=level for a one-hot column.
         if self.onehot:
             return [self.name + "=" + v for v in self.values]
-        return [self.feature]
+        return [self.name]
 
     def add_step(self, op, **params):
         if self.onehot:
@@ -491,7 +493,11 @@ def export(model, rows=None, n_examples=8):
     width = sum(c.width() for c in cols)
     if width != doc["nFeatures"]:
         raise ExportError(f"the pipeline gives {width} columns, the estimator reads {doc['nFeatures']}")
-    doc["featureNames"] = [f for c in cols for f in c.feature_names()]
+    if named:
+        # Only a model fitted on a named frame knows its columns: invented
+        # names (x0, x1, ...) would make Sluice's field-order check refuse
+        # a package whose fields are named otherwise.
+        doc["featureNames"] = [f for c in cols for f in c.feature_names()]
     doc["outputs"] = output_names(doc)
 
     # Field types from the rows' dtypes, where they say more than "number".

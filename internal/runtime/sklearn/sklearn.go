@@ -84,7 +84,10 @@ type Model struct {
 	info         runtime.Info
 }
 
-var _ runtime.Model = (*Model)(nil)
+var (
+	_ runtime.Model        = (*Model)(nil)
+	_ runtime.FeatureNamer = Runtime{}
+)
 
 func (m *Model) detail() string {
 	var b strings.Builder
@@ -280,4 +283,13 @@ func argmax(x []float64) int {
 		}
 	}
 	return best
+}
+
+// FeatureNamesHelp says where an export keeps the names of the columns
+// the estimator reads (runtime.FeatureNamer).
+func (Runtime) FeatureNamesHelp() runtime.FeatureNamesHelp {
+	return runtime.FeatureNamesHelp{
+		Where: "the sklearn export's featureNames",
+		Add:   "export the model with sluice export-sklearn (scripts/sluice_export_sklearn.py), which writes them from the pipeline: the field for a plain column, field=level for a one-hot one",
+	}
 }
