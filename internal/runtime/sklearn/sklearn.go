@@ -284,12 +284,3 @@ func argmax(x []float64) int {
 	}
 	return best
 }
-
-// FeatureNamesHelp says where an export keeps the names of the columns
-// the estimator reads (runtime.FeatureNamer).
-func (Runtime) FeatureNamesHelp() runtime.FeatureNamesHelp {
-	return runtime.FeatureNamesHelp{
-		Where: "the sklearn export's featureNames",
-		Add:   "export the model with sluice export-sklearn (scripts/sluice_export_sklearn.py), which writes them from the pipeline: the field for a plain column, field=level for a one-hot one",
-	}
-}
