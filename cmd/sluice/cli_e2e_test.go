@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -201,5 +202,36 @@ func TestDriftCommand(t *testing.T) {
 	checkAligned(t, lines[1:], columnStarts(t, lines[1], "COLUMN", "PSI", "DRIFT", "SAMPLES", "MISSING", "REF MISSING"))
 	if _, stderr, err := sluice(t, "drift", "fraud", "--server", srv.url); err == nil || !strings.Contains(stderr, "has no drift monitor") {
 		t.Errorf("drift of a model without drift: %v %q", err, stderr)
+	}
+}
+
+// sluice predict retries a refusal that carries Retry-After (here the
+// tenant's quota) after the wait, within --timeout and --attempts, and
+// says why when it gives up.
+func TestPredictRetriesAfterRetryAfter(t *testing.T) {
+	tenants := filepath.Join(t.TempDir(), "tenants.yaml")
+	os.WriteFile(tenants, []byte(fmt.Sprintf("tenants:\n  - {name: app, keys: [\"sha256:%s\"], models: [\"*\"], quota: {instancesPerSecond: 0.25, burst: 1}}\n", sha("app-key"))), 0o644)
+	srv := startServer(t, "--data", t.TempDir(), "--tenants", tenants)
+	predict := func(args ...string) (string, string, error) {
+		cmd := exec.Command(binary, append([]string{"predict", "churn", `{"tenureMonths":3,"supportTickets":1,"plan":"basic"}`, "--server", srv.url}, args...)...)
+		cmd.Env = append(os.Environ(), "SLUICE_API_KEY=app-key")
+		var out, errb strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		return out.String(), errb.String(), err
+	}
+	if out, stderr, err := predict(); err != nil || !strings.Contains(out, `"modelVersion":"churn@1"`) {
+		t.Fatalf("first call: %v %q %q", err, out, stderr)
+	}
+	// The bucket is empty: refused with Retry-After 4, answered on the retry.
+	out, stderr, err := predict()
+	if err != nil || !strings.Contains(out, `"modelVersion":"churn@1"`) || !strings.Contains(stderr, "429 quota_exceeded") || !strings.Contains(stderr, "retrying in 4s (attempt 2 of 3)") {
+		t.Fatalf("call over quota: %v %q %q", err, out, stderr)
+	}
+	if _, stderr, err := predict("--attempts", "1"); err == nil || !strings.Contains(stderr, "429 quota_exceeded") || !strings.Contains(stderr, "gave up after 1 attempt(s) (--attempts 1)") {
+		t.Fatalf("--attempts 1: %v %q", err, stderr)
+	}
+	if _, stderr, err := predict("--timeout", "300ms"); err == nil || !strings.Contains(stderr, "past the deadline") || strings.Contains(stderr, "retrying") {
+		t.Fatalf("--timeout 300ms: %v %q", err, stderr)
 	}
 }

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	goruntime "runtime"
@@ -34,12 +33,7 @@ func main() {
 		newDeployCmd(), newTrafficCmd(), newShadowCmd(), newRolloutCmd(), newRollbackCmd(), newHistoryCmd(), newRecordsCmd(), newTopCmd(), newWorkerCmd(), newWorkersCmd(), newDriftCmd(), newVersionCmd(), newInitCmd(), newExportSklearnCmd(),
 		newArchiveCmd(), newLoadCmd(), newDeleteCmd(), newPlanCmd(), newControllerCmd(), newJobCmd())
 	if err := root.Execute(); err != nil {
-		var ce *client.Error
-		if errors.As(err, &ce) {
-			fmt.Fprintln(os.Stderr, "sluice:", ce.Error())
-		} else {
-			fmt.Fprintln(os.Stderr, "sluice:", err)
-		}
+		fmt.Fprintln(os.Stderr, "sluice:", err)
 		os.Exit(exitCode(err))
 	}
 }

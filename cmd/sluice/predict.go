@@ -1,19 +1,33 @@
 package main
 
 import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/sluiceml/sluice/internal/client"
 )
+
+// newRequestID is a random request id, 24 hex digits as the server's.
+func newRequestID() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
 
 func newPredictCmd() *cobra.Command {
 	var server, requestID string
-	var version int
+	var version, attempts int
+	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "predict MODEL JSON|@FILE",
 		Short: "Send a predict request (the body: {\"instances\":[…]} or a bare instance object)",
@@ -30,9 +44,43 @@ func newPredictCmd() *cobra.Command {
 			if t := strings.TrimSpace(string(body)); !strings.Contains(t, `"instances"`) && strings.HasPrefix(t, "{") {
 				body = []byte(`{"instances":[` + t + `]}`) // a bare instance
 			}
-			r, err := apiClient(cmd, server).PredictRaw(cmd.Context(), args[0], version, body, requestID)
-			if err != nil {
-				return err
+			if attempts < 1 {
+				return fmt.Errorf("--attempts %d: use 1 (no retry) or more", attempts)
+			}
+			if timeout <= 0 {
+				return fmt.Errorf("--timeout %s: use a duration above 0, like 30s", timeout)
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
+			if requestID == "" && attempts > 1 {
+				// One id for every attempt: a retry of an answer the
+				// server kept is replayed, never computed twice.
+				requestID = newRequestID()
+			}
+			c := apiClient(cmd, server)
+			policy := client.Retry{Attempts: attempts, Deadline: time.Now().Add(timeout)}
+			var r *client.Response
+			var err error
+			for attempt := 1; ; attempt++ {
+				r, err = c.PredictRaw(ctx, args[0], version, body, requestID)
+				if err == nil {
+					break
+				}
+				wait, ok, why := policy.Wait(err, attempt, time.Now())
+				if !ok {
+					if why != "" {
+						return fmt.Errorf("%w\n%s", err, why)
+					}
+					return err
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "sluice: %v; retrying in %s (attempt %d of %d)\n", err, wait, attempt+1, attempts)
+				t := time.NewTimer(wait)
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					return fmt.Errorf("%w\ngave up while waiting to retry: %v", err, ctx.Err())
+				case <-t.C:
+				}
 			}
 			if xc := r.Header.Get("X-Cache"); xc != "" {
 				// The version has a prediction cache: say what it did, on
@@ -46,7 +94,9 @@ func newPredictCmd() *cobra.Command {
 	}
 	serverFlag(cmd, &server)
 	cmd.Flags().IntVar(&version, "version", 0, "call this version (default: the version that serves the model)")
-	cmd.Flags().StringVar(&requestID, "request-id", "", "X-Request-Id to send")
+	cmd.Flags().StringVar(&requestID, "request-id", "", "X-Request-Id to send (default with --attempts above 1: a random one, the same for every attempt)")
+	cmd.Flags().IntVar(&attempts, "attempts", 3, "calls in all: a refusal with Retry-After (queue_full, quota_exceeded, cold_start, …) is retried after it, while the wait ends within --timeout (1: never retry)")
+	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Second, "the whole command's deadline, retries included")
 	return cmd
 }
 
