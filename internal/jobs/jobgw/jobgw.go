@@ -25,6 +25,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/sluiceml/sluice/internal/errs"
 	"github.com/sluiceml/sluice/internal/gateway"
 	"github.com/sluiceml/sluice/internal/jobs"
@@ -49,10 +51,19 @@ type Predictor struct {
 	// Deadline of each call (0: DefaultDeadline): batch work waits for
 	// idle capacity, longer than an online request would.
 	Deadline time.Duration
+	// CallsInFlight is how many of one chunk's gateway calls are open at
+	// once (0: DefaultCallsInFlight). Each call holds at most half the
+	// batch queue's bound, so two keep the batch class's queue fed while
+	// one computes: one chunk in flight keeps the replicas busy, and a
+	// crash redoes at most that chunk.
+	CallsInFlight int
 }
 
 // DefaultDeadline is a batch call's deadline.
 const DefaultDeadline = 2 * time.Minute
+
+// DefaultCallsInFlight is Predictor.CallsInFlight's default.
+const DefaultCallsInFlight = 2
 
 var _ jobs.Predictor = (*Predictor)(nil)
 
@@ -131,15 +142,25 @@ func (p *Predictor) Predict(ctx context.Context, tenantName, model string, versi
 	size := callSize(sp, t)
 	job, chunk, _ := jobs.ChunkOf(ctx)
 	n := len(c.index)
+	inFlight := p.CallsInFlight
+	if inFlight <= 0 {
+		inFlight = DefaultCallsInFlight
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(inFlight)
 	for part, lo := 0, 0; lo < n; part, lo = part+1, lo+size {
 		hi := min(lo+size, n)
 		id := fmt.Sprintf("job-%s-chunk-%d", job, chunk)
 		if n > size {
 			id += "-" + strconv.Itoa(part)
 		}
-		if err := p.call(ctx, t, model, version, id, c, append([]int(nil), c.index[lo:hi]...), out); err != nil {
-			return nil, err
-		}
+		idx := append([]int(nil), c.index[lo:hi]...)
+		// Each call writes only out[i] of its own rows i: the calls share
+		// no element of out.
+		g.Go(func() error { return p.call(gctx, t, model, version, id, c, idx, out) })
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
