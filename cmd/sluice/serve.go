@@ -17,6 +17,7 @@ import (
 	"github.com/sluiceml/sluice/internal/cluster"
 	"github.com/sluiceml/sluice/internal/control"
 	"github.com/sluiceml/sluice/internal/cpuprio"
+	"github.com/sluiceml/sluice/internal/jobs"
 	"github.com/sluiceml/sluice/internal/placement"
 	"github.com/sluiceml/sluice/internal/records"
 	"github.com/sluiceml/sluice/internal/registry"
@@ -109,7 +110,7 @@ func (sf *serveFlags) register(cmd *cobra.Command) {
 	sf.artifacts.register(f, false)
 	f.StringVar(&c.JobsDir, "jobs-dir", "", "batch jobs: the folder file: job URIs resolve in (file:NAME is NAME inside it; paths and symlinks out of it are refused). Default: none, file: URIs refused (s3:// URIs use the --artifacts object store)")
 	f.IntVar(&c.JobRunners, "job-runners", 1, "batch jobs this server runs at once (0: none here; sluice job run processes sharing --store run them)")
-	f.IntVar(&c.JobChunksInFlight, "job-chunks-in-flight", 2, "chunks of one batch job scored at once (each up to its chunkRows rows)")
+	f.IntVar(&c.JobChunksInFlight, "job-chunks-in-flight", jobs.DefaultChunksInFlight, "chunks of one batch job scored at once (each up to its chunkRows rows; one keeps the replicas busy, since a chunk's calls overlap, and a crash redoes at most one chunk per job)")
 	f.StringVar(&c.ControlAddr, "control-addr", "", "where workers register (sluice worker --join ADDR); set it to attach workers started elsewhere (default with --workers: 127.0.0.1:0). It always speaks TLS, and workers join with --join-token-file or a client certificate")
 	f.StringVar(&c.ControlTLSCert, "control-tls-cert", "", "certificate of the control plane's listener (with --control-tls-key; reloaded when it changes). Default: a self-signed one made once in <--data>/control/ca.pem (key.pem 0600) and reused: the file workers take as --ca")
 	f.StringVar(&c.ControlTLSKey, "control-tls-key", "", "key of --control-tls-cert")

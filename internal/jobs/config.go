@@ -36,7 +36,7 @@ type Config struct {
 
 	// The runner's knobs.
 	Runners        int           // jobs Run works on at once (0: none; Run only waits for its context)
-	ChunksInFlight int           // chunks of one job scored at once (0: 2)
+	ChunksInFlight int           // chunks of one job scored at once (0: DefaultChunksInFlight, 1)
 	Lease          time.Duration // a chunk claim's lease, renewed every third of it (0: 10 s)
 	Owner          string        // the runner's name in the store's leases ("": host-pid-random, one per process start)
 	Poll           time.Duration // how often Run looks for runnable jobs (0: 1 s)
@@ -49,7 +49,7 @@ type Config struct {
 
 // Defaults of the runner's knobs.
 const (
-	DefaultChunksInFlight = 2
+	DefaultChunksInFlight = 1
 	DefaultLease          = 10 * time.Second
 	DefaultPoll           = time.Second
 	DefaultCancelPoll     = 500 * time.Millisecond
