@@ -17,6 +17,7 @@ import (
 	"github.com/sluiceml/sluice/internal/autoscale"
 	"github.com/sluiceml/sluice/internal/bench"
 	"github.com/sluiceml/sluice/internal/client"
+	"github.com/sluiceml/sluice/internal/control"
 	"github.com/sluiceml/sluice/internal/serving"
 )
 
@@ -275,7 +276,7 @@ func measurePerReplica(ctx context.Context, cmd *cobra.Command, c *client.Client
 		"(at least %s of them 2xx and the server's own p99, its Server-Timing total, <= SLO; the generator's lag is not the server's); "+
 		"best sustained %.1f requests/s as sent = %.1f instances/s over %d ready replicas of %s@%d, "+
 		"divided evenly: assumes replicas add linearly (serve the version with replicas: 1 for a true one-replica figure); excludes the network between this machine and the server",
-		len(tried), f.probeDur, f.instances, f.slo, model, fmt.Sprintf("%g%%", 100*bench.SustainedShare), m.best, m.best*float64(f.instances), ready, model, version)
+		len(tried), f.probeDur, f.instances, f.slo, model, control.FormatNumber(100*bench.SustainedShare)+"%", m.best, m.best*float64(f.instances), ready, model, version)
 	if m.generatorBound {
 		out.PerReplicaHow += "; WARNING: this machine could not send more than that (the generator fell behind its schedule at the next rate), so this is a lower bound set by the load generator (run it from another machine, or with more --instances a request)"
 	}
@@ -303,7 +304,7 @@ func probeVerdict(r bench.Result, slo time.Duration) (float64, string) {
 	case r.Sent == 0:
 		return sent, "nothing sent"
 	case float64(r.OK) < bench.SustainedShare*float64(r.Sent):
-		return sent, fmt.Sprintf("%d of %d sent answered 2xx, under %g%% (%s)", r.OK, r.Sent, 100*bench.SustainedShare, notOK(r))
+		return sent, fmt.Sprintf("%d of %d sent answered 2xx, under %s%% (%s)", r.OK, r.Sent, control.FormatNumber(100*bench.SustainedShare), notOK(r))
 	case p99 > slo:
 		return sent, fmt.Sprintf("%s p99 %v over the SLO %v", which, p99, slo)
 	case r.OfferedRate > 0 && sent < generatorShare*r.OfferedRate:
@@ -386,10 +387,10 @@ func writePlan(cmd *cobra.Command, o planOutput) error {
 		name = fmt.Sprintf("%s@%d", o.Model, o.Version)
 	}
 	r := o.Plan
-	p("plan for\t%s: peak %g instances/s, SLO %v, target utilisation %g", name, o.PeakPerSecond, time.Duration(o.SLOMs*1e6), r.TargetUtilisation)
+	p("plan for\t%s: peak %s instances/s, SLO %v, target utilisation %s", name, control.FormatNumber(o.PeakPerSecond), time.Duration(o.SLOMs*1e6), control.FormatNumber(r.TargetUtilisation))
 	p("per replica\t%.1f instances/s (%s)", o.PerReplica, o.PerReplicaHow)
 	p("workers\t%d (%s)", o.Workers, o.WorkersSource)
-	p("at peak\t%d replicas = ceil(%g / (%.1f × %g))", r.AtPeak, o.PeakPerSecond, o.PerReplica, r.TargetUtilisation)
+	p("at peak\t%d replicas = ceil(%s / (%.1f × %s))", r.AtPeak, control.FormatNumber(o.PeakPerSecond), o.PerReplica, control.FormatNumber(r.TargetUtilisation))
 	if r.FailureCovered {
 		p("+ a failed worker\t%d replicas, %d per worker over %d: losing the fullest worker leaves %d", r.WithFailure, r.PerWorker, o.Workers, r.WithFailure-r.PerWorker)
 	} else {

@@ -28,6 +28,12 @@ func TestPlanCommand(t *testing.T) {
 		}
 	}
 
+	// A large peak prints in digits, never as 1e+06.
+	out, stderr, err = sluice(t, "plan", "calc", "--peak", "1000000", "--slo", "50ms", "--per-replica", "100000", "--workers-hint", "2", "--server", srv.url)
+	if err != nil || !strings.Contains(out, "peak 1000000 instances/s") || !strings.Contains(out, "ceil(1000000 / (100000.0 × 0.7))") || strings.Contains(out, "e+") {
+		t.Errorf("plan --peak 1000000: %v\n%s%s", err, out, stderr)
+	}
+
 	// The server's learned cost model (warmup batches fit it); with
 	// workers, the one they report in their heartbeats, through the same
 	// API.

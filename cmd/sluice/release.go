@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluiceml/sluice/internal/api"
+	"github.com/sluiceml/sluice/internal/control"
 	"github.com/sluiceml/sluice/internal/modelpkg"
 )
 
@@ -39,8 +40,8 @@ func printDeployment(w io.Writer, d *api.Deployment) {
 	}
 	tw.Flush()
 	for _, s := range d.Shadows {
-		fmt.Fprintf(w, "  shadow %s@%d: %d requests, %d rows, disagreement %.2f%% (%d), mean |Δ| %.4g, max |Δ| %.4g, p50 %.2f ms, p99 %.2f ms, errors %d, dropped %d\n",
-			d.Model, s.Version, s.Requests, s.Rows, 100*s.DisagreementRate, s.Disagreements, s.MeanAbsDiff, s.MaxAbsDiff, s.P50Ms, s.P99Ms, s.Errors, s.Dropped)
+		fmt.Fprintf(w, "  shadow %s@%d: %d requests, %d rows, disagreement %.2f%% (%d), mean |Δ| %s, max |Δ| %s, p50 %.2f ms, p99 %.2f ms, errors %d, dropped %d\n",
+			d.Model, s.Version, s.Requests, s.Rows, 100*s.DisagreementRate, s.Disagreements, control.FormatSig(s.MeanAbsDiff, 4), control.FormatSig(s.MaxAbsDiff, 4), s.P50Ms, s.P99Ms, s.Errors, s.Dropped)
 	}
 }
 
@@ -65,7 +66,7 @@ func printRollout(w io.Writer, r *api.Rollout) {
 		case !g.Pass:
 			state = "FAIL"
 		}
-		fmt.Fprintf(w, "  gate %-20s observed %.4g  limit %.4g  samples %d  %s\n", g.Name, g.Observed, g.Limit, g.Samples, state)
+		fmt.Fprintf(w, "  gate %-20s observed %s  limit %s  samples %d  %s\n", g.Name, control.FormatSig(g.Observed, 4), control.FormatSig(g.Limit, 4), g.Samples, state)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 
@@ -134,6 +135,17 @@ func readAll(open func() (io.ReadCloser, error), size int64) ([]byte, error) {
 		return nil, err
 	}
 	return b, nil
+}
+
+// FormatSig prints x rounded to n significant digits in plain decimal
+// digits (109.2, 0.001235, 12350), never with an exponent as %.4g would
+// (1.235e+04): for measured figures in messages and CLI output.
+func FormatSig(x float64, n int) string {
+	if x == 0 || math.IsNaN(x) || math.IsInf(x, 0) {
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	}
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(x, 'e', n-1, 64), 64)
+	return strconv.FormatFloat(r, 'f', -1, 64)
 }
 
 // FormatNumber prints x in plain decimal digits, as few as tell it apart

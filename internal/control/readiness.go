@@ -56,7 +56,7 @@ func servingWarnings(t *routing.Table) []string {
 }
 
 func percent(buckets uint32) string {
-	return fmt.Sprintf("%.4g%%", float64(buckets)*100/float64(routing.Buckets))
+	return FormatSig(float64(buckets)*100/float64(routing.Buckets), 4) + "%"
 }
 
 func sortedKeys[V any](m map[int]V) []int {

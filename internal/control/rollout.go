@@ -240,7 +240,7 @@ func canaryGates(p modelpkg.Release, w Window) []GateResult {
 func failing(gs []GateResult) string {
 	for _, g := range gs {
 		if g.Ready && !g.Pass {
-			return fmt.Sprintf("%s %.4g > %.4g over %d samples", g.Name, g.Observed, g.Limit, g.Samples)
+			return fmt.Sprintf("%s %s > %s over %d samples", g.Name, FormatSig(g.Observed, 4), FormatSig(g.Limit, 4), g.Samples)
 		}
 	}
 	return ""

@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"math"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/sluiceml/sluice/internal/modelpkg"
@@ -212,7 +213,8 @@ func CheckGolden(ctx context.Context, id string, spec *modelpkg.Spec, m runtime.
 	}
 	for _, r := range res {
 		if !r.OK {
-			return fmt.Errorf("golden example %d of %s: %s = %v, expected %v (tolerance %g)", r.Example, id, r.Output, r.Got, r.Want, r.Tolerance)
+			return fmt.Errorf("golden example %d of %s: %s = %s, expected %s (tolerance %s)", r.Example, id, r.Output,
+				strconv.FormatFloat(r.Got, 'f', -1, 32), strconv.FormatFloat(r.Want, 'f', -1, 64), strconv.FormatFloat(r.Tolerance, 'f', -1, 64))
 		}
 	}
 	return nil

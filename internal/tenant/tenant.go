@@ -15,6 +15,7 @@ import (
 	"os"
 	"path"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -104,10 +105,10 @@ func (t *Tenant) Take(n int, now time.Time) error {
 		return nil
 	}
 	if float64(n) > t.bucket.Burst {
-		return errs.Field(errs.TooManyInstances, "instances", "%d instances exceed tenant %q's quota burst of %g: such a request can never pass; split it", n, t.Name, t.bucket.Burst)
+		return errs.Field(errs.TooManyInstances, "instances", "%d instances exceed tenant %q's quota burst of %s: such a request can never pass; split it", n, t.Name, plain(t.bucket.Burst))
 	}
 	if ok, wait := t.bucket.Take(float64(n), now); !ok {
-		e := errs.New(errs.QuotaExceeded, "tenant %q is over its quota of %g instances/s (burst %g); request has %d instances", t.Name, t.bucket.Rate, t.bucket.Burst, n)
+		e := errs.New(errs.QuotaExceeded, "tenant %q is over its quota of %s instances/s (burst %s); request has %d instances", t.Name, plain(t.bucket.Rate), plain(t.bucket.Burst), n)
 		e.RetryAfter = time.Duration(math.Ceil(wait.Seconds())) * time.Second
 		if e.RetryAfter < time.Second {
 			e.RetryAfter = time.Second
@@ -313,3 +314,6 @@ func (b *Bucket) Refund(n float64) {
 	b.tokens = math.Min(b.Burst, b.tokens+n)
 	b.mu.Unlock()
 }
+
+// plain prints a quota figure in decimal digits, never with an exponent.
+func plain(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
