@@ -25,6 +25,10 @@ type ErrorDetail struct {
 // order); this type documents it and lets clients decode it.
 type PredictResponse struct {
 	Predictions []map[string]float64 `json:"predictions"`
+	// Labels (a version whose postprocess: labels outputs: threshold,
+	// topk, map): per instance, each labelled output's label (null:
+	// none); Predictions holds the label's index.
+	Labels []map[string]*string `json:"labels,omitempty"`
 	// FeatureSources (a version with features:): per instance, where
 	// each filled field came from (request, memory, redis, database,
 	// default, stale).

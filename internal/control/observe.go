@@ -53,8 +53,10 @@ func (c *Controller) buildDrift(ctx context.Context, v registry.Version, spec *m
 			outs = append(outs, append([]float32(nil), out.Row(i)...))
 		}
 	}
-	outNames := make([]string, len(spec.OutputNames))
-	for i, n := range spec.OutputNames {
+	// The model's own outputs, before postprocess: (the gateway observes
+	// those too).
+	outNames := make([]string, len(spec.ModelOutputs))
+	for i, n := range spec.ModelOutputs {
 		outNames[i] = "output:" + n
 	}
 	ref := drift.BuildReference(spec.Schema.Features(), outNames, rows, outs, d.Bins)

@@ -143,6 +143,11 @@ type Prediction struct {
 	OutputSchema string   // model.yaml output.schema
 	Outputs      []string // output field names, in column order
 	Out          runtime.Output
+	// Labels holds, per output column, the labels of a labelled column
+	// (a postprocess: threshold, topk or map: the column holds the index
+	// of its label, NaN for none) and nil for a number; nil when no
+	// column is labelled.
+	Labels [][]string
 	// Features is what enrichment filled, per instance, and where each
 	// value came from (nil: the version has no features:).
 	Features *Enriched
@@ -344,7 +349,7 @@ func (p *predictCall) succeeded(res *Response, n int) {
 	tg := res.Target
 	m := tg.Spec.Manifest
 	p.a.Prediction = &Prediction{Model: tg.Model, Version: tg.N, ID: tg.ID, InputSchema: m.Input.Schema, OutputSchema: m.Output.Schema,
-		Outputs: tg.Spec.OutputNames, Out: res.Out, Features: res.Features}
+		Outputs: tg.Spec.OutputNames, Out: res.Out, Labels: Labels(tg.Spec), Features: res.Features}
 	p.a.Timing = Timing{Preprocess: res.Preprocess, Queue: res.Timing.Queue, BatchWait: res.Timing.BatchWait, Compute: res.Timing.Compute}
 	p.a.Cache = res.Cache.header()
 	p.rec.Cached = res.Cache.Hits
@@ -551,3 +556,34 @@ func sampleInput(lg *modelpkg.Logging, rows Rows) []byte {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// Labels is Prediction.Labels of a version's answers: per output column,
+// its labels (nil: a number); nil when no column is labelled.
+func Labels(spec *modelpkg.Spec) [][]string {
+	cols := spec.Post.Columns()
+	var out [][]string
+	for j, c := range cols {
+		if c.Labels == nil {
+			continue
+		}
+		if out == nil {
+			out = make([][]string, len(cols))
+		}
+		out[j] = c.Labels
+	}
+	return out
+}
+
+// Label is the label of output column j of row i ("" and false: a number,
+// or no label).
+func (p *Prediction) Label(i, j int) (string, bool) {
+	if p.Labels == nil || p.Labels[j] == nil {
+		return "", false
+	}
+	v := p.Out.Data[i*p.Out.Cols+j]
+	l := p.Labels[j]
+	if v != v || v < 0 || int(v) >= len(l) {
+		return "", false
+	}
+	return l[int(v)], true
+}

@@ -68,7 +68,9 @@ type Request struct {
 
 // Response is a predict call's result.
 type Response struct {
-	Target     *routing.Target
+	Target *routing.Target
+	// Out is the answer's outputs: the model's, after the version's
+	// postprocess: (Spec.OutputNames).
 	Out        runtime.Output
 	Timing     serving.Timing
 	Preprocess time.Duration
@@ -83,6 +85,9 @@ type Response struct {
 	// Features is what enrichment filled (nil: the version has no
 	// features:).
 	Features *Enriched
+	// raw is the model's outputs before postprocess: (Out), what
+	// shadow copies are compared with.
+	raw runtime.Output
 	// enriched is the rows the primary computed (after enrichment):
 	// what shadow copies are given, so a shadow sees the features the
 	// primary saw.
@@ -142,7 +147,9 @@ func (g *Gateway) run(ctx context.Context, req Request) (*Response, error) {
 				// A shadow that reads the features as the primary did is
 				// given the primary's enriched rows; one with features
 				// of its own enriches the caller's rows itself.
-				job := shadowJob{target: sh, rows: req.Rows, primary: res.Out.Data, cols: res.Out.Cols, prio: req.Priority}
+				// Shadows compare the models' own outputs, before
+				// either version's postprocess:.
+				job := shadowJob{target: sh, rows: req.Rows, primary: res.raw.Data, cols: res.raw.Cols, prio: req.Priority}
 				switch sf, pf := sh.Spec.Manifest.Features, tg.Spec.Manifest.Features; {
 				case sf != nil && !sameFeatures(sf, pf):
 					job.enrich = g.enrich
@@ -230,7 +237,12 @@ func (g *Gateway) predict(ctx context.Context, tn *tenant.Tenant, tg *routing.Ta
 		// Finished, but too late to be useful: never answer 200 after the deadline.
 		return &Response{Target: tg, Attempts: res.Attempts, Submitted: true}, errs.New(errs.DeadlineExceeded, "deadline %s passed as the result arrived", d)
 	}
-	return &Response{Target: tg, Out: res.Out, Timing: res.Timing, Preprocess: pre, Attempts: res.Attempts, Cache: use, Features: enriched, enriched: in}, nil
+	// postprocess: runs here, on the model's outputs wherever they were
+	// computed (in process or on a worker: the hop carries the model's
+	// FP32 columns), so every transport, record and batch job answers
+	// the same post-processed outputs.
+	out := tg.Spec.Post.Apply(res.Out)
+	return &Response{Target: tg, Out: out, raw: res.Out, Timing: res.Timing, Preprocess: pre, Attempts: res.Attempts, Cache: use, Features: enriched, enriched: in}, nil
 }
 
 // deadline is a request's deadline: the one it asked for, else the

@@ -21,6 +21,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/sluiceml/sluice/internal/errs"
+	"github.com/sluiceml/sluice/internal/postproc"
 	"github.com/sluiceml/sluice/internal/runtime"
 	"github.com/sluiceml/sluice/internal/schema"
 	"github.com/sluiceml/sluice/internal/strictyaml"
@@ -41,6 +42,9 @@ type Manifest struct {
 	Input       Input         `yaml:"input"`
 	Preprocess  []schema.Step `yaml:"preprocess,omitempty"`
 	Output      Output        `yaml:"output"`
+	// Postprocess turns the model's output columns into the answer's
+	// (internal/postproc).
+	Postprocess []postproc.Step `yaml:"postprocess,omitempty"`
 	Serving     Serving       `yaml:"serving,omitempty"`
 	// Placement says how the version is kept on workers: its tier and
 	// replica bounds (defaults filled in by Parse).
@@ -164,7 +168,7 @@ const (
 // Golden is one golden example: an instance and the outputs it must produce.
 type Golden struct {
 	Instance  yaml.Node          `yaml:"instance"`
-	Expect    map[string]float64 `yaml:"expect"`
+	Expect    map[string]yaml.Node `yaml:"expect"` // numbers, or a labelled output's label
 	Tolerance *float64           `yaml:"tolerance,omitempty"`
 }
 
@@ -193,8 +197,15 @@ type Spec struct {
 	Manifest Manifest
 	Schema   *schema.Schema
 	Golden   []GoldenCase
-	// OutputIndex maps output field names to columns.
+	// OutputNames are the answer's columns: the model's (output.fields),
+	// then those postprocess: adds. What transports, records and golden
+	// examples name.
 	OutputNames []string
+	// ModelOutputs are output.fields: the columns the model computes.
+	ModelOutputs []string
+	// Post is the compiled postprocess: (an empty chain without it);
+	// Post.Apply turns the model's columns into OutputNames.
+	Post *postproc.Chain
 }
 
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)

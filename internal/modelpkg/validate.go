@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/sluiceml/sluice/internal/postproc"
 	"github.com/sluiceml/sluice/internal/runtime"
 	"github.com/sluiceml/sluice/internal/schema"
 )
@@ -46,7 +48,18 @@ func validate(m *Manifest) (*Spec, []Problem) {
 	if m.Features != nil {
 		checkFeatures(&ps, m.Features, m.Input.Fields)
 	}
-	outNames, outIdx := checkSchemas(&ps, m)
+	modelOuts, _ := checkSchemas(&ps, m)
+	post, pprobs := postproc.Compile(modelOuts, m.Postprocess)
+	for _, p := range pprobs {
+		ps.add(p.Path, "%s", p.Message)
+	}
+	outNames, outIdx := modelOuts, map[string]int{}
+	if post != nil {
+		outNames = post.Names()
+	}
+	for i, n := range outNames {
+		outIdx[n] = i
+	}
 	checkServing(&ps, m)
 
 	sch, sprobs := schema.Compile(m.Input.Fields, m.Preprocess)
@@ -57,9 +70,12 @@ func validate(m *Manifest) (*Spec, []Problem) {
 		return nil, ps
 	}
 	ps = append(ps, checkSequence(m, sch)...)
-	spec := &Spec{Manifest: *m, Schema: sch, OutputNames: outNames}
+	if post == nil {
+		return nil, ps
+	}
+	spec := &Spec{Manifest: *m, Schema: sch, OutputNames: outNames, ModelOutputs: modelOuts, Post: post}
 	for i, g := range m.Golden {
-		if gc, ok := goldenCase(&ps, fmt.Sprintf("golden[%d]", i), g, sch, outNames, outIdx); ok {
+		if gc, ok := goldenCase(&ps, fmt.Sprintf("golden[%d]", i), g, sch, post, outIdx); ok {
 			spec.Golden = append(spec.Golden, gc)
 		}
 	}
@@ -239,7 +255,8 @@ func checkServing(ps *problems, m *Manifest) {
 // token row) of sch it stands for and its expected outputs; false when the
 // instance is not a valid row. A problem with its expectations is added
 // but the case still returned (validate fails on any problem).
-func goldenCase(ps *problems, p string, g Golden, sch *schema.Schema, outNames []string, outIdx map[string]int) (GoldenCase, bool) {
+func goldenCase(ps *problems, p string, g Golden, sch *schema.Schema, post *postproc.Chain, outIdx map[string]int) (GoldenCase, bool) {
+	outNames := post.Names()
 	inst, ok := goldenInstance(ps, p, g.Instance)
 	if !ok {
 		return GoldenCase{}, false
@@ -265,13 +282,34 @@ func goldenCase(ps *problems, p string, g Golden, sch *schema.Schema, outNames [
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	expect := make(map[string]float64, len(keys))
 	for _, k := range keys {
-		if _, ok := outIdx[k]; !ok {
+		j, ok := outIdx[k]
+		if !ok {
 			ps.add(p+".expect."+k, "unknown output %q (outputs: %s)", k, strings.Join(outNames, ", "))
+			continue
 		}
-		if v := g.Expect[k]; math.IsNaN(v) || math.IsInf(v, 0) {
+		e := g.Expect[k]
+		if labels := post.Columns()[j].Labels; labels != nil {
+			// A labelled output is expected by its label; compared as
+			// the label's index.
+			li := -1
+			for i, l := range labels {
+				if l == e.Value {
+					li = i
+				}
+			}
+			if li < 0 {
+				ps.add(p+".expect."+k, "%q is not a label of %s (its labels: %s)", e.Value, k, strings.Join(labels, ", "))
+			}
+			expect[k] = float64(li)
+			continue
+		}
+		v, err := strconv.ParseFloat(e.Value, 64)
+		if e.Kind != yaml.ScalarNode || err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
 			ps.add(p+".expect."+k, "must be a finite number")
 		}
+		expect[k] = v
 	}
 	tol := 1e-6
 	if g.Tolerance != nil {
@@ -280,7 +318,7 @@ func goldenCase(ps *problems, p string, g Golden, sch *schema.Schema, outNames [
 			ps.add(p+".tolerance", "must be a finite number >= 0, got %v", tol)
 		}
 	}
-	return GoldenCase{Row: row, Tokens: toks, Expect: g.Expect, Tolerance: tol}, true
+	return GoldenCase{Row: row, Tokens: toks, Expect: expect, Tolerance: tol}, true
 }
 
 // goldenInstance decodes a golden example's instance: a mapping of field

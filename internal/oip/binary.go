@@ -139,11 +139,11 @@ func AppendBinary(b []byte, p *gateway.Prediction, id string, cols []int, bin []
 		if k > 0 {
 			b = append(b, ',')
 		}
-		b = appendOutputHead(b, p.Outputs[j], n)
+		b = appendOutputHead(b, p, j, n)
 		if bin[k] {
 			nbin++
 			b = append(b, `],"parameters":{"binary_data_size":`...)
-			b = strconv.AppendInt(b, int64(4*n), 10)
+			b = strconv.AppendInt(b, int64(binarySize(p, j)), 10)
 			b = append(b, "}}"...)
 			continue
 		}
@@ -157,11 +157,33 @@ func AppendBinary(b []byte, p *gateway.Prediction, id string, cols []int, bin []
 		if !bin[k] {
 			continue
 		}
+		if labelled(p, j) {
+			for i := 0; i < n; i++ {
+				l, _ := p.Label(i, j)
+				b = binary.LittleEndian.AppendUint32(b, uint32(len(l)))
+				b = append(b, l...)
+			}
+			continue
+		}
 		for i := 0; i < n; i++ {
 			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(p.Out.Data[i*p.Out.Cols+j]))
 		}
 	}
 	return b, h
+}
+
+// binarySize is the bytes of output column j's binary data: 4 per FP32
+// element, or a BYTES tensor's 4-byte lengths and labels.
+func binarySize(p *gateway.Prediction, j int) int {
+	if !labelled(p, j) {
+		return 4 * p.Out.Rows
+	}
+	n := 0
+	for i := 0; i < p.Out.Rows; i++ {
+		l, _ := p.Label(i, j)
+		n += 4 + len(l)
+	}
+	return n
 }
 
 // appendHead writes the response's members before its outputs' elements.
@@ -185,19 +207,32 @@ func appendHead(b []byte, p *gateway.Prediction, id string) []byte {
 
 // appendOutputHead writes an output tensor's name, datatype and shape
 // (up to the shape's closing bracket).
-func appendOutputHead(b []byte, name string, n int) []byte {
+func appendOutputHead(b []byte, p *gateway.Prediction, j, n int) []byte {
 	b = append(b, `{"name":`...)
-	b = records.AppendCanonicalString(b, name) // as encoding/json escapes it
-	b = append(b, `,"datatype":"FP32","shape":[`...)
+	b = records.AppendCanonicalString(b, p.Outputs[j]) // as encoding/json escapes it
+	if labelled(p, j) {
+		b = append(b, `,"datatype":"BYTES","shape":[`...)
+	} else {
+		b = append(b, `,"datatype":"FP32","shape":[`...)
+	}
 	return strconv.AppendInt(b, int64(n), 10)
 }
 
+// labelled says output column j holds labels (postprocess: threshold,
+// topk, map): a BYTES tensor of the labels, "" for none.
+func labelled(p *gateway.Prediction, j int) bool { return p.Labels != nil && p.Labels[j] != nil }
+
 // appendData writes column j's elements as JSON numbers (NaN and
-// infinities as null).
+// infinities as null), or a labelled column's as strings ("" for none).
 func appendData(b []byte, p *gateway.Prediction, j int) []byte {
 	for i := 0; i < p.Out.Rows; i++ {
 		if i > 0 {
 			b = append(b, ',')
+		}
+		if labelled(p, j) {
+			l, _ := p.Label(i, j)
+			b = records.AppendCanonicalString(b, l)
+			continue
 		}
 		v := p.Out.Data[i*p.Out.Cols+j]
 		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {

@@ -31,6 +31,7 @@ import (
 	"strings"
 
 	"github.com/sluiceml/sluice/internal/errs"
+	"github.com/sluiceml/sluice/internal/gateway"
 	"github.com/sluiceml/sluice/internal/modelpkg"
 	"github.com/sluiceml/sluice/internal/schema"
 )
@@ -440,8 +441,13 @@ func MetadataOf(name string, versions []int, spec *modelpkg.Spec) Metadata {
 		}
 		md.Inputs = append(md.Inputs, TensorMeta{Name: ff.Entity, Datatype: dt, Shape: []int64{-1}})
 	}
-	for _, o := range spec.OutputNames {
-		md.Outputs = append(md.Outputs, TensorMeta{Name: o, Datatype: FP32, Shape: []int64{-1}})
+	labels := gateway.Labels(spec)
+	for j, o := range spec.OutputNames {
+		dt := FP32
+		if labels != nil && labels[j] != nil {
+			dt = BYTES // a postprocess: label
+		}
+		md.Outputs = append(md.Outputs, TensorMeta{Name: o, Datatype: dt, Shape: []int64{-1}})
 	}
 	return md
 }

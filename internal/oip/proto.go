@@ -336,6 +336,30 @@ func ToProto(p *gateway.Prediction, id string, cols []int, raw bool) *pb.ModelIn
 	resp.Outputs = make([]*pb.ModelInferResponse_InferOutputTensor, 0, len(cols))
 	for k, j := range cols {
 		o := &pb.ModelInferResponse_InferOutputTensor{Name: p.Outputs[j], Datatype: FP32, Shape: []int64{int64(n)}}
+		if labelled(p, j) {
+			// A labelled column is a BYTES tensor of its labels ("" for
+			// none): each a 4-byte little-endian length then the bytes
+			// when raw, else bytes_contents.
+			o.Datatype = BYTES
+			if raw {
+				var b []byte
+				for i := 0; i < n; i++ {
+					l, _ := p.Label(i, j)
+					b = binary.LittleEndian.AppendUint32(b, uint32(len(l)))
+					b = append(b, l...)
+				}
+				resp.RawOutputContents = append(resp.RawOutputContents, b)
+			} else {
+				bs := make([][]byte, n)
+				for i := range bs {
+					l, _ := p.Label(i, j)
+					bs[i] = []byte(l)
+				}
+				o.Contents = &pb.InferTensorContents{BytesContents: bs}
+			}
+			resp.Outputs = append(resp.Outputs, o)
+			continue
+		}
 		if raw {
 			b := all[4*n*k : 4*n*(k+1) : 4*n*(k+1)]
 			for i := 0; i < n; i++ {

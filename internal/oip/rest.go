@@ -679,7 +679,7 @@ func AppendJSON(b []byte, p *gateway.Prediction, id string, cols []int) []byte {
 		if k > 0 {
 			b = append(b, ',')
 		}
-		b = appendOutputHead(b, p.Outputs[j], n)
+		b = appendOutputHead(b, p, j, n)
 		b = append(b, `],"data":[`...)
 		b = appendData(b, p, j)
 		b = append(b, "]}"...)

@@ -298,6 +298,36 @@ func appendPrediction(b []byte, res *gateway.Prediction, id string) []byte {
 		b = append(b, '}')
 	}
 	b = append(b, ']')
+	if res.Labels != nil {
+		// The labelled outputs (postprocess: threshold, topk, map) by
+		// their labels; predictions holds their indices.
+		b = append(b, `,"labels":[`...)
+		for i := 0; i < res.Out.Rows; i++ {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, '{')
+			k := 0
+			for j, l := range res.Labels {
+				if l == nil {
+					continue
+				}
+				if k > 0 {
+					b = append(b, ',')
+				}
+				k++
+				b = records.AppendCanonicalString(b, names[j])
+				b = append(b, ':')
+				if s, ok := res.Label(i, j); ok {
+					b = records.AppendCanonicalString(b, s)
+				} else {
+					b = append(b, "null"...)
+				}
+			}
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
 	if res.Features != nil {
 		b = append(b, `,"featureSources":`...)
 		b = res.Features.AppendSources(b)

@@ -97,7 +97,7 @@ func (w *Worker) ModelMetadata(_ context.Context, req *inferencepb.ModelMetadata
 	}
 	type tm = inferencepb.ModelMetadataResponse_TensorMetadata
 	md := &inferencepb.ModelMetadataResponse{Name: req.Name, Versions: []string{req.Version}, Platform: v.spec.Manifest.Runtime,
-		Outputs: []*tm{{Name: hop.OutputTensor, Datatype: hop.FP32, Shape: []int64{-1, int64(len(v.spec.OutputNames))}}}}
+		Outputs: []*tm{{Name: hop.OutputTensor, Datatype: hop.FP32, Shape: []int64{-1, int64(len(v.spec.ModelOutputs))}}}}
 	if _, _, seq := v.spec.Schema.Sequence(); seq {
 		md.Inputs = []*tm{{Name: hop.TokensTensor, Datatype: hop.INT64, Shape: []int64{-1, -1}}, {Name: hop.LengthsTensor, Datatype: hop.INT64, Shape: []int64{-1}}}
 	} else {
