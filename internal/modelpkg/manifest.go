@@ -45,7 +45,7 @@ type Manifest struct {
 	// Postprocess turns the model's output columns into the answer's
 	// (internal/postproc).
 	Postprocess []postproc.Step `yaml:"postprocess,omitempty"`
-	Serving     Serving       `yaml:"serving,omitempty"`
+	Serving     Serving         `yaml:"serving,omitempty"`
 	// Placement says how the version is kept on workers: its tier and
 	// replica bounds (defaults filled in by Parse).
 	Placement Placement `yaml:"placement,omitempty"`
@@ -167,9 +167,9 @@ const (
 
 // Golden is one golden example: an instance and the outputs it must produce.
 type Golden struct {
-	Instance  yaml.Node          `yaml:"instance"`
+	Instance  yaml.Node            `yaml:"instance"`
 	Expect    map[string]yaml.Node `yaml:"expect"` // numbers, or a labelled output's label
-	Tolerance *float64           `yaml:"tolerance,omitempty"`
+	Tolerance *float64             `yaml:"tolerance,omitempty"`
 }
 
 // Duration is a time.Duration written as a string ("50ms") in YAML.
