@@ -17,7 +17,7 @@ and, for the pipelines (an e2e test pushes them through the binary):
   NAME.pipeline.json {"instances": [...], "outputs": [[...]]}: the
                    pipeline's own predict/predict_proba on raw instances
 
-  bench500.json, bench_rows.f32, bench500.expect.json (--bench): a
+  bench500.json, bench500.joblib, bench_rows.f32, bench500.expect.json (--bench): a
   HistGradientBoostingClassifier of 500 trees of depth 6 on 30 features,
   the shape of the xgboost runtime's benchmark model, and 1000 rows.
 
@@ -292,6 +292,7 @@ def bench():
                                                 early_stopping=False, random_state=1).fit(X.astype(np.float64), y)
     doc = exporter.export(m, None, 1)
     write_json("bench500.json", doc)
+    joblib.dump(m, os.path.join(OUT, "bench500.joblib"))
     R = rows(np.random.default_rng(8), 1000)
     R.astype("<f4").tofile(os.path.join(OUT, "bench_rows.f32"))
     proba = m.predict_proba(R.astype(np.float64))[:, 1]

@@ -286,6 +286,16 @@ def apply_column_transformer(ct, cols, where):
 
 # ---------------------------------------------------------------- estimators
 
+def threshold(x):
+    """A split threshold as JSON has it: an infinite one (a
+    HistGradientBoosting split of missing against present values) becomes
+    the largest finite float64, which sends every finite value the same way."""
+    x = float(x)
+    if math.isinf(x):
+        return math.copysign(sys.float_info.max, x)
+    return x
+
+
 def tree_arrays(tree, classifier, n_classes):
     """One sklearn Tree (tree_) as the format's node arrays."""
     import numpy as np
@@ -294,7 +304,7 @@ def tree_arrays(tree, classifier, n_classes):
         "left": tree.children_left.tolist(),
         "right": tree.children_right.tolist(),
         "feature": [int(f) if l != -1 else -1 for f, l in zip(tree.feature, tree.children_left)],
-        "threshold": [float(x) if l != -1 else 0.0 for x, l in zip(tree.threshold, tree.children_left)],
+        "threshold": [threshold(x) if l != -1 else 0.0 for x, l in zip(tree.threshold, tree.children_left)],
     }
     value = tree.value  # (n_nodes, n_outputs, max_n_classes)
     if classifier:
@@ -382,7 +392,7 @@ def export_estimator(est):
                     "left": [-1 if l else int(x) for x, l in zip(nodes["left"], leaf)],
                     "right": [-1 if l else int(x) for x, l in zip(nodes["right"], leaf)],
                     "feature": [-1 if l else int(x) for x, l in zip(nodes["feature_idx"], leaf)],
-                    "threshold": [0.0 if l else float(x) for x, l in zip(nodes["num_threshold"], leaf)],
+                    "threshold": [0.0 if l else threshold(x) for x, l in zip(nodes["num_threshold"], leaf)],
                     "value": [float(x) if l else 0.0 for x, l in zip(nodes["value"], leaf)],
                     "missingLeft": [int(x) for x in nodes["missing_go_to_left"]],
                 }
