@@ -53,7 +53,7 @@ CREATE TABLE jobs (
 CREATE INDEX jobs_state ON jobs (state, seq);
 CREATE INDEX jobs_tenant ON jobs (tenant, seq);
 CREATE TABLE job_chunks (
-  job         TEXT    NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+  job         TEXT    NOT NULL, -- jobs.id (no foreign key: a check per row would slow the COPY of a scan)
   idx         INTEGER NOT NULL,
   start_chunk INTEGER NOT NULL,
   off         BIGINT  NOT NULL,
