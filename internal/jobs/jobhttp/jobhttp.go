@@ -13,7 +13,8 @@
 // enrichment, whose rows are judged by the gateway), that row becomes
 // its error and the others are sent again. A full batch queue or an empty
 // quota is waited on and sent again (batch work finds the queue full
-// whenever online work is busy: that is its class); any other failure is
+// whenever online work is busy: that is its class), and a call too large
+// for the server (its --max-body-bytes) is sent in halves; any other failure is
 // the chunk's, an *errs.Error with the server's code for the runner to
 // retry or fail the job on.
 //
@@ -237,6 +238,15 @@ func (p *Predictor) call(ctx context.Context, model string, n int, id string, bo
 			out[idx[k]].Err = rowErr(e)
 			idx = append(idx[:k:k], idx[k+1:]...)
 			continue
+		}
+		if (e.Code == errs.PayloadTooLarge || e.Code == errs.TooManyInstances) && len(idx) > 1 {
+			// The server's --max-body-bytes (or a bound this side does not
+			// know) is below the call: send it in halves.
+			half := len(idx) / 2
+			if err := p.call(ctx, model, n, id+"a", bodies, idx[:half], out); err != nil {
+				return err
+			}
+			return p.call(ctx, model, n, id+"b", bodies, idx[half:], out)
 		}
 		if e.Code != errs.QueueFull && e.Code != errs.QuotaExceeded {
 			return e

@@ -28,6 +28,7 @@ type gateway struct {
 	full     int   // queue_full answers left
 	priority []string
 	ids      []string
+	maxBody  int // > 0: a larger body is refused payload_too_large
 }
 
 func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -41,6 +42,11 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/v1/models/add/versions/2:predict":
 		var body struct{ Instances []map[string]any }
 		b, _ := io.ReadAll(r.Body)
+		if g.maxBody > 0 && len(b) > g.maxBody {
+			w.WriteHeader(413)
+			json.NewEncoder(w).Encode(api.ErrorBody{Error: api.ErrorDetail{Code: "payload_too_large", Message: "request body exceeds the server's --max-body-bytes"}})
+			return
+		}
 		json.Unmarshal(b, &body)
 		g.mu.Lock()
 		g.calls = append(g.calls, len(body.Instances))
@@ -136,5 +142,25 @@ func TestErrors(t *testing.T) {
 	_, err = p.Predict(ctx, "", "add", 2, []jobio.Row{{"a": 1.0, "b": 1.0}})
 	if ok, _ := jobs.Retryable(err); !ok || !strings.Contains(err.Error(), srv.URL) {
 		t.Errorf("a server that is gone: %v (%s), want a retryable error naming it", err, errs.CodeOf(err))
+	}
+}
+
+// A call larger than the server's body bound is sent in halves until it
+// fits.
+func TestPredictSplitsLargeCalls(t *testing.T) {
+	g := &gateway{maxBody: 30} // {"instances":[{"a":1,"b":1}]} fits, two instances do not
+	srv := httptest.NewServer(g)
+	defer srv.Close()
+	p := New(client.New(srv.URL))
+	rows := []jobio.Row{{"a": 1.0, "b": 1.0}, {"a": 2.0, "b": 1.0}}
+	out, err := p.Predict(context.Background(), "", "add", 2, rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(out[0].Outputs, out[1].Outputs) != "map[sum:2] map[sum:3]" {
+		t.Errorf("outputs %v %v", out[0].Outputs, out[1].Outputs)
+	}
+	if fmt.Sprint(g.calls) != "[1 1]" {
+		t.Errorf("calls that reached predict: %v, want [1 1] (the pair refused, then each alone)", g.calls)
 	}
 }
