@@ -2,15 +2,38 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all build test test-security test-s3 test-postgres test-features fmt-check vet unit fuzz-smoke bench-xgboost clean test-kube image test-kube-image
+.PHONY: all build quick test vet-untested test-security test-s3 test-postgres test-features fmt-check vet unit fuzz-smoke bench-xgboost clean test-kube image test-kube-image
 
 all: build
 
 build:
 	$(GO) build -o bin/sluice ./cmd/sluice
 
-# The full check CI runs: formatting, vet, and every test with the race detector.
-test: fmt-check vet unit
+# The full check CI runs: formatting, vet, and every test with the race
+# detector. go vet runs inside go test (-vet=all: every analyzer of go vet,
+# on each package as go test type-checks it for the race build), so the
+# module is not type-checked a second time without -race; vet-untested
+# vets the packages go test does not build (no test files). `make vet` is
+# the same vet on its own.
+test: fmt-check vet-untested unit
+
+# The inner loop, not CI: gofmt and go vet of the Go files changed
+# against $(QUICK_BASE) (committed or not, untracked included) and their
+# packages, then every ./internal/... test once, without the race detector
+# and in -short mode. The e2e tests of ./cmd/sluice (the real binary) and
+# the race detector are `make test`'s.
+QUICK_BASE ?= main
+quick:
+	@files="$$( { git diff --name-only --diff-filter=d $(QUICK_BASE) -- '*.go'; git ls-files --others --exclude-standard -- '*.go'; } | sort -u)"; \
+	if [ -n "$$files" ]; then \
+		out="$$(gofmt -l $$files)"; \
+		if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi; \
+		pkgs="$$(for f in $$files; do echo ./$$(dirname $$f); done | sort -u)"; \
+		echo "go vet" $$pkgs; $(GO) vet $$pkgs || exit 1; \
+	else echo "no Go file changed against $(QUICK_BASE): nothing to gofmt or vet"; fi; \
+	lib="$${SLUICE_ONNXRUNTIME_LIB:-}"; \
+	if [ -z "$$lib" ] || [ ! -f "$$lib" ]; then lib="$$(bash scripts/fetch-onnxruntime.sh | tail -1)" || exit 1; fi; \
+	SLUICE_ONNXRUNTIME_LIB="$$lib" $(GO) test -short -count=1 ./internal/...
 
 fmt-check:
 	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
@@ -18,6 +41,10 @@ fmt-check:
 
 vet:
 	$(GO) vet $(PKGS)
+
+vet-untested:
+	@pkgs="$$($(GO) list -f '{{if and (not .TestGoFiles) (not .XTestGoFiles)}}{{.ImportPath}}{{end}}' $(PKGS))"; \
+	if [ -n "$$pkgs" ]; then echo "go vet (packages without tests):" $$pkgs; $(GO) vet $$pkgs; fi
 
 # The onnx runtime's tests need ONNX Runtime's shared library: unless
 # SLUICE_ONNXRUNTIME_LIB names an existing file, scripts/fetch-onnxruntime.sh
@@ -36,9 +63,9 @@ unit:
 		grpcurl="$$(bash scripts/install-grpcurl.sh | tail -1)" || { echo "make: scripts/install-grpcurl.sh failed: the OIP gRPC e2e tests need grpcurl"; exit 1; }; \
 	fi; \
 	echo "grpcurl: $$grpcurl"; \
-	SLUICE_ONNXRUNTIME_LIB="$$lib" SLUICE_GRPCURL="$$grpcurl" $(GO) test -race -count=1 -p 1 -timeout 15m $(PKGS) && \
+	SLUICE_ONNXRUNTIME_LIB="$$lib" SLUICE_GRPCURL="$$grpcurl" $(GO) test -race -vet=all -count=1 -p 1 -timeout 15m $(PKGS) && \
 	echo "the serving e2e suite again, replicas on 2 worker processes:" && \
-	SLUICE_E2E_WORKERS=2 SLUICE_ONNXRUNTIME_LIB="$$lib" SLUICE_GRPCURL="$$grpcurl" $(GO) test -race -count=1 -timeout 15m ./cmd/sluice/
+	SLUICE_E2E_WORKERS=2 SLUICE_ONNXRUNTIME_LIB="$$lib" SLUICE_GRPCURL="$$grpcurl" $(GO) test -race -vet=off -count=1 -timeout 15m ./cmd/sluice/
 
 # The regression suite of issue 18's attacks (not part of `make test`: the
 # file has the build tag `security`): cmd/sluice/security_e2e_test.go, one
