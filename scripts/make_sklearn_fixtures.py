@@ -16,6 +16,8 @@ and, for the pipelines (an e2e test pushes them through the binary):
   NAME.csv         rows of its training frame (for --rows)
   NAME.pipeline.json {"instances": [...], "outputs": [[...]]}: the
                    pipeline's own predict/predict_proba on raw instances
+  refuse_*.joblib  models the exporter refuses (KNeighborsClassifier, a
+                   OneHotEncoder(drop="first"))
 
   bench500.json, bench500.joblib, bench_rows.f32, bench500.expect.json (--bench): a
   HistGradientBoostingClassifier of 500 trees of depth 6 on 30 features,
@@ -274,6 +276,20 @@ def pipeline_fixture(name, pipe, train, test):
     print(f"{name}: {doc['estimator']}, fields {[f['name'] for f in doc['input']['fields']]}, outputs {doc['outputs']}", file=sys.stderr)
 
 
+def refusals(rng):
+    """Fitted models the exporter refuses (an e2e test checks the messages)."""
+    from sklearn.neighbors import KNeighborsClassifier
+
+    df, s = frame(rng, 100)
+    y = (s > 0).astype(int)
+    joblib.dump(KNeighborsClassifier().fit(df[["age", "income"]], y), os.path.join(OUT, "refuse_knn.joblib"))
+    drop = Pipeline([
+        ("prep", ColumnTransformer([("cat", OneHotEncoder(drop="first"), ["color"])], remainder="passthrough")),
+        ("model", linear_model.LogisticRegression()),
+    ]).fit(df[["color", "age"]], y)
+    joblib.dump(drop, os.path.join(OUT, "refuse_drop.joblib"))
+
+
 def bench():
     nf = 30
     rng = np.random.default_rng(7)
@@ -310,6 +326,7 @@ def main():
     hgb(rng)
     linear(rng)
     pipelines(rng)
+    refusals(rng)
 
 
 if __name__ == "__main__":

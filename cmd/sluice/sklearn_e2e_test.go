@@ -126,3 +126,43 @@ func TestSklearnPipelinesThroughTheBinary(t *testing.T) {
 		})
 	}
 }
+
+// TestExportSklearnRefusals: what the exporter cannot express, a Python
+// without scikit-learn, a Python that does not run and an existing
+// model.yaml are refused with a message naming the step or the flag, and
+// nothing is written.
+func TestExportSklearnRefusals(t *testing.T) {
+	python := "/usr/bin/python3"
+	if exec.Command(python, "-c", "import sklearn, joblib, pandas").Run() != nil {
+		t.Skipf("%s has no scikit-learn", python)
+	}
+	cases := []struct {
+		name, model, python, want string
+	}{
+		{"estimator", "refuse_knn.joblib", python, "sklearn.neighbors._classification.KNeighborsClassifier is not supported (supported: RandomForest*"},
+		{"step", "refuse_drop.joblib", python, "prep/cat: OneHotEncoder(drop='first') has no Sluice step (onehot keeps every column); refit with drop=None"},
+		{"no python", "pipe_tree.joblib", "/nonexistent/python3", "cannot run the exporter with --python /nonexistent/python3"},
+	}
+	if p, err := exec.LookPath("python3"); err == nil && exec.Command(p, "-c", "import sklearn").Run() != nil {
+		cases = append(cases, struct{ name, model, python, want string }{"python without sklearn", "pipe_tree.joblib", p, "has no scikit-learn"})
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "pkg")
+			_, stderr, err := sluice(t, "export-sklearn", sklTestdata+c.model, "--out", dir, "--python", c.python)
+			if err == nil || !strings.Contains(stderr, c.want) {
+				t.Fatalf("err %v, stderr %q; want %q", err, stderr, c.want)
+			}
+			if _, err := os.Stat(dir); !os.IsNotExist(err) {
+				t.Fatalf("%s was written: %v", dir, err)
+			}
+		})
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "model.yaml"), []byte("name: x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, err := sluice(t, "export-sklearn", sklTestdata+"pipe_tree.joblib", "--out", dir, "--python", python); err == nil || !strings.Contains(stderr, "model.yaml exists; sluice export-sklearn never overwrites it") {
+		t.Fatalf("an existing model.yaml: %v %s", err, stderr)
+	}
+}
