@@ -305,19 +305,68 @@ func (ts *treeSet) block(rows []float32, stride, n int, acc []float64, ac int) {
 				i6 = step(np, i6, unsafe.Add(p, 6*sb))
 				i7 = step(np, i7, unsafe.Add(p, 7*sb))
 			}
+			if ts.width == 1 {
+				// One value per leaf (boosting): added in place, the
+				// lanes' rows ac apart.
+				a := acc[r*ac+off : (r+lanes-1)*ac+off+1]
+				vals := ts.vals
+				a[0] += vals[i0]
+				a[ac] += vals[i1]
+				a[2*ac] += vals[i2]
+				a[3*ac] += vals[i3]
+				a[4*ac] += vals[i4]
+				a[5*ac] += vals[i5]
+				a[6*ac] += vals[i6]
+				a[7*ac] += vals[i7]
+				continue
+			}
 			leaf = [lanes]int32{i0, i1, i2, i3, i4, i5, i6, i7}
 			ts.addLeaves(leaf[:], acc[r*ac:], ac, off)
 		}
-		for r := full; r < n; r++ {
-			_ = rows[(r+1)*stride-1]
-			p := unsafe.Pointer(&rows[r*stride])
-			i := root
-			for range depth {
-				i = step(np, i, p)
-			}
-			leaf[0] = i
-			ts.addLeaves(leaf[:1], acc[r*ac:], ac, off)
+	}
+	for r := full; r < n; r++ {
+		ts.rowAcrossTrees(rows[r*stride:(r+1)*stride], acc[r*ac:(r+1)*ac])
+	}
+}
+
+// rowAcrossTrees walks one row (its last value -Inf) through lanes trees
+// at a time and adds their leaves' values into acc in tree order.
+func (ts *treeSet) rowAcrossTrees(row []float32, acc []float64) {
+	roots, depths := ts.roots, ts.depths
+	np := unsafe.Pointer(unsafe.SliceData(ts.nodes))
+	_ = row[len(row)-1] // the callers give the whole row with its sentinel
+	p := unsafe.Pointer(unsafe.SliceData(row))
+	var leaf [1]int32
+	t := 0
+	for ; t+lanes <= len(roots); t += lanes {
+		r := roots[t : t+lanes]
+		i0, i1, i2, i3, i4, i5, i6, i7 := r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]
+		depth := int32(0)
+		for _, d := range depths[t : t+lanes] {
+			depth = max(depth, d)
 		}
+		for range depth {
+			i0 = step(np, i0, p)
+			i1 = step(np, i1, p)
+			i2 = step(np, i2, p)
+			i3 = step(np, i3, p)
+			i4 = step(np, i4, p)
+			i5 = step(np, i5, p)
+			i6 = step(np, i6, p)
+			i7 = step(np, i7, p)
+		}
+		for k, i := range [lanes]int32{i0, i1, i2, i3, i4, i5, i6, i7} {
+			leaf[0] = i
+			ts.addLeaves(leaf[:], acc, 0, int(ts.offs[t+k]))
+		}
+	}
+	for ; t < len(roots); t++ {
+		i := roots[t]
+		for range depths[t] {
+			i = step(np, i, p)
+		}
+		leaf[0] = i
+		ts.addLeaves(leaf[:], acc, 0, int(ts.offs[t]))
 	}
 }
 
