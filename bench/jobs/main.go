@@ -25,7 +25,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -64,6 +63,7 @@ var (
 	bigFor    = flag.Duration("big-for", 4*time.Minute, "figure f: watch the job at most this long, then cancel it")
 	dKs       = flag.String("d-chunks-in-flight", "2,1", "figure d: each run kills one job per --job-chunks-in-flight value of this list")
 	only      = flag.String("only", "abdf", "figures to run: a, b (with c), d (with e), f")
+	genOnly   = flag.Bool("gen-only", false, "write the inputs of -only's figures and exit (to make them before the machine is quiet)")
 	profile   = flag.Bool("profile", true, "after figure b: a CPU profile of the server during one more job + online window")
 )
 
@@ -140,7 +140,15 @@ type server struct {
 	log  *os.File
 }
 
+// cur is the server running now: must kills it before the program
+// exits, so no server outlives a failed run.
+var cur *server
+
 func startServer(data, jobsDir, logName string, extra ...string) (*server, error) {
+	if resp, err := hc.Get(base() + "/readyz"); err == nil {
+		resp.Body.Close()
+		return nil, fmt.Errorf("a server already answers on %s: stop it first", *addr)
+	}
 	lf, err := os.Create(filepath.Join(*outDir, logName))
 	if err != nil {
 		return nil, err
@@ -153,6 +161,7 @@ func startServer(data, jobsDir, logName string, extra ...string) (*server, error
 		return nil, err
 	}
 	s := &server{cmd: cmd, data: data, log: lf}
+	cur = s
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		resp, err := hc.Get(base() + "/readyz")
@@ -175,6 +184,7 @@ func (s *server) kill() {
 	s.cmd.Process.Signal(syscall.SIGKILL)
 	s.cmd.Wait()
 	s.log.Close()
+	cur = nil
 }
 
 func (s *server) stop() {
@@ -188,6 +198,7 @@ func (s *server) stop() {
 		<-done
 	}
 	s.log.Close()
+	cur = nil
 	// Wait until the port is free for the next server.
 	for i := 0; i < 200; i++ {
 		if _, err := hc.Get(base() + "/readyz"); err != nil {
@@ -442,6 +453,7 @@ type figA struct {
 	LoopMedian  float64   `json:"loopMedian"`
 	Ratio       float64   `json:"ratio"`
 	StatusRowsS []float64 `json:"statusRowsPerSecond"` // the job's own rowsPerSecond (running time only)
+	Profile     string    `json:"profile,omitempty"`
 }
 
 type figB struct {
@@ -509,6 +521,9 @@ func main() {
 		_, err := writeBigCSV(filepath.Join(jobsDir, "big.csv"), *bigBytes, *bigPad)
 		must(err)
 	}
+	if *genOnly {
+		return
+	}
 	seq := 0
 	outName := func(p string) string { seq++; return fmt.Sprintf("%s-%d-%d.jsonl", p, os.Getpid(), seq) }
 	clean := func(name string) {
@@ -523,7 +538,7 @@ func main() {
 		srv, err := startServer(filepath.Join(*outDir, "data-a"), jobsDir, "server-a.log")
 		must(err)
 		bodies := requestBodies(*rowsA)
-		clientLoop(bodies[:50], 50_000) // warm-up
+		clientLoop(bodies[:min(50, len(bodies))], min(50, len(bodies))*1000) // warm-up
 		for i := 0; i < *runs; i++ {
 			lr, err := clientLoop(bodies, *rowsA)
 			must(err)
@@ -538,6 +553,22 @@ func main() {
 			a.LoopRowsPS, a.JobRowsPS, a.StatusRowsS = append(a.LoopRowsPS, lr), append(a.JobRowsPS, jr), append(a.StatusRowsS, st.RowsPerSecond)
 			log.Printf("a run %d: client loop %.0f rows/s, job %.0f rows/s (status says %.0f)", i+1, lr, jr, st.RowsPerSecond)
 			save()
+		}
+		if *profile {
+			// One more job, not counted: the server's CPU profile over it.
+			secs := max(1, int(float64(*rowsA)/median(a.JobRowsPS)))
+			out := outName("a")
+			id, err := submit("file:a.jsonl", "file:"+out, 0)
+			must(err)
+			prof := filepath.Join(*outDir, "job-alone.pprof")
+			if err := fetchProfile(prof, secs); err != nil {
+				log.Printf("profile: %v", err)
+			} else {
+				a.Profile = prof
+			}
+			_, err = waitJob(id, 10*time.Minute, func(s api.JobStatus) bool { return s.State == "succeeded" })
+			must(err)
+			clean(out)
 		}
 		a.JobMedian, a.LoopMedian = median(a.JobRowsPS), median(a.LoopRowsPS)
 		a.Ratio = a.JobMedian / a.LoopMedian
@@ -612,20 +643,7 @@ func main() {
 			id, out := startJob()
 			prof := filepath.Join(*outDir, "job-online.pprof")
 			done := make(chan error, 1)
-			go func() {
-				resp, err := hc.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", *pprofAddr, int(window.Seconds())))
-				if err != nil {
-					done <- err
-					return
-				}
-				defer resp.Body.Close()
-				f, err := os.Create(prof)
-				if err == nil {
-					_, err = io.Copy(f, resp.Body)
-					f.Close()
-				}
-				done <- err
-			}()
+			go func() { done <- fetchProfile(prof, int(window.Seconds())) }()
 			openLoop(b.Rate, *window, 99)
 			if err := <-done; err != nil {
 				log.Printf("profile: %v", err)
@@ -724,6 +742,27 @@ func main() {
 	}
 }
 
+// fetchProfile saves the server's CPU profile over the next secs seconds.
+func fetchProfile(path string, secs int) error {
+	resp, err := hc.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", *pprofAddr, secs))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		return fmt.Errorf("profile: %s", resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
 // checkIDs reads a JSONL output and counts ids seen twice and ids
 // r00000000..r(n-1) not seen.
 func checkIDs(path string, n int) (dups, missing int, err error) {
@@ -761,6 +800,9 @@ func checkIDs(path string, n int) (dups, missing int, err error) {
 
 func must(err error) {
 	if err != nil {
-		log.Fatal(errors.New(err.Error()))
+		if cur != nil {
+			cur.kill()
+		}
+		log.Fatal(err)
 	}
 }
