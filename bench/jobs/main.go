@@ -327,13 +327,14 @@ func closedLoop(n int, d time.Duration) (float64, int) {
 }
 
 type openResult struct {
-	Offered  float64 `json:"offered"`  // req/s
-	Achieved float64 `json:"achieved"` // answered 200 per second
-	P50Ms    float64 `json:"p50Ms"`
-	P99Ms    float64 `json:"p99Ms"`
-	MaxMs    float64 `json:"maxMs"`
-	Errors   int     `json:"errors"`
-	N        int     `json:"n"`
+	Offered  float64        `json:"offered"`  // req/s
+	Achieved float64        `json:"achieved"` // answered 200 per second
+	P50Ms    float64        `json:"p50Ms"`
+	P99Ms    float64        `json:"p99Ms"`
+	MaxMs    float64        `json:"maxMs"`
+	Errors   int            `json:"errors"`
+	Codes    map[string]int `json:"codes,omitempty"` // non-200 answers by status (0: no answer)
+	N        int            `json:"n"`
 }
 
 // openLoop offers 1-row calls at rate (poisson) for d; latency from each
@@ -343,6 +344,7 @@ func openLoop(rate float64, d time.Duration, seed uint64) openResult {
 	var mu sync.Mutex
 	var lat []time.Duration
 	errs := 0
+	codes := map[string]int{}
 	var wg sync.WaitGroup
 	start := time.Now().Add(20 * time.Millisecond)
 	at := start
@@ -372,6 +374,7 @@ func openLoop(rate float64, d time.Duration, seed uint64) openResult {
 				lat = append(lat, l)
 			} else {
 				errs++
+				codes[strconv.Itoa(code)]++
 			}
 			mu.Unlock()
 		}(at, n)
@@ -384,7 +387,7 @@ func openLoop(rate float64, d time.Duration, seed uint64) openResult {
 		}
 		return float64(lat[min(len(lat)-1, int(math.Ceil(p*float64(len(lat))))-1)]) / 1e6
 	}
-	return openResult{Offered: rate, Achieved: float64(len(lat)) / d.Seconds(), P50Ms: q(0.50), P99Ms: q(0.99), MaxMs: q(1), Errors: errs, N: n}
+	return openResult{Offered: rate, Achieved: float64(len(lat)) / d.Seconds(), P50Ms: q(0.50), P99Ms: q(0.99), MaxMs: q(1), Errors: errs, Codes: codes, N: n}
 }
 
 // clientLoop sends the rows as 1,000-row /v1 requests, one at a time;
