@@ -174,6 +174,7 @@ fuzz-smoke:
 	$(GO) test -run x -fuzz FuzzReadTarGz -fuzztime 30s ./internal/modelpkg/
 	$(GO) test -run x -fuzz FuzzLoad -fuzztime 30s ./internal/runtime/xgboost/
 	$(GO) test -run x -fuzz FuzzLoad -fuzztime 30s ./internal/runtime/sklearn/
+	$(GO) test -run x -fuzz FuzzTreeShape -fuzztime 30s ./internal/runtime/sklearn/
 	$(GO) test -run x -fuzz FuzzTreeShape -fuzztime 10s ./internal/runtime/xgboost/
 	$(GO) test -run x -fuzz FuzzCategorical -fuzztime 10s ./internal/runtime/xgboost/
 	$(GO) test -run x -fuzz FuzzDecode -fuzztime 30s ./internal/runtime/oip/

@@ -63,3 +63,76 @@ func FuzzLoad(f *testing.F) {
 		}
 	})
 }
+
+// FuzzTreeShape builds one-tree regressors from arbitrary child, feature
+// and missing-direction arrays (0xff is -1: a leaf). Whatever the loader
+// accepts must predict exactly what a plain walk over the arrays gives,
+// so the breadth-first relayout and the fixed-depth walk cannot go wrong
+// silently on odd shapes.
+func FuzzTreeShape(f *testing.F) {
+	f.Add([]byte{1, 3, 0xff, 0xff, 0xff}, []byte{2, 4, 0xff, 0xff, 0xff}, []byte{0, 1, 0, 0, 0}, []byte{1, 0, 0, 0, 0})
+	f.Add([]byte{0xff}, []byte{0xff}, []byte{0}, []byte{0})
+	f.Add([]byte{1, 0xff, 3, 0xff, 0xff}, []byte{2, 0xff, 4, 0xff, 0xff}, []byte{1, 0, 0, 0, 0}, []byte{0, 0, 1, 0, 0})
+	f.Fuzz(func(t *testing.T, left, right, feat, miss []byte) {
+		n := len(left)
+		if n == 0 || n > 64 || len(right) != n || len(feat) != n || len(miss) != n {
+			return
+		}
+		idx := func(b byte) int {
+			if b == 0xff {
+				return -1
+			}
+			return int(b)
+		}
+		const nf = 3
+		l, r, fe, th, val, ml := make([]any, n), make([]any, n), make([]any, n), make([]any, n), make([]any, n), make([]any, n)
+		for i := range n {
+			l[i], r[i] = idx(left[i]), idx(right[i])
+			fe[i] = int(feat[i]) % nf
+			if idx(left[i]) == -1 {
+				fe[i] = -1
+			}
+			th[i] = float64(i%5) - 2
+			val[i] = float64(i) + 0.5
+			ml[i] = int(miss[i] & 1)
+		}
+		d := map[string]any{
+			"format": Format, "formatVersion": 1, "estimator": "HistGradientBoostingRegressor", "nFeatures": nf,
+			"link": "identity", "init": []any{0},
+			"trees":   []any{map[string]any{"left": l, "right": r, "feature": fe, "threshold": th, "value": val, "missingLeft": ml}},
+			"outputs": []any{"prediction"},
+		}
+		m, err := Parse(mustJSON(t, d))
+		if err != nil {
+			return
+		}
+		vals := []float32{-3, -2, -1.5, 0, 0.5, 1, 2, 3, float32(math.NaN())}
+		var rows []float32
+		for a := range vals {
+			for b := range vals {
+				rows = append(rows, vals[a], vals[b], vals[(a+b)%len(vals)])
+			}
+		}
+		in := runtime.Batch{Rows: len(rows) / nf, Cols: nf, Data: rows}
+		out, err := m.Predict(context.Background(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for row := range in.Rows {
+			x := in.Row(row)
+			i := 0
+			for idx(left[i]) != -1 {
+				v := x[int(feat[i])%nf]
+				switch {
+				case v != v && miss[i]&1 == 1, v == v && float64(v) <= float64(i%5)-2:
+					i = idx(left[i])
+				default:
+					i = idx(right[i])
+				}
+			}
+			if got, want := out.Data[row], float32(float64(i)+0.5); got != want {
+				t.Fatalf("row %v: %v, a plain walk gives leaf %d (%v)", x, got, i, want)
+			}
+		}
+	})
+}
