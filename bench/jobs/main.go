@@ -17,8 +17,8 @@
 //
 // Every figure goes to OUT/results.json and a summary to stdout.
 //
-//	go build -o /tmp/jb/jobs ./bench/jobs && go build -o /tmp/jb/sluice ./cmd/sluice
-//	nice -n -10 taskset -c 1 /tmp/jb/jobs -sluice /tmp/jb/sluice -out /tmp/jb/out
+//	go build -o /tmp/jobsbench/jobs ./bench/jobs && go build -o /tmp/jobsbench/sluice ./cmd/sluice
+//	nice -n -10 taskset -c 1 /tmp/jobsbench/jobs -sluice /tmp/jobsbench/sluice -out /tmp/jobsbench/out
 package main
 
 import (
@@ -47,8 +47,8 @@ import (
 )
 
 var (
-	bin       = flag.String("sluice", "/tmp/jb/sluice", "the sluice binary")
-	outDir    = flag.String("out", "/tmp/jb/out", "results, logs and inputs")
+	bin       = flag.String("sluice", "/tmp/jobsbench/sluice", "the sluice binary")
+	outDir    = flag.String("out", "/tmp/jobsbench/out", "results, logs and inputs")
 	addr      = flag.String("addr", "127.0.0.1:18190", "server address")
 	pprofAddr = flag.String("pprof-addr", "127.0.0.1:18191", "server's --pprof-addr")
 	serverCPU = flag.String("server-cpus", "0", "taskset -c list for the server")
