@@ -46,6 +46,8 @@ type savedPred struct {
 	// digit per field, its features.Origin.
 	FeatureFields  []string `json:"ff,omitempty"`
 	FeatureOrigins []string `json:"fo,omitempty"`
+	// Labels are the labelled outputs' labels (Prediction.Labels).
+	Labels [][]string `json:"labels,omitempty"`
 }
 
 type savedError struct {
@@ -64,7 +66,7 @@ func encodeAnswer(a *Answer) []byte {
 			binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(f))
 		}
 		s.Prediction = &savedPred{Model: p.Model, Version: p.Version, ID: p.ID, InputSchema: p.InputSchema, OutputSchema: p.OutputSchema,
-			Outputs: p.Outputs, Rows: p.Out.Rows, Cols: p.Out.Cols, Data: data}
+			Outputs: p.Outputs, Rows: p.Out.Rows, Cols: p.Out.Cols, Data: data, Labels: p.Labels}
 		if f := p.Features; f != nil {
 			s.Prediction.FeatureFields = f.Fields
 			s.Prediction.FeatureOrigins = make([]string, len(f.Origins))
@@ -107,6 +109,12 @@ func decodeAnswer(b []byte, requestID string) (*Answer, error) {
 		}
 		a.Prediction = &Prediction{Model: p.Model, Version: p.Version, ID: p.ID, InputSchema: p.InputSchema, OutputSchema: p.OutputSchema,
 			Outputs: p.Outputs, Out: out}
+		if p.Labels != nil {
+			if len(p.Labels) != p.Cols {
+				return nil, fmt.Errorf("decode saved answer: labels for %d columns of %d", len(p.Labels), p.Cols)
+			}
+			a.Prediction.Labels = p.Labels
+		}
 		if p.FeatureFields != nil {
 			f := &Enriched{Fields: p.FeatureFields, Origins: make([][]features.Origin, len(p.FeatureOrigins))}
 			for i, s := range p.FeatureOrigins {
