@@ -416,7 +416,11 @@ def export_estimator(est):
         if len(doc["intercept"]) == 1 and coef.shape[0] > 1:
             doc["intercept"] = doc["intercept"] * coef.shape[0]
         if isinstance(est, linear_model.LogisticRegression):
-            ovr = est.multi_class in ("ovr", "warn") or (est.multi_class == "auto" and (len(est.classes_) <= 2 or est.solver == "liblinear"))
+            # scikit-learn's own rule: "ovr" and "multinomial" as said;
+            # "auto" (and 1.5's "deprecated") one-vs-rest for two classes
+            # or the liblinear solver, multinomial otherwise.
+            mc = getattr(est, "multi_class", "auto")
+            ovr = mc == "ovr" or (mc != "multinomial" and (len(est.classes_) <= 2 or est.solver == "liblinear"))
             doc["multiClass"] = "ovr" if ovr else "multinomial"
         return doc
     if type(est) in (linear_model.LinearRegression, linear_model.Ridge, linear_model.Lasso, linear_model.ElasticNet):
