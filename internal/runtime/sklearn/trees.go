@@ -176,7 +176,7 @@ func (ts *treeSet) add(td *treeDoc, nFeatures, width int, scale float64, t int) 
 	}
 	ts.nodes = ts.nodes[:int(base)+len(order)]
 	ts.vals = ts.vals[:(int(base)+len(order))*width]
-	for q, i := range order {
+	for _, i := range order {
 		ni := newIdx[i]
 		nd := &ts.nodes[ni]
 		l := td.Left[i]
@@ -194,7 +194,6 @@ func (ts *treeSet) add(td *treeDoc, nFeatures, width int, scale float64, t int) 
 			}
 			continue
 		}
-		_ = q
 		f := td.Feature[i]
 		if f < 0 || int(f) >= nFeatures {
 			return 0, 0, fmt.Errorf("%s: node %d splits on feature %d, outside [0, %d)", p("feature"), i, f, nFeatures)
