@@ -235,3 +235,64 @@ func TestPredictRetriesAfterRetryAfter(t *testing.T) {
 		t.Fatalf("--timeout 300ms: %v %q", err, stderr)
 	}
 }
+
+// sluice init reads pandas.get_dummies columns (plan_basic, plan_pro,
+// plan_team) as one category field with onehot, in the artifact's order:
+// the package checks, publishes and answers the raw rows as XGBoost
+// answered their dummies (scripts/make_dummies_fixture.py).
+func TestInitGetDummiesToCategory(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "plans")
+	os.MkdirAll(dir, 0o755)
+	art, err := os.ReadFile("testdata/dummies/plans.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "plans.json"), art, 0o644)
+	if out, stderr, err := sluice(t, "init", filepath.Join(dir, "plans.json")); err != nil || !strings.Contains(out, "3 input fields") {
+		t.Fatalf("init: %v %q %q", err, out, stderr)
+	}
+	man, _ := os.ReadFile(filepath.Join(dir, "model.yaml"))
+	for _, want := range []string{`{name: plan, type: category, values: ["basic", "pro", "team"]}`, "{op: onehot, field: plan}"} {
+		if !strings.Contains(string(man), want) {
+			t.Fatalf("model.yaml lacks %q:\n%s", want, man)
+		}
+	}
+	if out, stderr, err := sluice(t, "check", dir); err != nil || !strings.HasSuffix(out, "ok\n") {
+		t.Fatalf("check: %v %q %q", err, out, stderr)
+	}
+	srv := startServer(t, "--data", t.TempDir(), "--models", t.TempDir())
+	if out, stderr, err := sluice(t, "push", dir, "--server", srv.url); err != nil || !strings.Contains(out, "state=ready") {
+		t.Fatalf("push: %v %q %q", err, out, stderr)
+	}
+	var want struct {
+		Rows        []map[string]any `json:"rows"`
+		Probability []float64        `json:"probability"`
+	}
+	b, _ := os.ReadFile("testdata/dummies/plans.expect.json")
+	if err := json.Unmarshal(b, &want); err != nil {
+		t.Fatal(err)
+	}
+	body, _ := json.Marshal(map[string]any{"instances": want.Rows})
+	status, out, err := postJSON(srv.url+"/v1/models/plans:predict", string(body))
+	if err != nil || status != 200 {
+		t.Fatalf("predict: %d %v %s", status, err, out)
+	}
+	var got struct {
+		Predictions []map[string]float64 `json:"predictions"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil || len(got.Predictions) != len(want.Probability) {
+		t.Fatalf("predict: %v %s", err, out)
+	}
+	for i, p := range want.Probability {
+		if d := got.Predictions[i]["probability"] - p; d > 1e-6 || d < -1e-6 {
+			t.Errorf("row %d %v: %v, XGBoost %v", i, want.Rows[i], got.Predictions[i]["probability"], p)
+		}
+	}
+	// --dummies=false keeps a field a column.
+	dir2 := filepath.Join(t.TempDir(), "plans")
+	os.MkdirAll(dir2, 0o755)
+	os.WriteFile(filepath.Join(dir2, "plans.json"), art, 0o644)
+	if out, stderr, err := sluice(t, "init", "--dummies=false", filepath.Join(dir2, "plans.json")); err != nil || !strings.Contains(out, "5 input fields") {
+		t.Fatalf("init --dummies=false: %v %q %q", err, out, stderr)
+	}
+}

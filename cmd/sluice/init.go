@@ -18,6 +18,7 @@ import (
 func newInitCmd() *cobra.Command {
 	var name, out, rt, onnxLib string
 	var categories []string
+	dummies := true
 	cmd := &cobra.Command{
 		Use:   "init ARTIFACT [--name NAME] [--out DIR] [--categories FIELD=A,B,...]",
 		Short: "Write a starting model.yaml from what an artifact (XGBoost, scikit-learn export, linear JSON, ONNX) says about itself",
@@ -48,6 +49,9 @@ func newInitCmd() *cobra.Command {
 			m, err := scaffold.Describe(src, data, rt)
 			if err != nil {
 				return err
+			}
+			if dummies && m.Runtime == "xgboost" {
+				m.Fields = scaffold.GroupDummies(m.Fields)
 			}
 			for _, c := range categories {
 				field, values, ok := strings.Cut(c, "=")
@@ -117,6 +121,7 @@ func newInitCmd() *cobra.Command {
 	f.StringVar(&out, "out", "", "package folder to write model.yaml (and a copy of the artifact) to (default: the artifact's folder)")
 	f.StringVar(&rt, "runtime", "", "xgboost, sklearn, linear or onnx (default: told by the artifact's content)")
 	f.StringArrayVar(&categories, "categories", nil, "FIELD=A,B,...: the categories of a categorical XGBoost feature, in the order of the training frame's df[FIELD].cat.categories (XGBoost before 3.1 does not save them; repeat for each field)")
+	f.BoolVar(&dummies, "dummies", true, "read consecutive int or bool XGBoost features named PREFIX_LEVEL (pandas.get_dummies columns) as one category field PREFIX with an onehot step (--dummies=false: a field each)")
 	f.StringVar(&onnxLib, "onnxruntime-lib", "", "path of ONNX Runtime's shared library, to compute an ONNX model's golden example (as for sluice serve)")
 	return cmd
 }

@@ -193,6 +193,55 @@ func fromXGBoost(data []byte) (*Model, error) {
 	return m, nil
 }
 
+// GroupDummies turns each run of two or more consecutive int or bool
+// fields named PREFIX_LEVEL (the columns pandas.get_dummies makes of a
+// categorical column) into one category field PREFIX with the levels as
+// its values, in the artifact's order, and an onehot step, which expands
+// it back into those columns in that order. A prefix is tried at every
+// '_' of the run's first name, the one that groups the most fields kept
+// (a level may hold '_' too). Float fields are never grouped: dummies are
+// 0/1 integers or booleans.
+func GroupDummies(fields []Field) []Field {
+	dummy := func(f Field) bool { return (f.Type == "int" || f.Type == "bool") && f.Encode == "" && len(f.Steps) == 0 }
+	var out []Field
+	for i := 0; i < len(fields); {
+		best, bestPrefix := 1, ""
+		if dummy(fields[i]) {
+			name := fields[i].Name
+			for k := strings.Index(name, "_"); k > 0 && k < len(name)-1; {
+				prefix := name[:k+1]
+				j := i
+				for j < len(fields) && dummy(fields[j]) && strings.HasPrefix(fields[j].Name, prefix) && len(fields[j].Name) > len(prefix) {
+					j++
+				}
+				if j-i >= best {
+					best, bestPrefix = j-i, prefix
+				}
+				next := strings.Index(name[k+1:], "_")
+				if next < 0 {
+					break
+				}
+				k += next + 1
+			}
+		}
+		if best < 2 {
+			out = append(out, fields[i])
+			i++
+			continue
+		}
+		f := Field{Name: strings.TrimSuffix(bestPrefix, "_"), Type: "category", Encode: "onehot"}
+		var cols []string
+		for _, d := range fields[i : i+best] {
+			f.Values = append(f.Values, strings.TrimPrefix(d.Name, bestPrefix))
+			cols = append(cols, d.Name)
+		}
+		f.Note = fmt.Sprintf("the artifact's columns %s, read as pandas.get_dummies of one column: onehot makes them again, in values order (a value must be one of them; if they are not dummies, list them as separate int fields)", strings.Join(cols, ", "))
+		out = append(out, f)
+		i += best
+	}
+	return out
+}
+
 // SetValues names the categories of category field name (the artifact's
 // name for it or its field name) in the order of the codes the model
 // reads. There must be at least as many as the model's splits use.

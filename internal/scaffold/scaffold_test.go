@@ -246,3 +246,40 @@ func TestSklearnPipeline(t *testing.T) {
 		t.Fatalf("the imputer's default or the dropped column is not written:\n%s", y)
 	}
 }
+
+func TestGroupDummies(t *testing.T) {
+	fl := func(name, typ string) Field { return Field{Name: name, Type: typ} }
+	for _, tc := range []struct {
+		name string
+		in   []Field
+		want string // fields as name:type[values]
+	}{
+		{"get_dummies between numbers", []Field{fl("tenure", "float"), fl("plan_basic", "int"), fl("plan_pro", "int"), fl("plan_team", "int"), fl("tickets", "float")},
+			"tenure:float plan:category[basic pro team] tickets:float"},
+		{"bool dummies, prefix and levels with _", []Field{fl("home_country_US", "bool"), fl("home_country_GB", "bool"), fl("home_country_new_zealand", "bool")},
+			"home_country:category[US GB new_zealand]"},
+		{"two groups side by side", []Field{fl("a_x", "int"), fl("a_y", "int"), fl("b_x", "int"), fl("b_y", "int")},
+			"a:category[x y] b:category[x y]"},
+		{"floats are never dummies", []Field{fl("pixel_0", "float"), fl("pixel_1", "float")}, "pixel_0:float pixel_1:float"},
+		{"one column alone stays", []Field{fl("plan_basic", "int"), fl("tickets", "int")}, "plan_basic:int tickets:int"},
+		{"not consecutive", []Field{fl("plan_basic", "int"), fl("age", "float"), fl("plan_pro", "int")}, "plan_basic:int age:float plan_pro:int"},
+		{"no underscore", []Field{fl("x", "int"), fl("y", "int")}, "x:int y:int"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, f := range GroupDummies(tc.in) {
+				s := f.Name + ":" + f.Type
+				if f.Type == "category" {
+					s += "[" + strings.Join(f.Values, " ") + "]"
+					if f.Encode != "onehot" {
+						t.Errorf("%s: encode %q, want onehot", f.Name, f.Encode)
+					}
+				}
+				got = append(got, s)
+			}
+			if g := strings.Join(got, " "); g != tc.want {
+				t.Fatalf("got %s, want %s", g, tc.want)
+			}
+		})
+	}
+}
