@@ -202,7 +202,9 @@ func fromXGBoost(data []byte) (*Model, error) {
 // (a level may hold '_' too). Float fields are never grouped: dummies are
 // 0/1 integers or booleans.
 func GroupDummies(fields []Field) []Field {
-	dummy := func(f Field) bool { return (f.Type == "int" || f.Type == "bool") && f.Encode == "" && len(f.Steps) == 0 }
+	dummy := func(f Field) bool {
+		return (f.Type == "int" || f.Type == "bool") && f.Encode == "" && len(f.Steps) == 0
+	}
 	var out []Field
 	for i := 0; i < len(fields); {
 		best, bestPrefix := 1, ""
