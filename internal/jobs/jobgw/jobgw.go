@@ -335,9 +335,20 @@ func (p *Predictor) call(ctx context.Context, t *tenant.Tenant, model string, ve
 				row := pr.Out.Row(k)
 				m := make(map[string]any, len(pr.Outputs))
 				for col, name := range pr.Outputs {
-					if col < len(row) {
-						m[name] = float32Value(row[col])
+					if col >= len(row) {
+						continue
 					}
+					if pr.Labels != nil && pr.Labels[col] != nil {
+						// A postprocess: label is written as its label,
+						// as /v1's labels and OIP's BYTES tensors say it.
+						if l, ok := pr.Label(k, col); ok {
+							m[name] = l
+						} else {
+							m[name] = nil
+						}
+						continue
+					}
+					m[name] = float32Value(row[col])
 				}
 				out[i].Outputs = m
 			}

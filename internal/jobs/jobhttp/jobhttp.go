@@ -226,6 +226,17 @@ func (p *Predictor) call(ctx context.Context, model string, n int, id string, bo
 				for name, x := range pr.Predictions[k] {
 					m[name] = x
 				}
+				if k < len(pr.Labels) {
+					// postprocess: labels by their label, as the
+					// in-process runner writes them.
+					for name, l := range pr.Labels[k] {
+						if l != nil {
+							m[name] = *l
+						} else {
+							m[name] = nil
+						}
+					}
+				}
 				out[i].Outputs = m
 			}
 			return nil
