@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -287,6 +288,26 @@ func TestInitGetDummiesToCategory(t *testing.T) {
 		if d := got.Predictions[i]["probability"] - p; d > 1e-6 || d < -1e-6 {
 			t.Errorf("row %d %v: %v, XGBoost %v", i, want.Rows[i], got.Predictions[i]["probability"], p)
 		}
+	}
+	// --rows: the golden examples are the file's rows (here the dummies
+	// frame), their outputs what the artifact answers: XGBoost's own.
+	dir3 := filepath.Join(t.TempDir(), "plans")
+	os.MkdirAll(dir3, 0o755)
+	os.WriteFile(filepath.Join(dir3, "plans.json"), art, 0o644)
+	rows := filepath.Join(t.TempDir(), "x.csv")
+	os.WriteFile(rows, []byte("tenure,plan_basic,plan_pro,plan_team,tickets\n3,1,0,0,7\n48,0,1,0,1\n12,0,0,1,4\n"), 0o644)
+	if out, stderr, err := sluice(t, "init", "--rows", rows, filepath.Join(dir3, "plans.json")); err != nil {
+		t.Fatalf("init --rows: %v %q %q", err, out, stderr)
+	}
+	man, _ = os.ReadFile(filepath.Join(dir3, "model.yaml"))
+	for i, row := range []string{`{tenure: 3, plan: "basic", tickets: 7}`, `{tenure: 48, plan: "pro", tickets: 1}`, `{tenure: 12, plan: "team", tickets: 4}`} {
+		want := fmt.Sprintf("- instance: %s\n    expect: {probability: %s}", row, strconv.FormatFloat(float64(float32(want.Probability[i])), 'g', -1, 32))
+		if !strings.Contains(string(man), want) {
+			t.Errorf("model.yaml lacks %q:\n%s", want, man)
+		}
+	}
+	if out, stderr, err := sluice(t, "check", dir3); err != nil || !strings.HasSuffix(out, "ok\n") {
+		t.Fatalf("check after init --rows: %v %q %q", err, out, stderr)
 	}
 	// --dummies=false keeps a field a column.
 	dir2 := filepath.Join(t.TempDir(), "plans")

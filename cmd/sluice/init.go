@@ -18,6 +18,7 @@ import (
 func newInitCmd() *cobra.Command {
 	var name, out, rt, onnxLib string
 	var categories []string
+	var rows string
 	dummies := true
 	cmd := &cobra.Command{
 		Use:   "init ARTIFACT [--name NAME] [--out DIR] [--categories FIELD=A,B,...]",
@@ -62,6 +63,18 @@ func newInitCmd() *cobra.Command {
 					return err
 				}
 			}
+			if rows != "" {
+				f, err := os.Open(rows)
+				if err != nil {
+					return fmt.Errorf("--rows: %w", err)
+				}
+				gs, err := scaffold.ReadRows(rows, f, m)
+				f.Close()
+				if err != nil {
+					return err
+				}
+				m.Golden, m.GoldenRows = gs, filepath.Base(rows)
+			}
 			art := filepath.Base(src)
 			w := cmd.OutOrStdout()
 			yml := scaffold.YAML(name, art, filepath.Base(src), m, true)
@@ -69,7 +82,7 @@ func newInitCmd() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("the generated model.yaml is invalid (nothing written): %w", err)
 			}
-			if m.Golden != nil {
+			if m.Golden != nil && m.GoldenRows == "" {
 				// The artifact carries its producer's own outputs
 				// (scikit-learn's): this runtime must give them.
 				if err := checkGolden(cmd.Context(), p); err != nil {
@@ -79,7 +92,7 @@ func newInitCmd() *cobra.Command {
 			// Else run the artifact on the all-zero golden instance to
 			// fill in what it answers.
 			model, err := hosting.LoadPackage(cmd.Context(), p)
-			if err == nil && m.Golden == nil {
+			if err == nil && (m.Golden == nil || m.GoldenRows != "") {
 				yml, _, err = hosting.UpdateGolden(cmd.Context(), man, p, model)
 			}
 			if model != nil {
@@ -121,6 +134,7 @@ func newInitCmd() *cobra.Command {
 	f.StringVar(&out, "out", "", "package folder to write model.yaml (and a copy of the artifact) to (default: the artifact's folder)")
 	f.StringVar(&rt, "runtime", "", "xgboost, sklearn, linear or onnx (default: told by the artifact's content)")
 	f.StringArrayVar(&categories, "categories", nil, "FIELD=A,B,...: the categories of a categorical XGBoost feature, in the order of the training frame's df[FIELD].cat.categories (XGBoost before 3.1 does not save them; repeat for each field)")
+	f.StringVar(&rows, "rows", "", "a CSV file with a header (the training frame's columns): its first 5 rows become the golden examples, their outputs computed by running the artifact (default: one all-zero example)")
 	f.BoolVar(&dummies, "dummies", true, "read consecutive int or bool XGBoost features named PREFIX_LEVEL (pandas.get_dummies columns) as one category field PREFIX with an onehot step (--dummies=false: a field each)")
 	f.StringVar(&onnxLib, "onnxruntime-lib", "", "path of ONNX Runtime's shared library, to compute an ONNX model's golden example (as for sluice serve)")
 	return cmd

@@ -78,6 +78,9 @@ type Model struct {
 	// Golden are examples whose outputs the artifact knows (nil: one
 	// all-zero example, its outputs computed by running the artifact).
 	Golden []Golden
+	// GoldenRows names the file Golden's rows came from (sluice init
+	// --rows): their outputs are computed by running the artifact.
+	GoldenRows string
 }
 
 // Describe tells the runtime of an artifact (runtimeName "" to detect it by
@@ -553,10 +556,17 @@ func YAML(name, artifact, source string, m *Model, golden bool) []byte {
 
 // writeGolden writes the artifact's own examples.
 func writeGolden(b *strings.Builder, m *Model) {
-	b.WriteString(`golden:
+	if m.GoldenRows != "" {
+		fmt.Fprintf(b, `golden:
+  # The first rows of %s, with what this artifact answered for them when
+  # this file was written: a load that answers otherwise fails.
+`, m.GoldenRows)
+	} else {
+		b.WriteString(`golden:
   # Rows the exporter was given, with the outputs the artifact's producer
   # (scikit-learn) computed for them: a load that answers otherwise fails.
 `)
+	}
 	for _, g := range m.Golden {
 		b.WriteString("  - instance: {")
 		for i, v := range g.Instance {

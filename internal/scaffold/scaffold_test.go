@@ -2,6 +2,7 @@ package scaffold
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -279,6 +280,42 @@ func TestGroupDummies(t *testing.T) {
 			}
 			if g := strings.Join(got, " "); g != tc.want {
 				t.Fatalf("got %s, want %s", g, tc.want)
+			}
+		})
+	}
+}
+
+func TestReadRows(t *testing.T) {
+	m := &Model{Outputs: []string{"p"}, Fields: GroupDummies([]Field{{Name: "tenure", Type: "float"}, {Name: "plan_basic", Type: "int"}, {Name: "plan_pro", Type: "int"}, {Name: "vip", Type: "bool"}, {Name: "n", Type: "int"}})}
+	for _, tc := range []struct {
+		name, csv, want string // want: the instances, or the error's substring
+	}{
+		{"the raw frame", "tenure,plan,vip,n\n3.5,pro,true,2\n", "tenure=3.5 plan=pro vip=true n=2"},
+		{"the dummies frame", "tenure,plan_basic,plan_pro,vip,n\n1,1,0,0,4\n2,0,1,1,5\n", "tenure=1 plan=basic vip=false n=4|tenure=2 plan=pro vip=true n=5"},
+		{"only the first rows", "tenure,plan,vip,n\n" + strings.Repeat("1,pro,0,1\n", 9), strings.TrimSuffix(strings.Repeat("tenure=1 plan=pro vip=false n=1|", MaxRows), "|")},
+		{"a missing column", "tenure,plan\n1,pro\n", `line 2: no column "vip"`},
+		{"an unknown level", "tenure,plan,vip,n\n1,gold,0,1\n", `"gold" is not one of its values`},
+		{"not an integer", "tenure,plan,vip,n\n1,pro,0,1.5\n", `field n: "1.5" is not an integer`},
+		{"no rows", "tenure,plan,vip,n\n", "no row under the header"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gs, err := ReadRows("d.csv", strings.NewReader(tc.csv), m)
+			if err != nil {
+				if !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("error %v, want %q", err, tc.want)
+				}
+				return
+			}
+			var rows []string
+			for _, g := range gs {
+				var vs []string
+				for _, v := range g.Instance {
+					vs = append(vs, fmt.Sprintf("%s=%v", v.Field, v.Value))
+				}
+				rows = append(rows, strings.Join(vs, " "))
+			}
+			if got := strings.Join(rows, "|"); got != tc.want {
+				t.Fatalf("got %s, want %s", got, tc.want)
 			}
 		})
 	}
