@@ -602,10 +602,10 @@ def examples(model, est, doc, cols, sources, named, frame, n_examples):
     import numpy as np
     import pandas as pd
 
-    source = "rows"
+    source = "given rows"
     if frame is None:
         # Zeros (the first category of a category field), as a last resort.
-        source = "zeros"
+        source = "all-zero row"
         row = {}
         for s in sources:
             row[s] = 0.0
@@ -613,7 +613,25 @@ def examples(model, est, doc, cols, sources, named, frame, n_examples):
             if c.values is not None:
                 row[c.source] = c.cats[0]
         frame = pd.DataFrame([row], columns=sources)
-    frame = frame.head(max(1, min(4 * n_examples, 4 * MAX_EXAMPLES))).reset_index(drop=True)
+    # Rows Sluice would refuse are no examples: a missing value where the
+    # field has no default, a category the encoder did not learn.
+    keep = []
+    for r in range(len(frame)):
+        ok = True
+        for c in cols:
+            v = as_py(frame[c.source].iloc[r])
+            if is_nan(v):
+                ok = ok and (c.default is not None or c.optional)
+            elif c.type == "category":
+                v = str(int(v)) if isinstance(v, float) and v == int(v) else str(v)
+                ok = ok and v in c.values
+        if ok:
+            keep.append(r)
+        if len(keep) == 4 * n_examples:
+            break
+    if not keep:
+        raise ExportError(f"none of the {source} can be sent to Sluice: each has a missing value in a column without an imputer, or a category its encoder did not learn")
+    frame = frame.iloc[keep].reset_index(drop=True)
     X = model_input(frame, named)
     try:
         out = sklearn_outputs(model, doc, X)
@@ -632,7 +650,7 @@ def examples(model, est, doc, cols, sources, named, frame, n_examples):
         pre32 = np.asarray(pre, dtype=np.float32).astype(np.float64)
         out32 = sklearn_outputs(est, doc, pre32)
     except Exception as e:  # noqa: BLE001 - scikit-learn's own refusal of the rows
-        raise ExportError(f"scikit-learn could not predict the {source} rows: {e}") from e
+        raise ExportError(f"scikit-learn could not predict the {source}: {e}") from e
     exs = []
     for r in range(len(frame)):
         if len(exs) == n_examples:
@@ -647,13 +665,9 @@ def examples(model, est, doc, cols, sources, named, frame, n_examples):
         for c in cols:
             v = as_py(frame[c.source].iloc[r])
             if is_nan(v):
-                if c.default is None and not c.optional:
-                    raise ExportError(f"row {r}: column {c.source!r} is missing, and the model has no imputer for it")
                 continue  # absent: the field's default, or missing
             if c.type == "category":
                 v = str(int(v)) if isinstance(v, float) and v == int(v) else str(v)
-                if v not in c.values:
-                    raise ExportError(f"row {r}: column {c.source!r} has {v!r}, which the encoder did not learn (its categories: {c.values})")
             elif c.type == "bool":
                 v = bool(v)
             elif c.type == "int":
@@ -666,7 +680,7 @@ def examples(model, est, doc, cols, sources, named, frame, n_examples):
             ex["tolerance"] = tol
         exs.append(ex)
     if not exs:
-        raise ExportError(f"every one of the {source} rows sits on a decision boundary in float32; give other rows")
+        raise ExportError(f"each of the {source} sits on a decision boundary when read as float32; give other rows")
     return exs
 
 
