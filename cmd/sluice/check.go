@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -80,7 +79,7 @@ func printCheck(out io.Writer, p *modelpkg.Package, pc *control.PackageCheck) {
 			mark = "FAIL"
 		}
 		fmt.Fprintf(out, "golden    %s example %d %s = %s (expected %s, tolerance %s)\n", mark, r.Example, r.Output,
-			strconv.FormatFloat(r.Got, 'f', -1, 32), control.FormatNumber(r.Want), control.FormatNumber(r.Tolerance))
+			r.GotText(), r.WantText(), control.FormatNumber(r.Tolerance))
 	}
 }
 

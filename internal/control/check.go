@@ -93,7 +93,7 @@ func CheckPackage(ctx context.Context, p *modelpkg.Package, opts CheckOptions) (
 	for _, r := range res {
 		if !r.OK {
 			bad = append(bad, fmt.Sprintf("golden example %d: %s = %s, expected %s (tolerance %s)", r.Example, r.Output,
-				strconv.FormatFloat(r.Got, 'f', -1, 32), FormatNumber(r.Want), FormatNumber(r.Tolerance)))
+				r.GotText(), r.WantText(), FormatNumber(r.Tolerance)))
 		}
 	}
 	if len(bad) > 0 {

@@ -1,6 +1,7 @@
 package hosting
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -101,5 +102,44 @@ func TestFieldOrderWarning(t *testing.T) {
 	spec := orderSpec(t, "test-namer", f+"    - {name: income, type: float}\n", "")
 	if err := CheckShape(spec, runtime.Info{Inputs: 2, Outputs: 1, FeatureNames: []string{"income", "age"}}); err == nil || !strings.Contains(err.Error(), "field order") {
 		t.Errorf("CheckShape: %v", err)
+	}
+}
+
+// TestGoldenPostprocessed: golden examples compare the post-processed
+// outputs, a labelled one by its label, and a failure names the labels.
+func TestGoldenPostprocessed(t *testing.T) {
+	y := `name: m
+runtime: linear
+artifact: a.json
+input:
+  schema: i@1
+  fields: [{name: x, type: float}]
+output:
+  schema: o@1
+  fields: [{name: score}]
+postprocess:
+  - {op: threshold, output: score, as: label, threshold: 0, labels: [neg, pos]}
+golden:
+  - instance: {x: 2}
+    expect: {label: pos}
+  - instance: {x: -2}
+    expect: {label: pos}
+`
+	spec, err := modelpkg.Parse("model.yaml", []byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lin, _ := runtime.Lookup("linear")
+	m, err := lin.Load(context.Background(), RuntimeSpec("m", spec), []byte(`{"weights": [[1]], "bias": [0], "link": "identity"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := CompareGolden(context.Background(), spec, m)
+	if err != nil || len(res) != 2 || !res[0].OK || res[1].OK {
+		t.Fatalf("results %+v, %v", res, err)
+	}
+	err = CheckGolden(context.Background(), "m", spec, m)
+	if err == nil || !strings.Contains(err.Error(), `golden example 1 of m: label = "neg", expected "pos"`) {
+		t.Errorf("CheckGolden: %v", err)
 	}
 }

@@ -176,6 +176,33 @@ type GoldenResult struct {
 	Got, Want float64
 	Tolerance float64
 	OK        bool
+	// Labels: a labelled output (postprocess:): Got and Want are indices
+	// into them.
+	Labels []string
+}
+
+// GotText is Got as a message shows it: a number in plain digits, or a
+// labelled output's label.
+func (r GoldenResult) GotText() string {
+	if r.Labels != nil {
+		return labelText(r.Labels, r.Got)
+	}
+	return strconv.FormatFloat(r.Got, 'f', -1, 32)
+}
+
+// WantText is Want as a message shows it.
+func (r GoldenResult) WantText() string {
+	if r.Labels != nil {
+		return labelText(r.Labels, r.Want)
+	}
+	return strconv.FormatFloat(r.Want, 'f', -1, 64)
+}
+
+func labelText(labels []string, v float64) string {
+	if v != v || v < 0 || int(v) >= len(labels) {
+		return "no label"
+	}
+	return strconv.Quote(labels[int(v)])
 }
 
 // CompareGolden runs the golden examples on m and compares every expected
@@ -200,7 +227,12 @@ func CompareGolden(ctx context.Context, spec *modelpkg.Spec, m runtime.Model) ([
 		for _, k := range names {
 			got := float64(row[indexOf(spec.OutputNames, k)])
 			want := g.Expect[k]
-			res = append(res, GoldenResult{Example: i, Output: k, Got: got, Want: want, Tolerance: g.Tolerance, OK: math.Abs(got-want) <= g.Tolerance})
+			j := indexOf(spec.OutputNames, k)
+			var labels []string
+			if cols := spec.Post.Columns(); j < len(cols) {
+				labels = cols[j].Labels
+			}
+			res = append(res, GoldenResult{Example: i, Output: k, Got: got, Want: want, Tolerance: g.Tolerance, OK: math.Abs(got-want) <= g.Tolerance, Labels: labels})
 		}
 	}
 	return res, nil
@@ -215,7 +247,7 @@ func CheckGolden(ctx context.Context, id string, spec *modelpkg.Spec, m runtime.
 	for _, r := range res {
 		if !r.OK {
 			return fmt.Errorf("golden example %d of %s: %s = %s, expected %s (tolerance %s)", r.Example, id, r.Output,
-				strconv.FormatFloat(r.Got, 'f', -1, 32), strconv.FormatFloat(r.Want, 'f', -1, 64), strconv.FormatFloat(r.Tolerance, 'f', -1, 64))
+				r.GotText(), r.WantText(), strconv.FormatFloat(r.Tolerance, 'f', -1, 64))
 		}
 	}
 	return nil
