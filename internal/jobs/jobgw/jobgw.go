@@ -22,7 +22,6 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -195,7 +194,7 @@ func check(sp *modelpkg.Spec, rows []jobio.Row) *checked {
 	if !sch.Columns() {
 		for i := range rows {
 			if _, err := sch.Tokens("", c.instance(i)); err != nil {
-				c.refused[i] = rowErr(err)
+				c.refused[i] = jobs.RowErr(err)
 				continue
 			}
 			c.index = append(c.index, i)
@@ -209,7 +208,7 @@ func check(sp *modelpkg.Spec, rows []jobio.Row) *checked {
 		dst := c.data[i*c.width : (i+1)*c.width]
 		if !(fillCells(sch, r, cells) && sch.FastRow(cells, dst)) {
 			if err := sch.Row("", c.instance(i), dst); err != nil {
-				c.refused[i] = rowErr(err)
+				c.refused[i] = jobs.RowErr(err)
 				continue
 			}
 		}
@@ -358,15 +357,15 @@ func (p *Predictor) call(ctx context.Context, t *tenant.Tenant, model string, ve
 			return ctx.Err()
 		}
 		e := a.Err
-		if k, ok := instanceOf(e.Field); ok && k < len(idx) && e.Code == errs.InvalidArgument {
-			out[idx[k]].Err = rowErr(e)
+		if k, ok := jobs.InstanceOf(e.Field); ok && k < len(idx) && e.Code == errs.InvalidArgument {
+			out[idx[k]].Err = jobs.RowErr(e)
 			idx = append(idx[:k:k], idx[k+1:]...)
 			continue
 		}
 		if e.Code != errs.QueueFull && e.Code != errs.QuotaExceeded {
 			return e
 		}
-		wait := retryWait(attempt, e)
+		wait := jobs.CallRetryWait(attempt, e)
 		attempt++
 		tm := time.NewTimer(wait)
 		select {
@@ -377,50 +376,6 @@ func (p *Predictor) call(ctx context.Context, t *tenant.Tenant, model string, ve
 		}
 	}
 	return nil
-}
-
-// retryWait is the wait before sending a call again: a full batch queue
-// is waited on briefly (10 ms doubling to 250 ms: the queue drains by
-// batches), an empty quota for what its Retry-After says.
-func retryWait(attempt int, e *errs.Error) time.Duration {
-	if e.Code == errs.QuotaExceeded && e.RetryAfter > 0 {
-		return min(e.RetryAfter, jobs.BackoffMax)
-	}
-	d := 10 * time.Millisecond
-	for i := 1; i < attempt && d < 250*time.Millisecond; i++ {
-		d *= 2
-	}
-	return min(d, 250*time.Millisecond)
-}
-
-// instanceOf reads k from a field path "instances[k]…".
-func instanceOf(field string) (int, bool) {
-	rest, ok := strings.CutPrefix(field, "instances[")
-	if !ok {
-		return 0, false
-	}
-	i := strings.IndexByte(rest, ']')
-	if i < 0 {
-		return 0, false
-	}
-	k, err := strconv.Atoi(rest[:i])
-	return k, err == nil && k >= 0
-}
-
-// rowErr is a refused row's error: the field (without the instance's
-// path) and the message.
-func rowErr(err error) *jobio.OutError {
-	e := errs.As(err)
-	field := e.Field
-	if _, ok := instanceOf(field); ok {
-		field = field[strings.IndexByte(field, ']')+1:]
-	}
-	field = strings.TrimPrefix(field, ".")
-	msg := e.Message
-	if field != "" {
-		msg = strings.TrimPrefix(msg, e.Field+": ")
-	}
-	return &jobio.OutError{Field: field, Message: msg}
 }
 
 // Instance is a job row as the schema reads it: the schema's fields

@@ -172,7 +172,7 @@ func (p *Predictor) Predict(ctx context.Context, _ string, model string, n int, 
 				err = v.sch.Row("", inst, buf)
 			}
 			if err != nil {
-				out[i].Err = rowErr(err)
+				out[i].Err = jobs.RowErr(err)
 				continue
 			}
 		}
@@ -245,8 +245,8 @@ func (p *Predictor) call(ctx context.Context, model string, n int, id string, bo
 			return ctx.Err()
 		}
 		e := callErr(fmt.Sprintf("%s@%d: predict at %s", model, n, p.Client.Base), err)
-		if k, ok := instanceOf(e.Field); ok && k < len(idx) && e.Code == errs.InvalidArgument {
-			out[idx[k]].Err = rowErr(e)
+		if k, ok := jobs.InstanceOf(e.Field); ok && k < len(idx) && e.Code == errs.InvalidArgument {
+			out[idx[k]].Err = jobs.RowErr(e)
 			idx = append(idx[:k:k], idx[k+1:]...)
 			continue
 		}
@@ -262,7 +262,7 @@ func (p *Predictor) call(ctx context.Context, model string, n int, id string, bo
 		if e.Code != errs.QueueFull && e.Code != errs.QuotaExceeded {
 			return e
 		}
-		wait := retryWait(attempt, e)
+		wait := jobs.CallRetryWait(attempt, e)
 		attempt++
 		tm := time.NewTimer(wait)
 		select {
@@ -299,48 +299,4 @@ func callErr(what string, err error) *errs.Error {
 		e.RetryAfter = time.Duration(s) * time.Second
 	}
 	return e
-}
-
-// retryWait is the wait before sending a call again: a full batch queue
-// briefly (10 ms doubling to 250 ms: the queue drains by batches), an
-// empty quota for what its Retry-After says.
-func retryWait(attempt int, e *errs.Error) time.Duration {
-	if e.Code == errs.QuotaExceeded && e.RetryAfter > 0 {
-		return min(e.RetryAfter, jobs.BackoffMax)
-	}
-	d := 10 * time.Millisecond
-	for i := 1; i < attempt && d < 250*time.Millisecond; i++ {
-		d *= 2
-	}
-	return min(d, 250*time.Millisecond)
-}
-
-// instanceOf reads k from a field path "instances[k]…".
-func instanceOf(field string) (int, bool) {
-	rest, ok := strings.CutPrefix(field, "instances[")
-	if !ok {
-		return 0, false
-	}
-	i := strings.IndexByte(rest, ']')
-	if i < 0 {
-		return 0, false
-	}
-	k, err := strconv.Atoi(rest[:i])
-	return k, err == nil && k >= 0
-}
-
-// rowErr is a refused row's error: the field (without the instance's
-// path) and the message.
-func rowErr(err error) *jobio.OutError {
-	e := errs.As(err)
-	field := e.Field
-	if _, ok := instanceOf(field); ok {
-		field = field[strings.IndexByte(field, ']')+1:]
-	}
-	field = strings.TrimPrefix(field, ".")
-	msg := e.Message
-	if e.Field != "" {
-		msg = strings.TrimPrefix(msg, e.Field+": ")
-	}
-	return &jobio.OutError{Field: field, Message: msg}
 }
