@@ -1,9 +1,10 @@
 package abstat
 
 import (
+	"cmp"
 	"fmt"
 	"math"
-	"sort"
+	"slices"
 )
 
 // Pair is one prediction and the label its outcome gave.
@@ -81,56 +82,58 @@ func AUC(ps []Pair) (Estimate, error) {
 	if err := check("auc", ps, false, true, 1); err != nil {
 		return Estimate{}, err
 	}
-	var pos, neg []float64
-	for _, p := range ps {
+	sorted := slices.Clone(ps)
+	slices.SortFunc(sorted, func(x, y Pair) int { return cmp.Compare(x.Pred, y.Pred) })
+	var m, n float64 // positives, negatives
+	for _, p := range sorted {
 		if p.Label == 1 {
-			pos = append(pos, p.Pred)
+			m++
 		} else {
-			neg = append(neg, p.Pred)
+			n++
 		}
 	}
-	if len(pos) < 2 || len(neg) < 2 {
-		return Estimate{}, fmt.Errorf("auc: needs at least 2 pairs of each label, got %d with label 1 and %d with label 0", len(pos), len(neg))
+	if m < 2 || n < 2 {
+		return Estimate{}, fmt.Errorf("auc: needs at least 2 pairs of each label, got %.0f with label 1 and %.0f with label 0", m, n)
 	}
-	all := append(append(make([]float64, 0, len(ps)), pos...), neg...)
-	rAll, rPos, rNeg := midranks(all), midranks(pos), midranks(neg)
-	m, n := float64(len(pos)), float64(len(neg))
-	v10 := make([]float64, len(pos)) // per positive: share of negatives below it
-	for i := range pos {
-		v10[i] = (rAll[i] - rPos[i]) / n
-	}
-	v01 := make([]float64, len(neg)) // per negative: share of positives above it
-	for j := range neg {
-		v01[j] = 1 - (rAll[len(pos)+j]-rNeg[j])/m
-	}
-	mean10, var10 := meanVar(v10)
-	_, var01 := meanVar(v01)
-	se := math.Sqrt(var10/m + var01/n)
-	h := z95 * se
-	return Estimate{N: len(ps), Value: mean10, Low: math.Max(0, mean10-h), High: math.Min(1, mean10+h)}, nil
-}
-
-// midranks returns the 1-based ranks of xs, ties getting the mean of
-// their ranks.
-func midranks(xs []float64) []float64 {
-	idx := make([]int, len(xs))
-	for i := range idx {
-		idx[i] = i
-	}
-	sort.Slice(idx, func(a, b int) bool { return xs[idx[a]] < xs[idx[b]] })
-	r := make([]float64, len(xs))
-	for i := 0; i < len(idx); {
+	// Walk the groups of tied scores in order. A group's members share
+	// their midrank among all pairs and among their own label, so every
+	// positive of a group has the same placement V10 = (rank among all −
+	// rank among positives)/n (the share of negatives below it, ties
+	// counting one half), every negative V01 = 1 − (rank among all − rank
+	// among negatives)/m; sums and sums of squares of the placements give
+	// their means and variances.
+	var s10, q10, s01, q01 float64
+	var seenPos, seenNeg float64
+	for i := 0; i < len(sorted); {
 		j := i
-		for j < len(idx) && xs[idx[j]] == xs[idx[i]] {
-			j++
+		var k1, k0 float64
+		for ; j < len(sorted) && sorted[j].Pred == sorted[i].Pred; j++ {
+			if sorted[j].Label == 1 {
+				k1++
+			} else {
+				k0++
+			}
 		}
-		mid := float64(i+j+1) / 2 // mean of ranks i+1 .. j
-		for k := i; k < j; k++ {
-			r[idx[k]] = mid
+		rAll := float64(i+j+1) / 2
+		if k1 > 0 {
+			v := (rAll - (seenPos + (k1+1)/2)) / n
+			s10 += k1 * v
+			q10 += k1 * v * v
 		}
+		if k0 > 0 {
+			v := 1 - (rAll-(seenNeg+(k0+1)/2))/m
+			s01 += k0 * v
+			q01 += k0 * v * v
+		}
+		seenPos += k1
+		seenNeg += k0
 		i = j
 	}
-	return r
+	auc := s10 / m
+	var10 := math.Max(0, (q10-s10*s10/m)/(m-1))
+	var01 := math.Max(0, (q01-s01*s01/n)/(n-1))
+	h := z95 * math.Sqrt(var10/m+var01/n)
+	return Estimate{N: len(ps), Value: auc, Low: math.Max(0, auc-h), High: math.Min(1, auc+h)}, nil
 }
 
 // meanCI is the mean of xs with its 95 % normal-approximation interval
