@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,13 +14,6 @@ import (
 
 	"github.com/sluiceml/sluice/internal/client"
 )
-
-// newRequestID is a random request id, 24 hex digits as the server's.
-func newRequestID() string {
-	b := make([]byte, 12)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
 
 func newPredictCmd() *cobra.Command {
 	var server, requestID string
@@ -52,11 +43,11 @@ func newPredictCmd() *cobra.Command {
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
-			if requestID == "" && attempts > 1 {
-				// One id for every attempt: a retry of an answer the
-				// server kept is replayed, never computed twice.
-				requestID = newRequestID()
-			}
+			// No id is made up for the retries: only a refusal with
+			// Retry-After is retried, and a refusal computed nothing. An
+			// id would make every call depend on the records store (an id
+			// the gateway does not know is looked up there, and refused
+			// with 503 while it is down), which predictions do not.
 			c := apiClient(cmd, server)
 			policy := client.Retry{Attempts: attempts, Deadline: time.Now().Add(timeout)}
 			var r *client.Response
@@ -94,7 +85,7 @@ func newPredictCmd() *cobra.Command {
 	}
 	serverFlag(cmd, &server)
 	cmd.Flags().IntVar(&version, "version", 0, "call this version (default: the version that serves the model)")
-	cmd.Flags().StringVar(&requestID, "request-id", "", "X-Request-Id to send (default with --attempts above 1: a random one, the same for every attempt)")
+	cmd.Flags().StringVar(&requestID, "request-id", "", "X-Request-Id to send, the same for every attempt (default: none; the server makes one)")
 	cmd.Flags().IntVar(&attempts, "attempts", 3, "calls in all: a refusal with Retry-After (queue_full, quota_exceeded, cold_start, …) is retried after it, while the wait ends within --timeout (1: never retry)")
 	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Second, "the whole command's deadline, retries included")
 	return cmd
