@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,13 +23,27 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sluiceml/sluice/internal/api"
+	"github.com/sluiceml/sluice/internal/apispec"
 	"github.com/sluiceml/sluice/internal/modelpkg"
 	"github.com/sluiceml/sluice/internal/testwait"
 )
 
 var binary string
 
+// specCheck validates every answer a server the tests started gives to
+// http.DefaultClient (http.Get, http.Post, …) against docs/openapi.yaml:
+// a mismatch, or a route the file lacks, fails the test that started the
+// server (startServerClient watches its address).
+var specCheck *apispec.Transport
+
 func TestMain(m *testing.M) {
+	spec, err := apispec.Load()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	specCheck = &apispec.Transport{Spec: spec}
+	http.DefaultClient.Transport = specCheck
 	dir, err := os.MkdirTemp("", "sluice-e2e-")
 	if err != nil {
 		panic(err)
@@ -41,6 +56,9 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
+	if checked, failed := specCheck.Counts(); checked > 0 {
+		fmt.Fprintf(os.Stderr, "openapi: %d responses validated against docs/openapi.yaml, %d did not match\n", checked, failed)
+	}
 	if code == 0 {
 		// Every goroutine a test started (log readers, servers, clients)
 		// has an owner that stopped it.
@@ -154,12 +172,60 @@ func startProc(t *testing.T, args ...string) *proc {
 		if hasFlag(args, "--tls-cert") {
 			p.url = "https://" + a
 		}
+		if len(args) > 0 && args[0] == "serve" {
+			watchSpec(t, p.url)
+		}
 	case err := <-p.done:
 		t.Fatalf("server exited: %v\n%s", err, p.logs)
 	case <-time.After(60 * time.Second):
 		t.Fatalf("server did not start:\n%s", p.logs)
 	}
 	return p
+}
+
+// watchSpec validates the answers of the server at base until the test
+// ends: those http.DefaultClient gets, and (over plain HTTP) those of
+// every CLI run by sluice(t, …) with base among its arguments, which is
+// pointed at a validating proxy in front of the server instead.
+func watchSpec(t *testing.T, base string) {
+	t.Helper()
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(specCheck.Watch(u.Host, func(err error) { t.Errorf("openapi: %v", err) }))
+	if u.Scheme != "http" {
+		return
+	}
+	px := specCheck.Proxy(u)
+	cliProxies.Store(base, px.URL)
+	t.Cleanup(func() {
+		cliProxies.Delete(base)
+		px.CloseClientConnections()
+		px.Close()
+	})
+}
+
+// cliProxies maps a server's base URL to its validating proxy's.
+var cliProxies sync.Map
+
+// viaProxy is args with each server URL (alone or in --server=URL)
+// replaced by its validating proxy's.
+func viaProxy(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = a
+		flag, v, ok := strings.Cut(a, "=")
+		if !ok {
+			flag, v = "", a
+		} else {
+			flag += "="
+		}
+		if px, ok := cliProxies.Load(v); ok {
+			out[i] = flag + px.(string)
+		}
+	}
+	return out
 }
 
 func hasFlag(args []string, flag string) bool {
@@ -185,9 +251,11 @@ func (p *proc) stop(t *testing.T) {
 }
 
 // sluice runs the CLI and returns its stdout, stderr and error.
+// Its calls to a server the test started pass through the validating
+// proxy of watchSpec.
 func sluice(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
-	cmd := exec.Command(binary, args...)
+	cmd := exec.Command(binary, viaProxy(args)...)
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

@@ -51,12 +51,13 @@ func routeTenants(t *testing.T) (set *tenant.Set, acme, ops, root string) {
 // registered must have some (the test fails on a new one without), each
 // a method and a path under it.
 var routeCalls = map[string][]string{
-	"GET /metrics": {"GET /metrics"},
-	"/healthz":     {"GET /healthz"},
-	"/readyz":      {"GET /readyz"},
-	"/v1/records":  {"GET /v1/records", "GET /v1/records?model=fraud"},
-	"/v1/models":   {"GET /v1/models"},
-	"/v1/workers":  {"GET /v1/workers"},
+	"GET /metrics":  {"GET /metrics"},
+	"/healthz":      {"GET /healthz"},
+	"/readyz":       {"GET /readyz"},
+	"/openapi.json": {"GET /openapi.json"},
+	"/v1/records":   {"GET /v1/records", "GET /v1/records?model=fraud"},
+	"/v1/models":    {"GET /v1/models"},
+	"/v1/workers":   {"GET /v1/workers"},
 	"/v1/models/": {"GET /v1/models/fraud", "DELETE /v1/models/fraud", "POST /v1/models/fraud:predict", "POST /v1/models/fraud/versions",
 		"GET /v1/models/fraud/versions/1", "POST /v1/models/fraud/versions/1:predict", "POST /v1/models/fraud/versions/1:archive",
 		"POST /v1/models/fraud/versions/1:load", "GET /v1/models/fraud/versions/1/drift", "GET /v1/models/fraud/nothing/here"},

@@ -143,6 +143,7 @@ func New(cfg Config, ctl *control.Controller) *Server {
 	s.handle("/v1/records", Key, s.wrap(onlyGet(s.listRecords)))
 	s.handle("/healthz", Public, s.wrap(onlyGet(s.healthz)))
 	s.handle("/readyz", Public, s.wrap(onlyGet(s.readyz)))
+	s.handle("/openapi.json", Public, s.wrap(onlyGet(s.openAPI)))
 	s.handle("/v1/models", Key, s.wrap(onlyGet(s.listModels)))
 	s.handle("/v1/workers", Admin, s.wrap(onlyGet(s.listWorkers)))
 	s.handle("/v1/models/", Key, s.wrap(s.models))
