@@ -180,6 +180,7 @@ fuzz-smoke:
 	$(GO) test -run x -fuzz FuzzDecode -fuzztime 30s ./internal/runtime/oip/
 	$(GO) test -run x -fuzz FuzzOutput -fuzztime 30s ./internal/runtime/oip/
 	$(GO) test -run x -fuzz FuzzBatchReader -fuzztime 10s ./internal/records/recordsdb/
+	$(GO) test -run x -fuzz FuzzEvaluate -fuzztime 10s ./internal/abstat/
 
 clean:
 	rm -rf bin .sluice-data

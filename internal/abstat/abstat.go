@@ -143,11 +143,18 @@ type Result struct {
 // sequential p-value is the running minimum, so it never rises. A prevP
 // outside [0, 1] (or NaN) is taken as 1.
 func Evaluate(a, b Arm, c Config, prevP float64) Result {
-	var r Result
-	c = r.fill(c)
 	if !(prevP >= 0 && prevP <= 1) {
 		prevP = 1
 	}
+	r := evaluate(a, b, c, prevP)
+	r.finite(prevP)
+	return r
+}
+
+func evaluate(a, b Arm, c Config, prevP float64) Result {
+	var r Result
+	c = r.fill(c)
+	a, b = r.clean(a, "A"), r.clean(b, "B")
 	if c.Denominator == PerUnit {
 		a, b = perUnit(a, &r, "A"), perUnit(b, &r, "B")
 	}
@@ -164,6 +171,7 @@ func Evaluate(a, b Arm, c Config, prevP float64) Result {
 	r.SRMPValue = srm(a.Units, b.Units, c.ShareB)
 	r.SRM = r.SRMPValue < SRMAlpha
 	r.PValue = prevP
+	r.Significant = prevP < r.Alpha // the decision needs a defined lift: running until then
 	r.Decision = Running
 	if !okA || !okB {
 		return r
@@ -248,6 +256,64 @@ func (r *Result) fill(c Config) Config {
 }
 
 func (r *Result) note(s string) { r.Notes = append(r.Notes, s) }
+
+// clean makes a's counts usable: negative counts are 0, and an arm whose
+// sums are not finite numbers has no outcomes.
+func (r *Result) clean(a Arm, name string) Arm {
+	if a.Units < 0 {
+		r.note(fmt.Sprintf("arm %s: %d units taken as 0", name, a.Units))
+		a.Units = 0
+	}
+	if a.N < 0 || math.IsNaN(a.Sum) || math.IsInf(a.Sum, 0) || math.IsNaN(a.SumSq) || math.IsInf(a.SumSq, 0) || a.SumSq < 0 {
+		r.note(fmt.Sprintf("arm %s: outcomes ignored: n %d, sum %v, sum of squares %v", name, a.N, a.Sum, a.SumSq))
+		a.N, a.Sum, a.SumSq = 0, 0, 0
+	}
+	return a
+}
+
+// finite keeps the promise that every number of r is finite: a group of
+// figures that overflowed (sums near the float64 limits, a mean of A near
+// 0) is dropped to undefined, with a note, and the decision with it.
+func (r *Result) finite(prevP float64) {
+	ok := func(xs ...float64) bool {
+		for _, x := range xs {
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				return false
+			}
+		}
+		return true
+	}
+	for _, arm := range []struct {
+		s    *ArmSummary
+		name string
+	}{{&r.A, "A"}, {&r.B, "B"}} {
+		if s := arm.s; !ok(s.Mean, s.StdErr, s.Low, s.High) {
+			r.note(fmt.Sprintf("arm %s: the figures overflow", arm.name))
+			s.Mean, s.StdErr, s.Low, s.High = 0, 0, 0, 0
+			r.LiftDefined = false
+		}
+	}
+	if !r.LiftDefined || !ok(r.Lift, r.LiftLow, r.LiftHigh, r.SeqLow, r.SeqHigh, r.Tau2, r.PValue) {
+		if r.LiftDefined {
+			r.note("lift: the figures overflow")
+		}
+		r.LiftDefined, r.Lift, r.LiftLow, r.LiftHigh, r.SeqLow, r.SeqHigh, r.Tau2 = false, 0, 0, 0, 0, 0, 0
+		r.RelDefined = false
+		r.PValue, r.Significant, r.Decision = prevP, prevP < r.Alpha, Running
+	}
+	if !r.RelDefined || !ok(r.RelLift, r.RelLow, r.RelHigh, r.SeqRelLow, r.SeqRelHigh) {
+		if r.RelDefined {
+			r.note("relative lift: the figures overflow")
+		}
+		r.RelDefined, r.RelLift, r.RelLow, r.RelHigh, r.SeqRelLow, r.SeqRelHigh = false, 0, 0, 0, 0, 0
+		if r.Decision == NoDifference {
+			r.Decision = Running
+		}
+	}
+	if !ok(r.SRMPValue) {
+		r.SRMPValue, r.SRM = 1, false
+	}
+}
 
 // perUnit makes the arm's outcomes per unit assigned: N becomes Units,
 // the units without an outcome counting as 0.

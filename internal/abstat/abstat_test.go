@@ -306,3 +306,31 @@ func TestAUCExtremes(t *testing.T) {
 		t.Errorf("inverted ranking: %+v", e)
 	}
 }
+
+// FuzzEvaluate: whatever the counts, every number of the result is
+// finite (it encodes as JSON), the p-value is in [0, 1] and never above
+// prevP, and the decision is one of the four.
+func FuzzEvaluate(f *testing.F) {
+	f.Add(int64(5000), int64(5000), 500.0, 500.0, int64(5000), int64(5000), 550.0, 550.0, 0.5, 0.01, 1.0)
+	f.Add(int64(10), int64(3), 1e300, 1e308, int64(10), int64(3), -1e300, 1e308, 0.1, 0.0, 0.3)
+	f.Add(int64(-1), int64(-5), math.NaN(), math.Inf(1), int64(0), int64(2), 1e-300, 1e-300, 2.0, -1.0, math.NaN())
+	f.Add(int64(100), int64(100), 1e-310, 1e-310, int64(100), int64(100), 3.0, 5.0, 0.5, 0.02, 1.0)
+	f.Fuzz(func(t *testing.T, ua, na int64, sa, qa float64, ub, nb int64, sb, qb float64, share, minEffect, prevP float64) {
+		r := Evaluate(Arm{ua, na, sa, qa}, Arm{ub, nb, sb, qb}, Config{ShareB: share, MinEffect: minEffect}, prevP)
+		if _, err := json.Marshal(r); err != nil {
+			t.Fatalf("%+v: %v", r, err)
+		}
+		if !(r.PValue >= 0 && r.PValue <= 1) || (prevP >= 0 && prevP <= 1 && r.PValue > prevP) {
+			t.Fatalf("p = %v with prevP %v", r.PValue, prevP)
+		}
+		switch r.Decision {
+		case Running, BBetter, ABetter, NoDifference:
+		default:
+			t.Fatalf("decision %q", r.Decision)
+		}
+		if (r.Decision == BBetter || r.Decision == ABetter) && !r.Significant {
+			t.Fatalf("decision %s without significance", r.Decision)
+		}
+		Decide(r, Gate{MinLift: minEffect, MinSamples: na})
+	})
+}
