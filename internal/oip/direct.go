@@ -35,7 +35,6 @@ package oip
 // the instance path.
 
 import (
-	"encoding/binary"
 	"math"
 	"slices"
 	"strconv"
@@ -86,7 +85,7 @@ func newTensorRows(ts []Tensor, n int) *tensorRows {
 	}
 	for k := range ts {
 		order[k] = k
-		tr.f32[k] = ts[k].Raw != nil && ts[k].Datatype == FP32
+		tr.f32[k] = ts[k].Raw != nil && (ts[k].Datatype == FP32 || ts[k].Datatype == FP16 || ts[k].Datatype == BF16)
 		switch ts[k].Datatype {
 		case BOOL:
 			tr.kinds[k] = schema.Bool
@@ -133,10 +132,8 @@ func newTensorRows(ts []Tensor, n int) *tensorRows {
 				continue
 			}
 			raw := t.Raw
-			var x float64
-			var lit []byte
-			switch t.Datatype {
-			case BOOL:
+			if t.Datatype == BOOL {
+				x := 0.0
 				if raw[r] == 1 {
 					x = 1
 					b = append(b, "true"...)
@@ -145,21 +142,11 @@ func newTensorRows(ts []Tensor, n int) *tensorRows {
 				}
 				tr.xs[r*nt+k] = x
 				continue
-			case FP32:
-				v := math.Float32frombits(binary.LittleEndian.Uint32(raw[4*r:]))
-				lit = strconv.AppendFloat(scratch[:0], float64(v), 'g', -1, 32)
-				x = float64(v) // Build reads lit's value where it matters (exactValue)
-			case FP64:
-				x = math.Float64frombits(binary.LittleEndian.Uint64(raw[8*r:]))
-				lit = strconv.AppendFloat(scratch[:0], x, 'g', -1, 64) // reads back as x exactly
-			case INT32:
-				i := int64(int32(binary.LittleEndian.Uint32(raw[4*r:])))
-				lit, x = strconv.AppendInt(scratch[:0], i, 10), float64(i)
-			case INT64:
-				i := int64(binary.LittleEndian.Uint64(raw[8*r:]))
-				// float64(i) rounds to nearest even, as ParseFloat does.
-				lit, x = strconv.AppendInt(scratch[:0], i, 10), float64(i)
 			}
+			// x is the element's own value; for a float32 (FP16, BF16,
+			// FP32) Build reads lit's value back where it matters
+			// (exactValue).
+			x, lit, _ := rawNumber(t.Datatype, raw, int64(r), scratch[:0])
 			tr.xs[r*nt+k] = x
 			b = records.AppendCanonicalNumber(b, unsafe.String(unsafe.SliceData(lit), len(lit)))
 		}

@@ -26,7 +26,6 @@ package oip
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 
@@ -75,11 +74,22 @@ type Tensor struct {
 
 // Request is a decoded infer request.
 type Request struct {
-	ID         string // the request's "id" ("" when absent)
-	Inputs     []Tensor
-	Outputs    []string // requested outputs by name; empty: all
-	DeadlineMs float64  // the "deadline_ms" parameter (0: absent)
-	RoutingKey string   // the "routing_key" parameter
+	ID string // the request's "id" ("" when absent): echoed, never an idempotency key
+	// ModelName and ModelVersion are REST's top-level model_name and
+	// model_version (KServe's client sends them): "" when absent; the
+	// transport checks them against the path.
+	ModelName, ModelVersion string
+	Inputs                  []Tensor
+	Outputs                 []string // requested outputs by name; empty: all
+	DeadlineMs              float64  // the "deadline_ms" parameter (0: absent)
+	RoutingKey              string   // the "routing_key" parameter
+	TimeoutUs               uint64   // the "timeout" parameter (Triton's, microseconds; 0: absent), capped by the maximum deadline
+	Priority                uint64   // the "priority" parameter (Triton's level; served as online)
+	Batch                   bool     // the "sluice_priority": "batch" parameter: the batch serving class
+	// IdempotencyKey is the "idempotency_key" parameter: the request id
+	// that makes a retry replay, for a client that cannot set
+	// X-Request-Id (the header wins).
+	IdempotencyKey string
 	// REST binary tensor extension: binary_data_output, and each requested
 	// output's binary_data (nil: not given), parallel to Outputs.
 	BinaryOutput bool
@@ -142,39 +152,36 @@ func CheckTensor(t *Tensor) error {
 }
 
 func checkDatatype(name, dt string) error {
-	switch dt {
-	case BOOL, INT32, INT64, FP32, FP64, BYTES:
+	if datatypeInfo(dt).kind != kindUnknown {
 		return nil
-	case "":
+	}
+	if dt == "" {
 		return tensorErr(name, "datatype is required")
 	}
-	return tensorErr(name, "datatype %q is not supported (use BOOL, INT32, INT64, FP32, FP64 or BYTES)", dt)
+	return tensorErr(name, "datatype %q is not supported (use %s)", dt, datatypeList)
 }
 
 func checkValue(t *Tensor, i int, v schema.Value) error {
-	switch t.Datatype {
-	case BOOL:
+	switch k := datatypeInfo(t.Datatype).kind; k {
+	case kindBool:
 		if v.Kind != schema.Bool {
 			return tensorErr(t.Name, "element %d: expected a boolean (datatype BOOL)", i)
 		}
-	case BYTES:
+	case kindBytes:
 		if v.Kind != schema.String {
 			return tensorErr(t.Name, "element %d: expected a string (datatype BYTES)", i)
 		}
-	case INT32, INT64:
+	case kindInt, kindUint:
 		if v.Kind != schema.Number {
 			return tensorErr(t.Name, "element %d: expected an integer (datatype %s)", i, t.Datatype)
 		}
-		x, err := strconv.ParseInt(v.Text, 10, 64)
-		if err != nil {
-			return tensorErr(t.Name, "element %d: %s is not an integer (datatype %s)", i, v.Text, t.Datatype)
-		}
-		if t.Datatype == INT32 && (x < math.MinInt32 || x > math.MaxInt32) {
-			return tensorErr(t.Name, "element %d: %s overflows INT32", i, v.Text)
-		}
-	case FP32, FP64:
+		return checkInteger(t.Name, i, t.Datatype, v.Text)
+	case kindFloat:
 		if v.Kind != schema.Number {
 			return tensorErr(t.Name, "element %d: expected a number (datatype %s)", i, t.Datatype)
+		}
+		if t.Datatype == FP16 {
+			return checkHalf(t.Name, i, v.Text)
 		}
 	}
 	return nil
@@ -327,16 +334,16 @@ func isPad(v schema.Value) bool {
 func checkKind(t *Tensor, f schema.Field) error {
 	ok := false
 	switch f.Type {
-	case schema.TypeFloat:
-		ok = t.Datatype == FP32 || t.Datatype == FP64 || t.Datatype == INT32 || t.Datatype == INT64
-	case schema.TypeInt:
-		ok = t.Datatype == INT32 || t.Datatype == INT64 || t.Datatype == FP32 || t.Datatype == FP64
+	case schema.TypeFloat, schema.TypeInt:
+		// Any number: an int field takes floats holding integers, as /v1
+		// takes 3.0, and the schema judges each value.
+		ok = isNumeric(t.Datatype)
 	case schema.TypeBool:
 		ok = t.Datatype == BOOL
 	case schema.TypeCategory:
 		ok = t.Datatype == BYTES
 	case schema.TypeSequence:
-		ok = t.Datatype == INT64 || t.Datatype == INT32
+		ok = isInteger(t.Datatype)
 	}
 	if !ok {
 		return tensorErr(t.Name, "datatype %s does not fit field type %s (use %s)", t.Datatype, f.Type, Datatype(f))

@@ -2,6 +2,7 @@ package oip
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"sort"
 	"strconv"
@@ -15,23 +16,16 @@ import (
 
 // FromProto decodes a gRPC infer request: typed contents, or
 // raw_input_contents (little-endian; BYTES elements with a 4-byte length
-// prefix) for every input, sized exactly. raw reports the latter, so that
-// the response answers in kind.
+// prefix) for every input, sized exactly. raw reports that the response
+// answers raw_output_contents: the inputs were raw, or the request asked
+// (binary_data_output, an output's binary_data true).
 func FromProto(req *pb.ModelInferRequest, maxDeadline time.Duration) (out *Request, raw bool, err error) {
 	out = &Request{ID: req.Id}
 	if req.Id != "" && !ValidID(req.Id) {
 		return nil, false, errs.Field(errs.InvalidArgument, "id", "must be 1 to 128 printable ASCII characters without spaces")
 	}
 	for _, k := range sortedKeys(req.Parameters) {
-		var v param
-		switch p := req.Parameters[k].GetParameterChoice().(type) {
-		case *pb.InferParameter_StringParam:
-			v = param{Kind: paramString, Text: p.StringParam}
-		case *pb.InferParameter_Int64Param:
-			v = param{Kind: paramInt, Int: p.Int64Param}
-		case *pb.InferParameter_BoolParam:
-			v = param{Kind: paramBool, Bool: p.BoolParam}
-		}
+		v := protoParam(req.Parameters[k])
 		if err := requestParam(out, k, v, maxDeadline); err != nil {
 			return nil, false, err
 		}
@@ -48,10 +42,28 @@ func FromProto(req *pb.ModelInferRequest, maxDeadline time.Duration) (out *Reque
 		if name == "" {
 			return nil, false, errs.New(errs.InvalidArgument, "inputs[%d]: name is required", i)
 		}
-		if len(in.Parameters) > 0 {
-			return nil, false, tensorErr(name, "unknown parameter %q (input tensors take none)", sortedKeys(in.Parameters)[0])
-		}
 		t := Tensor{Name: name, Datatype: in.Datatype, Shape: in.Shape}
+		// KServe's client sends binary_data_size (an int64_param) with
+		// raw_input_contents: it must be that input's byte count.
+		for _, k := range sortedKeys(in.Parameters) {
+			p := protoParam(in.Parameters[k])
+			where := func() string { return fmt.Sprintf("input %q", errs.Clip(name)) }
+			if k == "binary_data_size" {
+				size, ok := paramUint64(p)
+				switch {
+				case !ok:
+					return nil, false, tensorErr(name, "binary_data_size must be a non-negative integer (bytes)")
+				case !raw:
+					return nil, false, tensorErr(name, "parameter binary_data_size goes with raw_input_contents, and this request sends typed contents")
+				case size != uint64(len(req.RawInputContents[i])):
+					return nil, false, tensorErr(name, "binary_data_size is %d, but its raw_input_contents has %d bytes", size, len(req.RawInputContents[i]))
+				}
+				continue
+			}
+			if err := inputParam(&t, where, k, p, false); err != nil {
+				return nil, false, err
+			}
+		}
 		if t.Shape == nil {
 			t.Shape = []int64{}
 		}
@@ -82,12 +94,42 @@ func FromProto(req *pb.ModelInferRequest, maxDeadline time.Duration) (out *Reque
 		if o.Name == "" {
 			return nil, false, errs.New(errs.InvalidArgument, "outputs[%d]: name is required", i)
 		}
-		if len(o.Parameters) > 0 {
-			return nil, false, errs.New(errs.InvalidArgument, "output %q: parameter %q is not supported", o.Name, sortedKeys(o.Parameters)[0])
+		var bin *bool
+		for _, k := range sortedKeys(o.Parameters) {
+			if err := outputParam(func() string { return fmt.Sprintf("output %q", errs.Clip(o.Name)) }, k, protoParam(o.Parameters[k]), &bin); err != nil {
+				return nil, false, err
+			}
 		}
 		out.Outputs = append(out.Outputs, o.Name)
+		out.OutputBinary = append(out.OutputBinary, bin)
 	}
-	return out, raw, nil
+	// Outputs answer in kind: raw_output_contents for raw inputs (every
+	// tritonclient call: it reads raw outputs only), or when asked
+	// (binary_data_output, an output's binary_data), else typed.
+	rawOut := raw || out.BinaryOutput
+	for _, b := range out.OutputBinary {
+		if b != nil && *b {
+			rawOut = true
+		}
+	}
+	return out, rawOut, nil
+}
+
+// protoParam is a gRPC parameter as the decoders' param.
+func protoParam(p *pb.InferParameter) param {
+	switch c := p.GetParameterChoice().(type) {
+	case *pb.InferParameter_StringParam:
+		return param{Kind: paramString, Text: c.StringParam}
+	case *pb.InferParameter_Int64Param:
+		return param{Kind: paramInt, Int: c.Int64Param}
+	case *pb.InferParameter_BoolParam:
+		return param{Kind: paramBool, Bool: c.BoolParam}
+	case *pb.InferParameter_Uint64Param:
+		return param{Kind: paramUint, Uint: c.Uint64Param}
+	case *pb.InferParameter_DoubleParam:
+		return param{Kind: paramNumber, Text: strconv.FormatFloat(c.DoubleParam, 'g', -1, 64)}
+	}
+	return param{}
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -106,38 +148,63 @@ func emptyContents(c *pb.InferTensorContents) bool {
 
 func num(s string) schema.Value { return schema.Value{Kind: schema.Number, Text: s} }
 
+// contentsField is the typed contents field that carries a datatype
+// ("": none, FP16 and BF16 travel as raw_input_contents only).
+func contentsField(dt string) string {
+	switch dt {
+	case BOOL:
+		return "bool_contents"
+	case INT8, INT16, INT32:
+		return "int_contents"
+	case INT64:
+		return "int64_contents"
+	case UINT8, UINT16, UINT32:
+		return "uint_contents"
+	case UINT64:
+		return "uint64_contents"
+	case FP32:
+		return "fp32_contents"
+	case FP64:
+		return "fp64_contents"
+	case BYTES:
+		return "bytes_contents"
+	}
+	return ""
+}
+
 // fromContents reads typed contents: exactly the field of the datatype,
-// one element per shape element. Numbers and booleans become raw bytes
-// (t.Raw, little-endian as raw_input_contents), which the instance path
-// reads back into exactly the values their typed form gives (rawValue:
-// the same shortest literals) and the fast path reads without a string
-// per element; BYTES become values.
+// one element per shape element, each in the datatype's range. Numbers
+// and booleans become raw bytes (t.Raw, little-endian as
+// raw_input_contents), which the instance path reads back into exactly
+// the values their typed form gives (rawValue: the same shortest
+// literals) and the fast path reads without a string per element; BYTES
+// become values.
 func fromContents(t *Tensor, n int64, c *pb.InferTensorContents) error {
 	name, dt := t.Name, t.Datatype
 	if c == nil {
 		c = &pb.InferTensorContents{}
 	}
-	want := ""
+	want := contentsField(dt)
 	var sent int
-	for _, f := range []struct {
-		field, dt string
-		n         int
-	}{{"bool_contents", BOOL, len(c.BoolContents)}, {"int_contents", INT32, len(c.IntContents)}, {"int64_contents", INT64, len(c.Int64Contents)},
-		{"uint_contents", "", len(c.UintContents)}, {"uint64_contents", "", len(c.Uint64Contents)}, {"fp32_contents", FP32, len(c.Fp32Contents)},
-		{"fp64_contents", FP64, len(c.Fp64Contents)}, {"bytes_contents", BYTES, len(c.BytesContents)}} {
-		if f.dt == dt {
-			want, sent = f.field, f.n
-		}
-	}
 	for _, f := range []struct {
 		field string
 		n     int
 	}{{"bool_contents", len(c.BoolContents)}, {"int_contents", len(c.IntContents)}, {"int64_contents", len(c.Int64Contents)},
 		{"uint_contents", len(c.UintContents)}, {"uint64_contents", len(c.Uint64Contents)}, {"fp32_contents", len(c.Fp32Contents)},
 		{"fp64_contents", len(c.Fp64Contents)}, {"bytes_contents", len(c.BytesContents)}} {
-		if f.n > 0 && f.field != want {
+		if f.field == want {
+			sent = f.n
+			continue
+		}
+		if f.n > 0 {
+			if want == "" {
+				return tensorErr(name, "datatype %s has no typed contents field: send it in raw_input_contents (little-endian, %d bytes an element)", dt, elemSize(dt))
+			}
 			return tensorErr(name, "datatype %s is sent in %s, not %s", dt, want, f.field)
 		}
+	}
+	if want == "" && n > 0 {
+		return tensorErr(name, "datatype %s has no typed contents field: send it in raw_input_contents (little-endian, %d bytes an element)", dt, elemSize(dt))
 	}
 	if dt == BYTES {
 		out := make([]schema.Value, len(c.BytesContents))
@@ -152,7 +219,8 @@ func fromContents(t *Tensor, n int64, c *pb.InferTensorContents) error {
 		// CheckTensor's message for values.
 		return tensorErr(name, "shape %s holds %d elements but %d were sent", ShapeString(t.Shape), n, sent)
 	}
-	b := make([]byte, 0, n*elemSize(dt))
+	info := datatypeInfo(dt)
+	b := make([]byte, 0, n*info.size)
 	switch dt {
 	case BOOL:
 		for _, v := range c.BoolContents {
@@ -162,13 +230,27 @@ func fromContents(t *Tensor, n int64, c *pb.InferTensorContents) error {
 				b = append(b, 0)
 			}
 		}
-	case INT32:
-		for _, v := range c.IntContents {
-			b = binary.LittleEndian.AppendUint32(b, uint32(v))
+	case INT8, INT16, INT32:
+		for i, v := range c.IntContents {
+			if int64(v) < info.min || int64(v) > info.max {
+				return tensorErr(name, "element %d: %d overflows %s", i, v, dt)
+			}
+			b = appendLE(b, uint64(v), info.size)
 		}
 	case INT64:
 		for _, v := range c.Int64Contents {
 			b = binary.LittleEndian.AppendUint64(b, uint64(v))
+		}
+	case UINT8, UINT16, UINT32:
+		for i, v := range c.UintContents {
+			if uint64(v) > info.umax {
+				return tensorErr(name, "element %d: %d overflows %s", i, v, dt)
+			}
+			b = appendLE(b, uint64(v), info.size)
+		}
+	case UINT64:
+		for _, v := range c.Uint64Contents {
+			b = binary.LittleEndian.AppendUint64(b, v)
 		}
 	case FP32:
 		for _, v := range c.Fp32Contents {
@@ -181,6 +263,14 @@ func fromContents(t *Tensor, n int64, c *pb.InferTensorContents) error {
 	}
 	t.Raw, t.RawField = b, "contents"
 	return nil
+}
+
+// appendLE appends the low size bytes of v, little-endian.
+func appendLE(b []byte, v uint64, size int64) []byte {
+	for k := int64(0); k < size; k++ {
+		b = append(b, byte(v>>(8*k)))
+	}
+	return b
 }
 
 // interner gives the strings of a tensor's BYTES elements, sharing one
@@ -207,17 +297,7 @@ func (in *interner) str(b []byte) string {
 
 // elemSize is the bytes of one element of a fixed-size datatype (0: BYTES
 // or unknown).
-func elemSize(dt string) int64 {
-	switch dt {
-	case BOOL:
-		return 1
-	case INT32, FP32:
-		return 4
-	case INT64, FP64:
-		return 8
-	}
-	return 0
-}
+func elemSize(dt string) int64 { return datatypeInfo(dt).size }
 
 // checkRaw checks n elements of little-endian bytes of a fixed-size
 // datatype: sized exactly, BOOL bytes 0 or 1. where names the bytes in
@@ -243,19 +323,15 @@ func checkRaw(name, dt string, n int64, b []byte, where string) error {
 // rawValue is element i of a raw tensor as the value its typed contents
 // would have given.
 func rawValue(dt string, b []byte, i int64) schema.Value {
-	switch dt {
-	case BOOL:
+	if dt == BOOL {
 		return schema.Value{Kind: schema.Bool, Bool: b[i] == 1}
-	case INT32:
-		return num(strconv.FormatInt(int64(int32(binary.LittleEndian.Uint32(b[4*i:]))), 10))
-	case INT64:
-		return num(strconv.FormatInt(int64(binary.LittleEndian.Uint64(b[8*i:])), 10))
-	case FP32:
-		return num(FormatFloat32(math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))))
-	case FP64:
-		return num(strconv.FormatFloat(math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:])), 'g', -1, 64))
 	}
-	return schema.Value{Kind: schema.Composite}
+	if !isNumeric(dt) {
+		return schema.Value{Kind: schema.Composite}
+	}
+	var scratch [32]byte
+	_, lit, _ := rawNumber(dt, b, i, scratch[:0])
+	return num(string(lit))
 }
 
 // materialize reads a raw tensor's values into Data (a no-op for the rest).

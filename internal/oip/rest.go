@@ -68,6 +68,10 @@ func decodeJSON(body []byte, maxDeadline time.Duration, binary bool) (*Request, 
 			bit = 4
 		case "outputs":
 			bit = 8
+		case "model_name":
+			bit = 16
+		case "model_version":
+			bit = 32
 		}
 		if bit != 0 && seen&bit != 0 {
 			return nil, errs.Field(errs.InvalidArgument, key, "duplicate key")
@@ -81,15 +85,16 @@ func decodeJSON(body []byte, maxDeadline time.Duration, binary bool) (*Request, 
 			if !ValidID(out.ID) {
 				return nil, errs.Field(errs.InvalidArgument, "id", "must be 1 to 128 printable ASCII characters without spaces")
 			}
+		case "model_name":
+			if out.ModelName, err = d.str("model_name"); err != nil {
+				return nil, err
+			}
+		case "model_version":
+			if out.ModelVersion, err = d.str("model_version"); err != nil {
+				return nil, err
+			}
 		case "parameters":
 			if err := d.params(func() string { return key }, func(name string, p param) error {
-				if name == "binary_data_output" {
-					if p.Kind != paramBool {
-						return errs.Field(errs.InvalidArgument, "parameters.binary_data_output", "must be true or false")
-					}
-					out.BinaryOutput = p.Bool
-					return nil
-				}
 				return requestParam(out, name, p, maxDeadline)
 			}); err != nil {
 				return nil, err
@@ -132,7 +137,7 @@ func decodeJSON(body []byte, maxDeadline time.Duration, binary bool) (*Request, 
 				return nil, err
 			}
 		default:
-			return nil, errs.Field(errs.InvalidArgument, key, "unknown key (expected id, parameters, inputs, outputs)")
+			return nil, errs.Field(errs.InvalidArgument, key, "unknown key (expected id, model_name, model_version, parameters, inputs, outputs)")
 		}
 	}
 	if _, err := d.sc.Token(""); err != nil { // '}'
@@ -176,6 +181,7 @@ const (
 	paramString                  // Text
 	paramNumber                  // Text: a JSON number literal
 	paramInt                     // Int: a gRPC int64_param
+	paramUint                    // Uint: a gRPC uint64_param
 	paramBool                    // Bool
 )
 
@@ -184,10 +190,14 @@ type param struct {
 	Kind paramKind
 	Text string
 	Int  int64
+	Uint uint64
 	Bool bool
 }
 
-// requestParam applies one request-level parameter.
+// requestParam applies one request-level parameter. The protocol's
+// parameters are an open set: the ones that mean something to Sluice are
+// checked as strictly as data, the rest (Triton's sequence_id,
+// sequence_start, sequence_end, any a client adds) are ignored.
 func requestParam(out *Request, name string, p param, maxDeadline time.Duration) error {
 	field := paramField(name)
 	switch name {
@@ -202,6 +212,8 @@ func requestParam(out *Request, name string, p param, maxDeadline time.Duration)
 			ms = f
 		case paramInt:
 			ms = float64(p.Int)
+		case paramUint:
+			ms = float64(p.Uint)
 		default:
 			return errs.Field(errs.InvalidArgument, field, "expected a number of milliseconds")
 		}
@@ -221,8 +233,97 @@ func requestParam(out *Request, name string, p param, maxDeadline time.Duration)
 			return errs.Field(errs.InvalidArgument, field, "must be a string of 1 to 256 characters")
 		}
 		out.RoutingKey = rk
-	default:
-		return errs.Field(errs.InvalidArgument, field, "unknown parameter (expected deadline_ms, routing_key)")
+	case "binary_data_output":
+		if p.Kind != paramBool {
+			return errs.Field(errs.InvalidArgument, field, "must be true or false")
+		}
+		out.BinaryOutput = p.Bool
+	case "timeout":
+		// Triton's: microseconds, 0 for the model's default. The deadline
+		// then, capped by the server's maximum as grpc-timeout is.
+		us, ok := paramUint64(p)
+		if !ok {
+			return errs.Field(errs.InvalidArgument, field, "must be a non-negative integer (microseconds)")
+		}
+		out.TimeoutUs = us
+		if max := uint64(maxDeadline / time.Microsecond); us > max {
+			out.TimeoutUs = max
+		}
+	case "priority":
+		// Triton's levels (0 the default, 1 the highest) are a model's
+		// configuration; Sluice has one online class, so every level is
+		// served as online. sluice_priority lowers a call.
+		pr, ok := paramUint64(p)
+		if !ok {
+			return errs.Field(errs.InvalidArgument, field, "must be a non-negative integer (0 is the default level)")
+		}
+		out.Priority = pr
+	case "sluice_priority":
+		if p.Kind != paramString || p.Text != "batch" {
+			return errs.Field(errs.InvalidArgument, field, "must be \"batch\" (or absent for online priority)")
+		}
+		out.Batch = true
+	case "idempotency_key":
+		if p.Kind != paramString || !ValidID(p.Text) {
+			return errs.Field(errs.InvalidArgument, field, "must be 1 to 128 printable ASCII characters without spaces")
+		}
+		out.IdempotencyKey = p.Text
+	}
+	return nil
+}
+
+// paramUint64 reads a non-negative integer parameter, however it came.
+func paramUint64(p param) (uint64, bool) {
+	switch p.Kind {
+	case paramNumber:
+		u, err := strconv.ParseUint(p.Text, 10, 64)
+		return u, err == nil
+	case paramInt:
+		return uint64(p.Int), p.Int >= 0
+	case paramUint:
+		return p.Uint, true
+	}
+	return 0, false
+}
+
+// inputParam applies one parameter of an input tensor: binary_data_size
+// (the REST binary extension, binary: the body has a binary part) sizes
+// its bytes; shared memory is refused (the data is not in the request);
+// any other (a client's binary_data flag, its own) is ignored. where
+// names the tensor.
+func inputParam(t *Tensor, where func() string, name string, p param, binary bool) error {
+	switch name {
+	case "binary_data_size":
+		if !binary {
+			return errs.New(errs.InvalidArgument, "%s: parameter binary_data_size needs the Inference-Header-Content-Length header (the length of the JSON header the binary data follows)", where())
+		}
+		k, err := strconv.ParseInt(p.Text, 10, 64)
+		if p.Kind != paramNumber || err != nil || k < 0 {
+			return errs.New(errs.InvalidArgument, "%s: binary_data_size must be a non-negative integer (bytes)", where())
+		}
+		t.binarySize = k
+	case "shared_memory_region", "shared_memory_byte_size", "shared_memory_offset":
+		return errs.New(errs.InvalidArgument, "%s: parameter %s: shared memory is not supported; send the tensor's elements in the request", where(), name)
+	}
+	return nil
+}
+
+// outputParam applies one parameter of a requested output: binary_data
+// (REST binary extension; on gRPC it asks for raw_output_contents) is a
+// boolean; classification and shared memory, which would change what the
+// answer holds or where, are refused; any other is ignored.
+func outputParam(where func() string, name string, p param, bin **bool) error {
+	switch name {
+	case "binary_data":
+		if p.Kind != paramBool {
+			return errs.New(errs.InvalidArgument, "%s: binary_data must be true or false", where())
+		}
+		b := p.Bool
+		*bin = &b
+	case "classification":
+		return errs.New(errs.InvalidArgument, "%s: parameter classification is not supported; ask for the output's values (a model.yaml postprocess: topk answers classes)", where())
+	case "shared_memory_region", "shared_memory_byte_size", "shared_memory_offset":
+		return errs.New(errs.InvalidArgument, "%s: parameter %s: shared memory is not supported; the output is answered in the response", where(), name)
 	}
 	return nil
 }
@@ -239,9 +340,14 @@ func paramField(name string) string {
 	return "parameters." + name
 }
 
-// Deadline is the request's deadline_ms as a duration (0: absent).
+// Deadline is the request's deadline: the lesser of deadline_ms and
+// timeout (0: neither).
 func (r *Request) Deadline() time.Duration {
-	return time.Duration(r.DeadlineMs * float64(time.Millisecond))
+	d := time.Duration(r.DeadlineMs * float64(time.Millisecond))
+	if t := time.Duration(r.TimeoutUs) * time.Microsecond; r.TimeoutUs > 0 && (d == 0 || t < d) {
+		d = t
+	}
+	return d
 }
 
 // restDecoder is one decodeJSON run.
@@ -301,6 +407,10 @@ func (d *restDecoder) str(path string) (string, error) {
 	return tok.Text, nil
 }
 
+// maxParams bounds the entries of one parameters object (each is checked
+// against the others for a duplicate).
+const maxParams = 64
+
 // params reads a parameters object of scalar values; path is built only
 // for an error.
 func (d *restDecoder) params(path func() string, set func(name string, p param) error) error {
@@ -311,7 +421,7 @@ func (d *restDecoder) params(path func() string, set func(name string, p param) 
 	if tok.Kind != schema.TokDelim || tok.Delim != '{' {
 		return errs.Field(errs.InvalidArgument, path(), "expected an object")
 	}
-	var seenBuf [4]string // the parameters taken: at most three in one object
+	var seenBuf [8]string
 	seen := seenBuf[:0]
 	for d.sc.More() {
 		tok, err := d.sc.Token("")
@@ -326,6 +436,9 @@ func (d *restDecoder) params(path func() string, set func(name string, p param) 
 			if s == k {
 				return errs.Field(errs.InvalidArgument, path()+"."+k, "duplicate key")
 			}
+		}
+		if len(seen) == maxParams {
+			return errs.Field(errs.InvalidArgument, path(), "more than %d parameters", maxParams)
 		}
 		seen = append(seen, k)
 		v, err := d.sc.Token("")
@@ -437,22 +550,7 @@ func (d *restDecoder) tensor(t *Tensor, i int) error {
 		case "parameters":
 			name := t.Name
 			if err := d.params(func() string { return tensorWhere(i, name) + ".parameters" }, func(p string, v param) error {
-				where := func() string { return tensorWhere(i, name) }
-				if p != "binary_data_size" {
-					if d.binary {
-						return errs.New(errs.InvalidArgument, "%s: unknown parameter %q (input tensors take binary_data_size only)", where(), errs.Clip(p))
-					}
-					return errs.New(errs.InvalidArgument, "%s: unknown parameter %q (input tensors take none)", where(), errs.Clip(p))
-				}
-				if !d.binary {
-					return errs.New(errs.InvalidArgument, "%s: parameter binary_data_size needs the Inference-Header-Content-Length header (the length of the JSON header the binary data follows)", where())
-				}
-				k, err := strconv.ParseInt(v.Text, 10, 64)
-				if v.Kind != paramNumber || err != nil || k < 0 {
-					return errs.New(errs.InvalidArgument, "%s: binary_data_size must be a non-negative integer (bytes)", where())
-				}
-				t.binarySize = k
-				return nil
+				return inputParam(t, func() string { return tensorWhere(i, name) }, p, v, d.binary)
 			}); err != nil {
 				return err
 			}
@@ -638,15 +736,7 @@ func (d *restDecoder) output(i int) (string, *bool, error) {
 			name = v.Text
 		case "parameters":
 			if err := d.params(func() string { return outputPath(i) + ".parameters" }, func(p string, v param) error {
-				if p != "binary_data" {
-					return errs.New(errs.InvalidArgument, "%s: parameter %q is not supported (an output takes binary_data only)", outputPath(i), errs.Clip(p))
-				}
-				if v.Kind != paramBool {
-					return errs.New(errs.InvalidArgument, "%s: binary_data must be true or false", outputPath(i))
-				}
-				b := v.Bool
-				bin = &b
-				return nil
+				return outputParam(func() string { return outputPath(i) }, p, v, &bin)
 			}); err != nil {
 				return "", nil, err
 			}

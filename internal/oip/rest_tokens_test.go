@@ -55,16 +55,16 @@ func decodeJSONTokens(body []byte, maxDeadline time.Duration, binary bool) (*Req
 			}
 		case "parameters":
 			if err := readParamsTok(dec, key, func(name string, tok json.Token) error {
-				if name == "binary_data_output" {
-					b, ok := tok.(bool)
-					if !ok {
-						return errs.Field(errs.InvalidArgument, "parameters.binary_data_output", "must be true or false")
-					}
-					out.BinaryOutput = b
-					return nil
-				}
 				return requestParam(out, name, tokParam(tok), maxDeadline)
 			}); err != nil {
+				return nil, err
+			}
+		case "model_name":
+			if out.ModelName, err = readStringTok(dec, key); err != nil {
+				return nil, err
+			}
+		case "model_version":
+			if out.ModelVersion, err = readStringTok(dec, key); err != nil {
 				return nil, err
 			}
 		case "inputs":
@@ -97,7 +97,7 @@ func decodeJSONTokens(body []byte, maxDeadline time.Duration, binary bool) (*Req
 				return nil, err
 			}
 		default:
-			return nil, errs.Field(errs.InvalidArgument, key, "unknown key (expected id, parameters, inputs, outputs)")
+			return nil, errs.Field(errs.InvalidArgument, key, "unknown key (expected id, model_name, model_version, parameters, inputs, outputs)")
 		}
 	}
 	if _, err := schema.JSONToken(dec, ""); err != nil { // '}'
@@ -160,6 +160,9 @@ func readParamsTok(dec *json.Decoder, path string, set func(name string, tok jso
 		fp := path + "." + k
 		if seen[k] {
 			return errs.Field(errs.InvalidArgument, fp, "duplicate key")
+		}
+		if len(seen) == maxParams {
+			return errs.Field(errs.InvalidArgument, path, "more than %d parameters", maxParams)
 		}
 		seen[k] = true
 		tok, err := schema.JSONToken(dec, fp)
@@ -232,22 +235,7 @@ func readTensorTok(dec *json.Decoder, path string, binary bool) (Tensor, error) 
 			}
 		case "parameters":
 			if err := readParamsTok(dec, where+".parameters", func(name string, tok json.Token) error {
-				if name != "binary_data_size" {
-					if binary {
-						return errs.New(errs.InvalidArgument, "%s: unknown parameter %q (input tensors take binary_data_size only)", where, errs.Clip(name))
-					}
-					return errs.New(errs.InvalidArgument, "%s: unknown parameter %q (input tensors take none)", where, errs.Clip(name))
-				}
-				if !binary {
-					return errs.New(errs.InvalidArgument, "%s: parameter binary_data_size needs the Inference-Header-Content-Length header (the length of the JSON header the binary data follows)", where)
-				}
-				num, ok := tok.(json.Number)
-				k, err := strconv.ParseInt(string(num), 10, 64)
-				if !ok || err != nil || k < 0 {
-					return errs.New(errs.InvalidArgument, "%s: binary_data_size must be a non-negative integer (bytes)", where)
-				}
-				t.binarySize = k
-				return nil
+				return inputParam(&t, func() string { return where }, name, tokParam(tok), binary)
 			}); err != nil {
 				return t, err
 			}
@@ -349,15 +337,7 @@ func readOutputTok(dec *json.Decoder, path string) (string, *bool, error) {
 			}
 		case "parameters":
 			if err := readParamsTok(dec, path+".parameters", func(p string, tok json.Token) error {
-				if p != "binary_data" {
-					return errs.New(errs.InvalidArgument, "%s: parameter %q is not supported (an output takes binary_data only)", path, errs.Clip(p))
-				}
-				b, ok := tok.(bool)
-				if !ok {
-					return errs.New(errs.InvalidArgument, "%s: binary_data must be true or false", path)
-				}
-				bin = &b
-				return nil
+				return outputParam(func() string { return path }, p, tokParam(tok), &bin)
 			}); err != nil {
 				return "", nil, err
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/sluiceml/sluice/internal/modelpkg"
 	"github.com/sluiceml/sluice/internal/oip"
 	"github.com/sluiceml/sluice/internal/routing"
+	"github.com/sluiceml/sluice/internal/serving"
 	"github.com/sluiceml/sluice/internal/tenant"
 )
 
@@ -153,41 +154,36 @@ func (s *Server) routeV2(w http.ResponseWriter, r *http.Request) error {
 }
 
 // oipInfer serves POST /v2/models/{m}[/versions/{v}]/infer through the
-// gateway. The request id is X-Request-Id, else the body's "id", else
-// minted; either one the caller chose makes retries replay.
+// gateway. The request id is X-Request-Id, else the idempotency_key
+// parameter, else minted; either one the caller chose makes retries
+// replay. The body's "id" is echoed in the answer and is never an
+// idempotency key (clients number their requests from 1).
 func (s *Server) oipInfer(w http.ResponseWriter, r *http.Request, tn *tenant.Tenant, model string, version int) {
 	start := time.Now()
 	id := requestID(w)
 	idempotent := r.Header.Get("X-Request-Id") != ""
-	var req *oip.Request
-	var derr error
-	if hl := r.Header.Get(oip.HeaderLength); hl != "" {
-		// The binary tensor data extension: a JSON header, then the bytes.
-		var body []byte
-		if ct := r.Header.Get("Content-Type"); !isBinary(ct) {
-			derr = errs.New(errs.UnsupportedMedia, "Content-Type of a binary request (%s) must be application/octet-stream, application/json or absent, got %q", oip.HeaderLength, ct)
-		} else if body, derr = s.readBody(w, r); derr == nil {
-			req, derr = oip.DecodeBinary(body, hl, s.cfg.MaxDeadline)
-		}
-	} else {
-		var body []byte
-		body, derr = s.readJSONBody(w, r)
-		if derr == nil {
-			req, derr = oip.DecodeJSON(body, s.cfg.MaxDeadline)
-		}
+	req, derr := s.readOIPInfer(w, r)
+	if derr == nil {
+		derr = checkOIPTarget(req, model, version)
 	}
 	respID := id
-	if derr == nil && req.ID != "" {
-		respID = req.ID
-		if !idempotent {
-			id, idempotent = req.ID, true
+	priority := serving.Online
+	if derr == nil {
+		if req.ID != "" {
+			respID = req.ID
+		}
+		if !idempotent && req.IdempotencyKey != "" {
+			id, idempotent = req.IdempotencyKey, true
 			w.Header().Set("X-Request-Id", id)
+		}
+		if req.Batch {
+			priority = serving.BatchJob
 		}
 	}
 	var outputs []string
 	a := s.gw.Predict(r.Context(), gateway.Call{
-		Transport: gateway.OIPREST, Tenant: tn, RequestID: id, Idempotent: idempotent, IDField: "id",
-		Model: model, Version: version, Carrier: propagation.HeaderCarrier(r.Header), Received: start,
+		Transport: gateway.OIPREST, Tenant: tn, RequestID: id, Idempotent: idempotent, IDField: idField(r),
+		Model: model, Version: version, Carrier: propagation.HeaderCarrier(r.Header), Received: start, Priority: priority,
 		Decode: func() (gateway.Input, error) {
 			if derr != nil {
 				return gateway.Input{}, derr
@@ -234,6 +230,67 @@ func (s *Server) oipInfer(w http.ResponseWriter, r *http.Request, tn *tenant.Ten
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(b)
 	putAnswerBuf(bp, b)
+}
+
+// readOIPInfer reads and decodes an OIP REST infer body: decompressed
+// (Content-Encoding gzip or deflate, within the same --max-body-bytes as
+// the body it came in), then the binary tensor data extension when
+// Inference-Header-Content-Length is set, else JSON. A missing
+// Content-Type is JSON (Triton's client sends none).
+func (s *Server) readOIPInfer(w http.ResponseWriter, r *http.Request) (*oip.Request, error) {
+	hl := r.Header.Get(oip.HeaderLength)
+	ct := r.Header.Get("Content-Type")
+	switch {
+	case hl != "" && !isBinary(ct):
+		return nil, errs.New(errs.UnsupportedMedia, "Content-Type of a binary request (%s) must be application/octet-stream, application/json or absent, got %q", oip.HeaderLength, errs.Clip(ct))
+	case hl == "" && ct != "" && !isJSON(ct):
+		return nil, errs.New(errs.UnsupportedMedia, "Content-Type must be application/json (or absent), got %q", errs.Clip(ct))
+	}
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return nil, err
+	}
+	if body, err = decodeContent(r.Header.Values("Content-Encoding"), body, s.cfg.MaxBodyBytes); err != nil {
+		return nil, err
+	}
+	if hl != "" {
+		return oip.DecodeBinary(body, hl, s.cfg.MaxDeadline)
+	}
+	return oip.DecodeJSON(body, s.cfg.MaxDeadline)
+}
+
+// checkOIPTarget checks a body's model_name and model_version (KServe's
+// client sends them) against the path the request was sent to.
+func checkOIPTarget(req *oip.Request, model string, version int) error {
+	if req.ModelName != "" && req.ModelName != model {
+		return errs.Field(errs.InvalidArgument, "model_name", "%q differs from the model of the path, %q: send one name (or leave model_name out)", errs.Clip(req.ModelName), model)
+	}
+	if req.ModelVersion != "" {
+		n, err := oip.ParseVersion(req.ModelVersion)
+		if err != nil {
+			return errs.Field(errs.InvalidArgument, "model_version", "%q is not a version number (1, 2, …)", errs.Clip(req.ModelVersion))
+		}
+		if n != version {
+			return errs.Field(errs.InvalidArgument, "model_version", "%q differs from the path's version (%s): pin a version in the path, /v2/models/%s/versions/%d/infer", errs.Clip(req.ModelVersion), pathVersion(version), model, n)
+		}
+	}
+	return nil
+}
+
+func pathVersion(v int) string {
+	if v == 0 {
+		return "none: the deployment picks"
+	}
+	return strconv.Itoa(v)
+}
+
+// idField names where a REST call's idempotency key came from, for the
+// conflict message.
+func idField(r *http.Request) string {
+	if r.Header.Get("X-Request-Id") != "" {
+		return "X-Request-Id"
+	}
+	return "parameters.idempotency_key"
 }
 
 // Ready is the server's readiness (/readyz, /v2/health/ready, gRPC

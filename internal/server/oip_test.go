@@ -113,7 +113,8 @@ func TestOIPRESTRejects(t *testing.T) {
 		{"unknown key", "churn", `{"inputs":[` + ok + `,` + plan + `],"foo":1}`, 400, `foo: unknown key`},
 		{"unknown tensor key", "churn", in(ok, `{"name":"plan","shape":[1],"datatype":"BYTES","data":["basic"],"extra":1}`), 400, `input "plan": unknown key "extra"`},
 		{"unknown datatype", "churn", in(ok, `{"name":"plan","shape":[1],"datatype":"FP8","data":["basic"]}`), 400, `input "plan": datatype "FP8" is not supported`},
-		{"unknown parameter", "churn", `{"parameters":{"x":1},"inputs":[` + ok + `,` + plan + `]}`, 400, `parameters.x: unknown parameter`},
+		{"an unknown parameter is ignored", "churn", `{"parameters":{"x":1,"sequence_id":7},"inputs":[` + ok + `,` + plan + `]}`, 200, ``},
+		{"model_name of another model", "churn", `{"model_name":"fraud","inputs":[` + ok + `,` + plan + `]}`, 400, `model_name: "fraud" differs from the model of the path, "churn"`},
 		{"unknown output", "churn", `{"inputs":[` + ok + `,` + plan + `],"outputs":[{"name":"nope"}]}`, 400, `output "nope": unknown output`},
 		{"no inputs", "churn", `{"id":"x"}`, 400, `inputs: is required`},
 		{"unknown model", "nope", in(ok), 404, `model "nope" not found`},
@@ -152,7 +153,15 @@ func TestOIPRESTMetadataAndReplay(t *testing.T) {
 	if st, _ := get(t, ts.URL+"/v2/models/fraud/versions/9"); st != 404 {
 		t.Fatalf("unknown version: %d", st)
 	}
-	body := `{"id":"oip-1","inputs":[{"name":"amount","shape":[1],"datatype":"FP32","data":[800]},{"name":"accountAgeDays","shape":[1],"datatype":"INT64","data":[91]}]}`
+	// The body's id is echoed, never an idempotency key: the same id
+	// with other rows is another request.
+	byID := `{"id":"1","inputs":[{"name":"amount","shape":[1],"datatype":"FP32","data":[800]},{"name":"accountAgeDays","shape":[1],"datatype":"INT64","data":[91]}]}`
+	one := postOIP(t, ts.URL+"/v2/models/fraud/versions/1/infer", byID)
+	two := postOIP(t, ts.URL+"/v2/models/fraud/versions/1/infer", strings.Replace(byID, "800", "801", 1))
+	if one.status != 200 || two.status != 200 || two.header.Get("Idempotent-Replay") != "" || !bytes.Contains(two.body, []byte(`"id":"1"`)) || one.header.Get("X-Request-Id") == "1" {
+		t.Fatalf("id reused: %d %s / %d %s", one.status, one.body, two.status, two.body)
+	}
+	body := `{"id":"oip-1","parameters":{"idempotency_key":"oip-1"},"inputs":[{"name":"amount","shape":[1],"datatype":"FP32","data":[800]},{"name":"accountAgeDays","shape":[1],"datatype":"INT64","data":[91]}]}`
 	first := postOIP(t, ts.URL+"/v2/models/fraud/versions/1/infer", body)
 	again := postOIP(t, ts.URL+"/v2/models/fraud/versions/1/infer", body)
 	if first.status != 200 || !bytes.Equal(first.body, again.body) || again.header.Get("Idempotent-Replay") != "true" || first.header.Get("X-Request-Id") != "oip-1" {

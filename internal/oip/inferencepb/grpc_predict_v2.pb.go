@@ -692,7 +692,10 @@ func (x *ModelInferResponse) GetRawOutputContents() [][]byte {
 	return nil
 }
 
-// InferParameter is one named value: a bool, an int64 or a string.
+// InferParameter is one named value: a bool, an int64, a string, a
+// double or a uint64 (double_param and uint64_param are Triton's
+// grpc_service.proto's, which tritonclient sends: priority is a
+// uint64_param).
 type InferParameter struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to ParameterChoice:
@@ -700,6 +703,8 @@ type InferParameter struct {
 	//	*InferParameter_BoolParam
 	//	*InferParameter_Int64Param
 	//	*InferParameter_StringParam
+	//	*InferParameter_DoubleParam
+	//	*InferParameter_Uint64Param
 	ParameterChoice isInferParameter_ParameterChoice `protobuf_oneof:"parameter_choice"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
@@ -769,6 +774,24 @@ func (x *InferParameter) GetStringParam() string {
 	return ""
 }
 
+func (x *InferParameter) GetDoubleParam() float64 {
+	if x != nil {
+		if x, ok := x.ParameterChoice.(*InferParameter_DoubleParam); ok {
+			return x.DoubleParam
+		}
+	}
+	return 0
+}
+
+func (x *InferParameter) GetUint64Param() uint64 {
+	if x != nil {
+		if x, ok := x.ParameterChoice.(*InferParameter_Uint64Param); ok {
+			return x.Uint64Param
+		}
+	}
+	return 0
+}
+
 type isInferParameter_ParameterChoice interface {
 	isInferParameter_ParameterChoice()
 }
@@ -785,11 +808,23 @@ type InferParameter_StringParam struct {
 	StringParam string `protobuf:"bytes,3,opt,name=string_param,json=stringParam,proto3,oneof"`
 }
 
+type InferParameter_DoubleParam struct {
+	DoubleParam float64 `protobuf:"fixed64,4,opt,name=double_param,json=doubleParam,proto3,oneof"`
+}
+
+type InferParameter_Uint64Param struct {
+	Uint64Param uint64 `protobuf:"varint,5,opt,name=uint64_param,json=uint64Param,proto3,oneof"`
+}
+
 func (*InferParameter_BoolParam) isInferParameter_ParameterChoice() {}
 
 func (*InferParameter_Int64Param) isInferParameter_ParameterChoice() {}
 
 func (*InferParameter_StringParam) isInferParameter_ParameterChoice() {}
+
+func (*InferParameter_DoubleParam) isInferParameter_ParameterChoice() {}
+
+func (*InferParameter_Uint64Param) isInferParameter_ParameterChoice() {}
 
 // InferTensorContents holds a tensor's elements in the repeated field of
 // its datatype, flattened row-major.
@@ -1253,13 +1288,15 @@ const file_inference_grpc_predict_v2_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\v2\x19.inference.InferParameterR\x05value:\x028\x01\x1aX\n" +
 	"\x0fParametersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12/\n" +
-	"\x05value\x18\x02 \x01(\v2\x19.inference.InferParameterR\x05value:\x028\x01\"\x8d\x01\n" +
+	"\x05value\x18\x02 \x01(\v2\x19.inference.InferParameterR\x05value:\x028\x01\"\xd7\x01\n" +
 	"\x0eInferParameter\x12\x1f\n" +
 	"\n" +
 	"bool_param\x18\x01 \x01(\bH\x00R\tboolParam\x12!\n" +
 	"\vint64_param\x18\x02 \x01(\x03H\x00R\n" +
 	"int64Param\x12#\n" +
-	"\fstring_param\x18\x03 \x01(\tH\x00R\vstringParamB\x12\n" +
+	"\fstring_param\x18\x03 \x01(\tH\x00R\vstringParam\x12#\n" +
+	"\fdouble_param\x18\x04 \x01(\x01H\x00R\vdoubleParam\x12#\n" +
+	"\fuint64_param\x18\x05 \x01(\x04H\x00R\vuint64ParamB\x12\n" +
 	"\x10parameter_choice\"\xc3\x02\n" +
 	"\x13InferTensorContents\x12#\n" +
 	"\rbool_contents\x18\x01 \x03(\bR\fboolContents\x12!\n" +
@@ -1365,6 +1402,8 @@ func file_inference_grpc_predict_v2_proto_init() {
 		(*InferParameter_BoolParam)(nil),
 		(*InferParameter_Int64Param)(nil),
 		(*InferParameter_StringParam)(nil),
+		(*InferParameter_DoubleParam)(nil),
+		(*InferParameter_Uint64Param)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

@@ -27,6 +27,7 @@ import (
 	"github.com/sluiceml/sluice/internal/gateway"
 	"github.com/sluiceml/sluice/internal/oip"
 	pb "github.com/sluiceml/sluice/internal/oip/inferencepb"
+	"github.com/sluiceml/sluice/internal/serving"
 	"github.com/sluiceml/sluice/internal/tenant"
 )
 
@@ -189,12 +190,17 @@ func (s *Server) ServerMetadata(context.Context, *pb.ServerMetadataRequest) (*pb
 }
 
 // ModelReady reports whether a model (or one version) takes predictions.
+// An unknown model or version is not ready (OK, ready false), as Triton
+// answers it: tritonclient's is_model_ready raises on any other status.
 func (s *Server) ModelReady(ctx context.Context, req *pb.ModelReadyRequest) (*pb.ModelReadyResponse, error) {
 	n, err := s.checkModel(ctx, req.Name, req.Version)
 	if err != nil {
 		return nil, toStatus(ctx, err)
 	}
 	ready, err := s.models.OIPModelReady(req.Name, n)
+	if err != nil && errs.As(err).Code == errs.NotFound {
+		return &pb.ModelReadyResponse{Ready: false}, nil
+	}
 	if err != nil {
 		return nil, toStatus(ctx, err)
 	}
@@ -215,9 +221,11 @@ func (s *Server) ModelMetadata(ctx context.Context, req *pb.ModelMetadataRequest
 }
 
 // ModelInfer runs one predict call through the gateway. The request id is
-// the x-request-id metadata, else the request's id, else minted; either
-// one the caller chose makes retries replay. The deadline is grpc-timeout
-// (capped by --max-deadline), or deadline_ms, or the version's default.
+// the x-request-id metadata, else the idempotency_key parameter, else
+// minted; either one the caller chose makes retries replay. The request's
+// id is echoed, never an idempotency key. The deadline is the least of
+// grpc-timeout (capped by --max-deadline), deadline_ms and timeout
+// (Triton's microseconds), or the version's default.
 func (s *Server) ModelInfer(ctx context.Context, req *pb.ModelInferRequest) (*pb.ModelInferResponse, error) {
 	received := time.Now()
 	tn, err := s.authenticate(ctx)
@@ -241,10 +249,19 @@ func (s *Server) ModelInfer(ctx context.Context, req *pb.ModelInferRequest) (*pb
 		return nil, toStatus(ctx, errs.Field(errs.InvalidArgument, "x-request-id", "must be 1 to 128 printable ASCII characters without spaces"))
 	}
 	if id == "" {
-		id = req.Id
+		// (an invalid one is refused when the parameters are decoded)
+		id = req.Parameters["idempotency_key"].GetStringParam()
 	}
 	if id == "" || !oip.ValidID(id) {
 		id, idempotent = newRequestID(), false
+	}
+	idField := "x-request-id"
+	if first("x-request-id") == "" {
+		idField = "parameters.idempotency_key"
+	}
+	priority := serving.Online
+	if req.Parameters["sluice_priority"].GetStringParam() == "batch" {
+		priority = serving.BatchJob
 	}
 	respID := req.Id
 	if respID == "" {
@@ -254,8 +271,8 @@ func (s *Server) ModelInfer(ctx context.Context, req *pb.ModelInferRequest) (*pb
 	var raw bool
 	var outputs []string
 	a := s.gw.Predict(ctx, gateway.Call{
-		Transport: gateway.OIPGRPC, Tenant: tn, RequestID: id, Idempotent: idempotent, IDField: "id",
-		Model: req.ModelName, Version: version, Carrier: carrier(md), Received: received,
+		Transport: gateway.OIPGRPC, Tenant: tn, RequestID: id, Idempotent: idempotent, IDField: idField,
+		Model: req.ModelName, Version: version, Carrier: carrier(md), Received: received, Priority: priority,
 		Decode: func() (gateway.Input, error) {
 			if verr != nil {
 				return gateway.Input{}, verr
