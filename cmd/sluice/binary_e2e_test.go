@@ -142,7 +142,7 @@ func TestOIPBinaryThroughTheBinary(t *testing.T) {
 		gin = append(gin, fmt.Sprintf(`{"name":%q,"shape":["2"],"datatype":"FP32"}`, f))
 		graw = append(graw, strconv.Quote(base64.StdEncoding.EncodeToString(cols[j])))
 	}
-	m, out, err := grpcurl(t, bin, gaddr, "ModelInfer", `{"model_name":"iris","id":"e2e-grpc","inputs":[`+strings.Join(gin, ",")+`],"raw_input_contents":[`+strings.Join(graw, ",")+`]}`, true)
+	m, out, err := grpcurl(t, bin, gaddr, "ModelInfer", `{"model_name":"iris","id":"e2e-grpc","parameters":{"idempotency_key":{"string_param":"e2e-grpc"}},"inputs":[`+strings.Join(gin, ",")+`],"raw_input_contents":[`+strings.Join(graw, ",")+`]}`, true)
 	if err != nil {
 		t.Fatalf("grpcurl: %v\n%s", err, out)
 	}

@@ -120,7 +120,7 @@ func TestOIPCategoriesThroughTheBinary(t *testing.T) {
 	}
 	got["binary"] = oipScores("REST binary", b)
 
-	m, out, err := grpcurl(t, bin, gaddr, "ModelInfer", fmt.Sprintf(`{"model_name":"fraud","id":"cat-grpc","inputs":[`+
+	m, out, err := grpcurl(t, bin, gaddr, "ModelInfer", fmt.Sprintf(`{"model_name":"fraud","id":"cat-grpc","parameters":{"idempotency_key":{"string_param":"cat-grpc"}},"inputs":[`+
 		`{"name":"amount","shape":["%d"],"datatype":"FP32","contents":{"fp32_contents":[%s]}},`+
 		`{"name":"accountAgeDays","shape":["%d"],"datatype":"INT64","contents":{"int64_contents":[%s]}},`+
 		`{"name":"declines5m","shape":["%d"],"datatype":"INT64","contents":{"int64_contents":[%s]}},`+
