@@ -8,7 +8,7 @@ numpy), independently of the Go code:
   otherwise;
 - the lift's and the relative lift's (delta method) 95 % intervals;
 - the mSPRT's always-valid p-value and confidence sequences (Johari et al.,
-  normal mixture), from the formula in numpy;
+  normal mixture), from the formula (the relative one on the log scale);
 - the sample-ratio mismatch p-value: scipy.stats.chisquare;
 - Welch's t-test p-value (scipy.stats.ttest_ind_from_stats), which the
   simulation's fixed-horizon contrast uses;
@@ -68,7 +68,14 @@ def evaluate(case):
     hs = seq_half(v, tau2, alpha)
     rel = lift / ma
     vr = sb / ma ** 2 + mb ** 2 * sa / ma ** 4
-    hsr = seq_half(vr, tau2 / ma ** 2, alpha)
+    if ma * mb > 0:
+        # the relative confidence sequence on the log scale: log(mB/mA)
+        lg = math.log(mb / ma)
+        hsl = seq_half(sb / mb ** 2 + sa / ma ** 2, tau2 / ma ** 2, alpha)
+        seq_rel = (math.expm1(lg - hsl), math.expm1(lg + hsl))
+    else:
+        hsr = seq_half(vr, tau2 / ma ** 2, alpha)
+        seq_rel = (rel - hsr, rel + hsr)
     ua, ub = a["units"], b["units"]
     u = ua + ub
     srm = stats.chisquare([ua, ub], f_exp=[(1 - share) * u, share * u]).pvalue
@@ -81,7 +88,7 @@ def evaluate(case):
         decision = "b_better"
     elif significant:
         decision = "a_better"
-    elif min_effect > 0 and rel - hsr > -min_effect and rel + hsr < min_effect:
+    elif min_effect > 0 and seq_rel[0] > -min_effect and seq_rel[1] < min_effect:
         decision = "no_difference"
     else:
         decision = "running"
@@ -90,7 +97,7 @@ def evaluate(case):
         "b": {"mean": mb, "stdErr": math.sqrt(vb / b["n"]), "low": lob, "high": hib},
         "lift": lift, "liftLow": lift - Z * math.sqrt(v), "liftHigh": lift + Z * math.sqrt(v),
         "relLift": rel, "relLow": rel - Z * math.sqrt(vr), "relHigh": rel + Z * math.sqrt(vr),
-        "seqLow": lift - hs, "seqHigh": lift + hs, "seqRelLow": rel - hsr, "seqRelHigh": rel + hsr,
+        "seqLow": lift - hs, "seqHigh": lift + hs, "seqRelLow": seq_rel[0], "seqRelHigh": seq_rel[1],
         "tau2": tau2, "pValue": p, "significant": bool(significant),
         "srmPValue": srm, "srm": bool(srm < 0.001), "decision": decision, "welchPValue": welch,
     }

@@ -205,8 +205,18 @@ func evaluate(a, b Arm, c Config, prevP float64) Result {
 		vr := sb/(ma*ma) + mb*mb*sa/(ma*ma*ma*ma)
 		hr := z95 * math.Sqrt(vr)
 		r.RelLow, r.RelHigh = r.RelLift-hr, r.RelLift+hr
-		hsr := seqHalfWidth(vr, tau2/(ma*ma), r.Alpha)
-		r.SeqRelLow, r.SeqRelHigh = r.RelLift-hsr, r.RelLift+hsr
+		if ma*mb > 0 {
+			// On the log scale, log(m_B/m_A) with the delta method's
+			// variance σ_B²/(n_B m_B²) + σ_A²/(n_A m_A²): the ratio's skew
+			// is gone, and the interval is exp(·) − 1 of the log one.
+			l := math.Log(mb / ma)
+			vl := sb/(mb*mb) + sa/(ma*ma)
+			hsl := seqHalfWidth(vl, tau2/(ma*ma), r.Alpha)
+			r.SeqRelLow, r.SeqRelHigh = math.Expm1(l-hsl), math.Expm1(l+hsl)
+		} else {
+			hsr := seqHalfWidth(vr, tau2/(ma*ma), r.Alpha)
+			r.SeqRelLow, r.SeqRelHigh = r.RelLift-hsr, r.RelLift+hsr
+		}
 	} else {
 		r.note("relative lift: arm A's mean is 0")
 	}

@@ -40,35 +40,68 @@ func Decide(r Result, g Gate) (action string, why string) {
 	if metric == "" {
 		metric = "metric"
 	}
-	nums := figures(r, metric)
-	if r.SRM {
-		return Abort, fmt.Sprintf("%s: sample ratio mismatch: %d units on A and %d on B for a share of B of %s, chi-square p = %s < %v: the split is broken, no result can be trusted",
-			metric, r.A.Units, r.B.Units, pct(r.ShareB), num(r.SRMPValue), SRMAlpha)
+	action, reason, lo, hi := gate(r, g)
+	nums := figures(r)
+	switch reason {
+	case reasonSRM:
+		why = fmt.Sprintf("sample ratio mismatch: %d units on A and %d on B for a share of B of %s, chi-square p = %s < %v: the split is broken, no result can be trusted",
+			r.A.Units, r.B.Units, pct(r.ShareB), num(r.SRMPValue), SRMAlpha)
+	case reasonWorse:
+		why = "the candidate is significantly worse: " + nums
+	case reasonSamples:
+		why = fmt.Sprintf("%d outcomes on A and %d on B, minSamples %d: %s", r.A.N, r.B.N, g.MinSamples, nums)
+	case reasonNoRel:
+		why = fmt.Sprintf("no relative lift yet (%s): %s", strings.Join(r.Notes, "; "), nums)
+	case reasonAbove:
+		why = fmt.Sprintf("the improvement is above minLift %s (always-valid interval %s to %s): %s", pctSigned(g.MinLift), pctSigned(lo), pctSigned(hi), nums)
+	case reasonBelow:
+		why = fmt.Sprintf("the improvement cannot reach minLift %s (always-valid interval %s to %s): %s", pctSigned(g.MinLift), pctSigned(lo), pctSigned(hi), nums)
+	default:
+		why = fmt.Sprintf("minLift %s is inside the improvement's always-valid interval %s to %s: %s", pctSigned(g.MinLift), pctSigned(lo), pctSigned(hi), nums)
 	}
-	if r.Decision == ABetter {
-		return Abort, fmt.Sprintf("%s: the candidate is significantly worse: %s", metric, nums)
+	return action, metric + ": " + why
+}
+
+// Why a gate acts (gate's reason).
+const (
+	reasonSRM     = iota // abort: the split is broken
+	reasonWorse          // abort: significantly worse
+	reasonSamples        // wait: fewer than MinSamples
+	reasonNoRel          // wait: no relative lift
+	reasonAbove          // promote: the improvement's interval is above MinLift
+	reasonBelow          // abort: the interval is below MinLift
+	reasonInside         // wait: MinLift inside the interval
+)
+
+// gate is Decide's decision without the words: the action, its reason,
+// and the always-valid interval of the improvement (the relative lift in
+// the better direction) it compared with MinLift.
+func gate(r Result, g Gate) (action string, reason int, lo, hi float64) {
+	switch {
+	case r.SRM:
+		return Abort, reasonSRM, 0, 0
+	case r.Decision == ABetter:
+		return Abort, reasonWorse, 0, 0
+	case r.A.N < g.MinSamples || r.B.N < g.MinSamples:
+		return Wait, reasonSamples, 0, 0
+	case !r.RelDefined:
+		return Wait, reasonNoRel, 0, 0
 	}
-	if r.A.N < g.MinSamples || r.B.N < g.MinSamples {
-		return Wait, fmt.Sprintf("%s: %d outcomes on A and %d on B, minSamples %d: %s", metric, r.A.N, r.B.N, g.MinSamples, nums)
-	}
-	if !r.RelDefined {
-		return Wait, fmt.Sprintf("%s: no relative lift yet (%s): %s", metric, strings.Join(r.Notes, "; "), nums)
-	}
-	lo, hi := r.SeqRelLow, r.SeqRelHigh // improvement = relative lift in the better direction
+	lo, hi = r.SeqRelLow, r.SeqRelHigh
 	if r.Direction == Decrease {
 		lo, hi = -r.SeqRelHigh, -r.SeqRelLow
 	}
 	switch {
 	case lo > g.MinLift:
-		return Promote, fmt.Sprintf("%s: the improvement is above minLift %s (always-valid interval %s to %s): %s", metric, pctSigned(g.MinLift), pctSigned(lo), pctSigned(hi), nums)
+		return Promote, reasonAbove, lo, hi
 	case hi < g.MinLift:
-		return Abort, fmt.Sprintf("%s: the improvement cannot reach minLift %s (always-valid interval %s to %s): %s", metric, pctSigned(g.MinLift), pctSigned(lo), pctSigned(hi), nums)
+		return Abort, reasonBelow, lo, hi
 	}
-	return Wait, fmt.Sprintf("%s: minLift %s is inside the improvement's always-valid interval %s to %s: %s", metric, pctSigned(g.MinLift), pctSigned(lo), pctSigned(hi), nums)
+	return Wait, reasonInside, lo, hi
 }
 
 // figures is the numbers of r in one line.
-func figures(r Result, metric string) string {
+func figures(r Result) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "mean A %s (n %d), B %s (n %d)", num(r.A.Mean), r.A.N, num(r.B.Mean), r.B.N)
 	if r.LiftDefined {
