@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all build quick test vet-untested test-security test-s3 test-postgres test-features fmt-check vet unit fuzz-smoke bench-xgboost clean test-kube image test-kube-image
+.PHONY: all build quick test vet-untested test-security test-s3 test-postgres test-features fmt-check vet unit fuzz-smoke bench-xgboost clean test-kube image test-kube-image test-openapi
 
 all: build
 
@@ -80,6 +80,13 @@ unit:
 # it would slow several times over (past the suite's ~5 minutes on 2
 # cores) while checking no code the suite is about; `make test` runs the
 # same harness and its helpers with -race.
+# A TypeScript client generated from a real server's /openapi.json
+# (openapi-typescript + openapi-fetch, pinned in scripts/openapi-client)
+# is type-checked and passes a smoke test against `sluice serve`. Needs
+# node and npm (.ci/run installs Debian's).
+test-openapi:
+	./scripts/test-openapi.sh
+
 test-security:
 	$(GO) vet -tags security ./cmd/sluice/
 	$(GO) test -tags security -count=1 -p 1 -timeout 10m -run '^TestSecurity' -v ./cmd/sluice/
