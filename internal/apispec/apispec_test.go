@@ -39,8 +39,8 @@ func TestFind(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		method, path, op string
-		params       string
-		err          error
+		params           string
+		err              error
 	}{
 		{"GET", "/v1/models/fraud", "/v1/models/{name}", "name=fraud", nil},
 		{"HEAD", "/v1/models/fraud", "/v1/models/{name}", "name=fraud", nil},
