@@ -150,7 +150,7 @@ test-postgres:
 	@url="$$(bash scripts/start-postgres.sh)" || { echo "make: scripts/start-postgres.sh failed: the PostgreSQL tests need a server"; exit 1; }; \
 	echo "PostgreSQL: $$url"; \
 	export SLUICE_TEST_POSTGRES="$$url" SLUICE_TEST_POSTGRES_REQUIRED=1; \
-	$(GO) test -race -count=1 -p 1 -run 'Postgres' -v ./internal/registry/ ./internal/records/recordsdb/ ./internal/jobs/jobsdb/ ./internal/jobs/ && \
+	$(GO) test -race -count=1 -p 1 -run 'Postgres' -v ./internal/registry/ ./internal/records/recordsdb/ ./internal/outcomes/outcomesdb/ ./internal/jobs/jobsdb/ ./internal/jobs/ && \
 	$(GO) test -race -count=1 -run 'Postgres' -v -timeout 10m ./cmd/sluice/ && \
 	echo "the PostgreSQL e2e again, replicas on 2 worker processes:" && \
 	SLUICE_E2E_WORKERS=2 $(GO) test -race -count=1 -run 'Postgres' -v -timeout 10m ./cmd/sluice/

@@ -36,6 +36,7 @@ import (
 	"github.com/sluiceml/sluice/internal/gcfloor"
 	"github.com/sluiceml/sluice/internal/kube"
 	"github.com/sluiceml/sluice/internal/modelpkg"
+	"github.com/sluiceml/sluice/internal/outcomes"
 	"github.com/sluiceml/sluice/internal/placement"
 	"github.com/sluiceml/sluice/internal/predcache"
 	"github.com/sluiceml/sluice/internal/records"
@@ -189,6 +190,10 @@ type app struct {
 	serving     bool           // the listeners started
 	feat        *featureStores // nil: no feature store
 	jobs        *batchJobs
+	os          outcomeStore // nil: no records, so no outcomes
+	joiner      *outcomes.Joiner
+	joinerCtx   context.Context
+	stopJoiner  context.CancelFunc
 }
 
 func newApp(cfg Config) *app {
@@ -213,6 +218,9 @@ func (a *app) group() *Group {
 		g.Add(Part{Name: "records store", Start: a.openRecords, Stop: func(context.Context) error { return a.rs.Close() }})
 	}
 	g.Add(Part{Name: "job store", Start: a.openJobs, Stop: func(context.Context) error { return a.jobs.close() }})
+	if !c.NoRecords {
+		g.Add(Part{Name: "outcome store", Start: a.openOutcomes, Stop: a.closeOutcomes})
+	}
 	if c.OTLPEndpoint != "" {
 		g.Add(Part{Name: "tracing", Start: a.startTracing, Stop: a.flushTracing})
 	}
@@ -233,6 +241,8 @@ func (a *app) group() *Group {
 	if !c.NoRecords {
 		g.Add(Part{Name: "records writer", Start: a.newWriter, Run: func() error { return a.writer.Run(a.writerCtx()) },
 			Stop: func(context.Context) error { a.stopWriter(); return nil }}) // Run flushes every buffered record, then returns
+		g.Add(Part{Name: "outcome joins", Start: a.newJoiner, Run: a.runJoiner,
+			Stop: func(context.Context) error { a.stopJoiner(); return nil }}) // Run flushes the buffered joins, then returns
 	}
 	if c.FeaturesRedis != "" || c.FeaturesPostgres != "" {
 		g.Add(Part{Name: "feature stores", Start: a.startFeatures, Run: a.runFeatures, Stop: a.stopFeatures})
@@ -579,6 +589,10 @@ func (a *app) newServer(context.Context) error {
 	cfg.Features = a.featureSet()
 	if a.writer != nil {
 		cfg.Records, cfg.RecordStore = a.writer, a.rs
+	}
+	if a.joiner != nil {
+		cfg.Joins = a.joiner
+		cfg.Outcomes = &outcomes.Service{Store: a.os, Metrics: a.metrics}
 	}
 	if a.pool != nil {
 		pool, loop := a.pool, a.loop

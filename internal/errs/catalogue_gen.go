@@ -62,6 +62,8 @@ const (
 	Unavailable Code = "unavailable"
 	// JobsOff: the server keeps no batch jobs (it has no job store)
 	JobsOff Code = "jobs_off"
+	// OutcomesOff: the server keeps no outcomes or experiments (it has no outcome store)
+	OutcomesOff Code = "outcomes_off"
 	// DeadlineExceeded: the deadline passed before the request could be admitted, or while it was being computed; a duplicate gave up waiting for the first attempt
 	DeadlineExceeded Code = "deadline_exceeded"
 	// ExpiredInQueue: the deadline passed while every row of the request was still queued
@@ -122,6 +124,8 @@ var catalogue = [...]Entry{
 		Doc: "a replica or worker crashed while computing this request and it could not be retried in time; the metadata store, the artifact store or the records store failed (a push on a full disk: `no space left on the artifact store's disk`); the message never names a server path"},
 	{Code: JobsOff, HTTP: http.StatusServiceUnavailable, GRPC: codes.Unavailable,
 		Doc: "the server keeps no batch jobs (it has no job store)"},
+	{Code: OutcomesOff, HTTP: http.StatusServiceUnavailable, GRPC: codes.Unavailable,
+		Doc: "the server keeps no outcomes or experiments (it has no outcome store)"},
 	{Code: DeadlineExceeded, HTTP: http.StatusGatewayTimeout, GRPC: codes.DeadlineExceeded, RetryClient: true,
 		Doc: "the deadline passed before the request could be admitted, or while it was being computed; a duplicate gave up waiting for the first attempt"},
 	{Code: ExpiredInQueue, HTTP: http.StatusGatewayTimeout, GRPC: codes.DeadlineExceeded, RetryClient: true,
@@ -183,10 +187,12 @@ func index(c Code) int {
 		return 24
 	case JobsOff:
 		return 25
-	case DeadlineExceeded:
+	case OutcomesOff:
 		return 26
-	case ExpiredInQueue:
+	case DeadlineExceeded:
 		return 27
+	case ExpiredInQueue:
+		return 28
 	}
 	return -1
 }

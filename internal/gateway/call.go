@@ -17,6 +17,7 @@ import (
 
 	"github.com/sluiceml/sluice/internal/errs"
 	"github.com/sluiceml/sluice/internal/modelpkg"
+	"github.com/sluiceml/sluice/internal/outcomes"
 	"github.com/sluiceml/sluice/internal/records"
 	"github.com/sluiceml/sluice/internal/runtime"
 	"github.com/sluiceml/sluice/internal/schema"
@@ -204,7 +205,8 @@ func (g *Gateway) Predict(ctx context.Context, c Call) *Answer {
 			return a
 		}
 	}
-	res, err := g.run(ctx, Request{Tenant: p.tn, Model: c.Model, Version: c.Version, RoutingKey: routingKey(in, c), Rows: rows, Deadline: in.Deadline, Received: c.Received, Priority: c.Priority})
+	p.routingKey = routingKey(in, c)
+	res, err := g.run(ctx, Request{Tenant: p.tn, Model: c.Model, Version: c.Version, RoutingKey: p.routingKey, Rows: rows, Deadline: in.Deadline, Received: c.Received, Priority: c.Priority})
 	p.ran(res, rows)
 	if err != nil {
 		return p.finish(err)
@@ -275,6 +277,9 @@ type predictCall struct {
 	// reached: the rows reached a model, so an error answer is worth
 	// replaying.
 	reached bool
+	// routingKey is what routing hashed; policy the policy that routed.
+	routingKey string
+	policy     int
 }
 
 func (g *Gateway) newPredictCall(ctx context.Context, c Call, span trace.Span) *predictCall {
@@ -353,6 +358,7 @@ func (p *predictCall) succeeded(res *Response, n int) {
 	p.a.Timing = Timing{Preprocess: res.Preprocess, Queue: res.Timing.Queue, BatchWait: res.Timing.BatchWait, Compute: res.Timing.Compute}
 	p.a.Cache = res.Cache.header()
 	p.rec.Cached = res.Cache.Hits
+	p.policy = res.Policy
 	if p.span.IsRecording() {
 		p.span.SetAttributes(attribute.Int("sluice.instances", n),
 			attribute.Float64("sluice.preprocess_ms", ms(res.Preprocess)), attribute.Float64("sluice.queue_ms", ms(res.Timing.Queue)),
@@ -380,6 +386,9 @@ func (p *predictCall) finish(err error) *Answer {
 		rec.Saved = &records.Saved{Key: p.key, Status: a.Status(), Answer: encodeAnswer(a.kept()), Until: time.Now().Add(p.g.Idem.Window())}
 	}
 	p.commit()
+	if p.g.Joins != nil && a.Err == nil && a.Prediction != nil && p.c.Priority != serving.BatchJob {
+		p.join()
+	}
 	status := a.Status()
 	switch settle(p.claimed, a.Err != nil, p.reached) {
 	case abort:
@@ -406,6 +415,24 @@ func (p *predictCall) commit() {
 		p.a.Prediction = nil
 		p.rec.Outcome = string(p.a.Err.Code)
 	}
+}
+
+// join leaves the answered call's join for its outcomes: the version,
+// policy and routing unit, and each instance's last output column (a
+// binary classifier's probability of its positive class, a regressor's
+// value): the score model-quality metrics read.
+func (p *predictCall) join() {
+	pr := p.a.Prediction
+	var scores []float32
+	if c := pr.Out.Cols; c > 0 && len(pr.Out.Data) >= c {
+		n := len(pr.Out.Data) / c
+		scores = make([]float32, n)
+		for i := range n {
+			scores[i] = pr.Out.Data[i*c+c-1]
+		}
+	}
+	p.g.Joins.Add(outcomes.Join{RequestID: p.c.RequestID, Tenant: p.rec.Tenant, Model: pr.Model, Version: pr.Version, Policy: p.policy,
+		Unit: outcomes.Unit(p.routingKey), Created: p.rec.CreatedAt, Scores: scores})
 }
 
 // annotate sets the span's outcome attributes (err: the call's own error,

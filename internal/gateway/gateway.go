@@ -18,6 +18,7 @@ import (
 
 	"github.com/sluiceml/sluice/internal/errs"
 	"github.com/sluiceml/sluice/internal/modelpkg"
+	"github.com/sluiceml/sluice/internal/outcomes"
 	"github.com/sluiceml/sluice/internal/predcache"
 	"github.com/sluiceml/sluice/internal/records"
 	"github.com/sluiceml/sluice/internal/routing"
@@ -48,6 +49,9 @@ type Gateway struct {
 	// Features enriches the versions that declare features: (nil: no
 	// feature store; such a version is refused at load, see app).
 	Features FeatureSet
+	// Joins takes the join of every answered prediction, so outcomes
+	// posted later find its version, policy and unit (nil: off).
+	Joins *outcomes.Joiner
 }
 
 // Request is one routed predict call (after decoding and idempotency).
@@ -85,6 +89,9 @@ type Response struct {
 	// Features is what enrichment filled (nil: the version has no
 	// features:).
 	Features *Enriched
+	// Policy is the deployment policy version that routed the call (0:
+	// none, or a pinned version).
+	Policy int
 	// raw is the model's outputs before postprocess: (Out), what
 	// shadow copies are compared with.
 	raw runtime.Output
@@ -125,6 +132,11 @@ func (g *Gateway) run(ctx context.Context, req Request) (*Response, error) {
 		req.Received = start
 	}
 	res, err := g.predict(ctx, tn, tg, req)
+	if err == nil && req.Version == 0 {
+		if e := t.Models[req.Model]; e != nil {
+			res.Policy = e.Policy
+		}
+	}
 	if err != nil {
 		attempts, submitted := 0, false
 		var feat *Enriched

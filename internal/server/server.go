@@ -28,6 +28,7 @@ import (
 	"github.com/sluiceml/sluice/internal/gateway"
 	"github.com/sluiceml/sluice/internal/jobs"
 	"github.com/sluiceml/sluice/internal/modelpkg"
+	"github.com/sluiceml/sluice/internal/outcomes"
 	"github.com/sluiceml/sluice/internal/predcache"
 	"github.com/sluiceml/sluice/internal/records"
 	"github.com/sluiceml/sluice/internal/registry"
@@ -83,6 +84,10 @@ type Config struct {
 	// Jobs serves the batch jobs' routes (/v1/jobs…); nil: every one
 	// answers jobs_off (503).
 	Jobs jobs.Service
+	// Outcomes serves POST /v1/outcomes (nil: outcomes_off, 503); Joins
+	// takes every answered prediction's join for it.
+	Outcomes *outcomes.Service
+	Joins    *outcomes.Joiner
 }
 
 // Server serves the public API.
@@ -125,7 +130,7 @@ func New(cfg Config, ctl *control.Controller) *Server {
 	}
 	s := &Server{cfg: cfg, ctl: ctl, gw: &gateway.Gateway{Table: ctl.Table, MaxDeadline: cfg.MaxDeadline, Stats: ctl.Stats,
 		Shadows: gateway.NewShadows(ctl.Stats, cfg.Logger, 2, 256, 2*time.Second), Metrics: cfg.Metrics,
-		Records: cfg.Records, Log: cfg.Logger, Caches: cfg.Caches, Features: cfg.Features}, log: cfg.Logger, mux: http.NewServeMux()}
+		Records: cfg.Records, Log: cfg.Logger, Caches: cfg.Caches, Features: cfg.Features, Joins: cfg.Joins}, log: cfg.Logger, mux: http.NewServeMux()}
 	if cfg.Metrics != nil {
 		cfg.Metrics.SetCacheSource(cacheStates(cfg.Caches))
 	}
@@ -150,6 +155,7 @@ func New(cfg Config, ctl *control.Controller) *Server {
 	s.handle("/v1/deployments/", Key, s.wrap(s.deployments))
 	s.handle("/v1/jobs", Key, s.wrap(s.jobsRoot))
 	s.handle("/v1/jobs/", Key, s.wrap(s.jobsOne))
+	s.handle("/v1/outcomes", Key, s.wrap(s.postOutcomes))
 	// /v2 and /v2/health/*: OIP's server metadata and health, public as
 	// /healthz; /v2/models/… needs a key (routeV2).
 	s.handle("/v2", Public, s.wrapV2(s.routeV2))

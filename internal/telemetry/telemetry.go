@@ -151,6 +151,7 @@ type Metrics struct {
 	violations   *prometheus.CounterVec
 	missing      *prometheus.CounterVec
 	feat         *featureMetrics // enrichment (features.go)
+	out          *outcomeMetrics // outcomes and experiments (outcomes.go)
 	tenantReqs   *prometheus.CounterVec
 	tenantQuota  *prometheus.CounterVec
 	// placement (workers mode)
@@ -229,6 +230,7 @@ func New(reg prometheus.Registerer, build BuildInfo) *Metrics {
 		workerUsed:   gauge("worker_memory_used_bytes", "The memory a worker process's versions hold, as placement counts it.", "worker"),
 		fields:       map[[2]string]map[string]bool{},
 		feat:         newFeatureMetrics(),
+		out:          newOutcomeMetrics(),
 	}
 	m.perVersion = []interface {
 		DeletePartialMatch(prometheus.Labels) int
@@ -241,7 +243,7 @@ func New(reg prometheus.Registerer, build BuildInfo) *Metrics {
 	m.live = newLiveCollector()
 	m.drops = newDropsCollector()
 	m.cache = newCacheMetrics()
-	m.perVersion = append(m.perVersion, m.cache.requests)
+	m.perVersion = append(m.perVersion, m.cache.requests, m.out.posted, m.out.units, m.out.outcomes, m.out.mean)
 	buildInfo := gauge("build_info", "Always 1; labels say which Sluice build is running.", "version", "goversion")
 	buildInfo.WithLabelValues(build.Version, build.GoVersion).Set(1)
 
@@ -251,6 +253,7 @@ func New(reg prometheus.Registerer, build BuildInfo) *Metrics {
 		m.tenantReqs, m.tenantQuota, buildInfo, m.live, m.drops,
 		m.placeLoads, m.evictions, m.coldStarts, m.quarantines, m.workerBudget, m.workerUsed, m.conns, m.connsRefused, m.cache.requests, m.cache)
 	reg.MustRegister(m.feat.collectors()...)
+	reg.MustRegister(m.out.collectors()...)
 	if g, ok := reg.(prometheus.Gatherer); ok {
 		m.gatherer = g
 	}

@@ -26,6 +26,8 @@ func newTest(t *testing.T) (*Metrics, *prometheus.Registry) {
 
 // observeAll records every metric at least once.
 func observeAll(m *Metrics) {
+	m.Outcomes("fraud", "3", "accepted", 1)
+	m.ExperimentArm("fraud", "3", 10, 5, 0.5)
 	m.InitVersion("fraud", "3")
 	m.VersionLoaded("fraud", "3")
 	m.VersionEvicted("fraud", "3")
