@@ -99,6 +99,26 @@ type Config struct {
 	// dropped by the generator). All warnings also end up in
 	// Result.Warnings.
 	Warnf func(format string, args ...any)
+	// Route, when set, names the model of arrival i (0, 1, …; e.g. a Zipf
+	// draw): that request goes to /v1/models/{Route(i)}:predict instead of
+	// Model's. Generated payloads still come from Model's schema, so every
+	// routed model must take the same input. It is called from the
+	// dispatch loop: keep it cheap and deterministic.
+	Route func(i int) string
+	// Observe, when set, receives every sent request's outcome when it
+	// ends, one call at a time (under the collector's lock: keep it short).
+	// The Result's figures are the same with or without it.
+	Observe func(Outcome)
+}
+
+// Outcome is what happened to one sent request (Config.Observe).
+type Outcome struct {
+	Index   int           // arrival number, from 0
+	Model   string        // the model it was sent to
+	At      time.Duration // intended send time, from the start of the run
+	Latency time.Duration // intended send time to the end of the answer (corrected)
+	Status  int           // HTTP status; 0: no HTTP answer
+	Code    string        // the error body's code (non-2xx), or why there was no answer
 }
 
 // Result is what one run measured.
@@ -313,6 +333,8 @@ type collector struct {
 	answered    int
 	ok, good    int
 	lastEnd     time.Time
+	observe     func(Outcome) // Config.Observe, called under mu
+	start       time.Time     // the run's start (Outcome.At counts from it)
 }
 
 func run(ctx context.Context, client *http.Client, cfg Config, p *payloads) Result {
@@ -331,6 +353,8 @@ func run(ctx context.Context, client *http.Client, cfg Config, p *payloads) Resu
 		return res
 	}
 	col := &collector{
+		observe:     cfg.Observe,
+		start:       time.Now(),
 		corrected:   newSamples(cfg.MaxSamples, cfg.Seed+1),
 		uncorrected: newSamples(cfg.MaxSamples, cfg.Seed+2),
 		server:      newSamples(cfg.MaxSamples, cfg.Seed+4),
@@ -345,7 +369,7 @@ func run(ctx context.Context, client *http.Client, cfg Config, p *payloads) Resu
 	var wg sync.WaitGroup
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
-	t0 := time.Now()
+	t0 := col.start
 	tag := strconv.FormatInt(t0.UnixNano()%(1<<40), 36)
 	col.lastEnd = t0
 
@@ -374,11 +398,17 @@ loop:
 		res.Sent++
 		wg.Add(1)
 		body := p.bodies[i%len(p.bodies)]
-		go func(i int, intended time.Time) {
+		o := Outcome{Index: i, Model: cfg.Model, At: off}
+		url := target
+		if cfg.Route != nil {
+			o.Model = cfg.Route(i)
+			url = predictURL(cfg.Server, o.Model)
+		}
+		go func(o Outcome, url string, intended time.Time) {
 			defer wg.Done()
 			defer func() { <-sem }()
-			col.do(ctx, client, cfg, target, tag+"-"+strconv.Itoa(i), body, intended, deadline)
-		}(i, intended)
+			col.do(ctx, client, cfg, url, tag+"-"+strconv.Itoa(o.Index), body, intended, deadline, o)
+		}(o, url, intended)
 	}
 	window := cfg.Duration
 	if res.Interrupted {
@@ -477,7 +507,7 @@ func waitUntil(ctx context.Context, t time.Time, timer *time.Timer) bool {
 }
 
 // do sends one request and records its outcome.
-func (c *collector) do(ctx context.Context, client *http.Client, cfg Config, target, id string, body []byte, intended time.Time, deadline time.Duration) {
+func (c *collector) do(ctx context.Context, client *http.Client, cfg Config, target, id string, body []byte, intended time.Time, deadline time.Duration, o Outcome) {
 	rctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	var gotConn atomic.Int64 // unix nanos; 0 until a connection is had
@@ -486,7 +516,7 @@ func (c *collector) do(ctx context.Context, client *http.Client, cfg Config, tar
 	})
 	req, err := http.NewRequestWithContext(rctx, http.MethodPost, target, bytes.NewReader(body))
 	if err != nil {
-		c.fail("request")
+		c.fail("request", o, intended)
 		return
 	}
 	req.Header.Set("Content-Type", "application/json")
@@ -497,7 +527,7 @@ func (c *collector) do(ctx context.Context, client *http.Client, cfg Config, tar
 	start := time.Now()
 	resp, err := client.Do(req)
 	if err != nil {
-		c.fail(reason(ctx, err))
+		c.fail(reason(ctx, err), o, intended)
 		return
 	}
 	code := ""
@@ -512,7 +542,7 @@ func (c *collector) do(ctx context.Context, client *http.Client, cfg Config, tar
 	resp.Body.Close()
 	end := time.Now()
 	if err != nil {
-		c.fail(reason(ctx, err))
+		c.fail(reason(ctx, err), o, intended)
 		return
 	}
 	sent := start
@@ -541,15 +571,24 @@ func (c *collector) do(ctx context.Context, client *http.Client, cfg Config, tar
 	if end.After(c.lastEnd) {
 		c.lastEnd = end
 	}
+	if c.observe != nil {
+		o.Latency, o.Status, o.Code = corrected, resp.StatusCode, code
+		c.observe(o)
+	}
 }
 
-func (c *collector) fail(why string) {
+func (c *collector) fail(why string, o Outcome, intended time.Time) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.transport[why]++
-	if now := time.Now(); now.After(c.lastEnd) {
+	now := time.Now()
+	if now.After(c.lastEnd) {
 		c.lastEnd = now
 	}
-	c.mu.Unlock()
+	if c.observe != nil {
+		o.Latency, o.Code = now.Sub(intended), why
+		c.observe(o)
+	}
 }
 
 // reason classifies an error that left a request without an HTTP answer.

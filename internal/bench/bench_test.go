@@ -557,3 +557,59 @@ func TestServerTotal(t *testing.T) {
 		}
 	}
 }
+
+func TestRouteAndObserve(t *testing.T) {
+	var mu sync.Mutex
+	paths := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		paths[r.URL.Path]++
+		mu.Unlock()
+		if r.URL.Path == "/v1/models/b:predict" {
+			fail(w, http.StatusServiceUnavailable, "cold_start")
+			return
+		}
+		ok(w)
+	}))
+	t.Cleanup(srv.Close)
+	c := cfg(srv, 200, 200*time.Millisecond) // 40 arrivals
+	c.Route = func(i int) string {
+		if i%4 == 3 {
+			return "b"
+		}
+		return "a"
+	}
+	var got []Outcome
+	c.Observe = func(o Outcome) { got = append(got, o) } // called one at a time
+	res, err := Run(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Sent != 40 || len(got) != 40 {
+		t.Fatalf("sent %d, observed %d, want 40 each", res.Sent, len(got))
+	}
+	if paths["/v1/models/a:predict"] != 30 || paths["/v1/models/b:predict"] != 10 {
+		t.Fatalf("requests by path %v, want 30 to a and 10 to b", paths)
+	}
+	seen := map[int]bool{}
+	for _, o := range got {
+		seen[o.Index] = true
+		wantModel, wantStatus, wantCode := "a", 200, ""
+		if o.Index%4 == 3 {
+			wantModel, wantStatus, wantCode = "b", 503, "cold_start"
+		}
+		if o.Model != wantModel || o.Status != wantStatus || o.Code != wantCode {
+			t.Errorf("outcome %d: model %q status %d code %q, want %q %d %q", o.Index, o.Model, o.Status, o.Code, wantModel, wantStatus, wantCode)
+		}
+		if wantAt := time.Duration(o.Index) * 5 * time.Millisecond; o.At != wantAt || o.Latency <= 0 {
+			t.Errorf("outcome %d: at %v (want %v), latency %v (want > 0)", o.Index, o.At, wantAt, o.Latency)
+		}
+	}
+	if len(seen) != 40 {
+		t.Errorf("%d distinct arrivals observed, want 40", len(seen))
+	}
+	if res.OK != 30 || res.ByCode["cold_start"] != 10 {
+		t.Errorf("ok %d, by code %v: want 30 ok and 10 cold_start", res.OK, res.ByCode)
+	}
+}
