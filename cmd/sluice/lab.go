@@ -102,7 +102,7 @@ script) and its raw numbers as CSV and JSON beside it. --quick takes under
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			r, err := lab.Run(ctx, lab.Config{Binary: bin, Out: out, Scratch: scratch, Plan: plan, Note: note,
+			r, err := lab.Run(ctx, lab.Config{Binary: bin, Out: out, Scratch: scratch, Plan: plan, Note: note, Version: version,
 				Command: "sluice " + strings.Join(os.Args[1:], " "), Log: cmd.ErrOrStderr()})
 			if err != nil {
 				return err

@@ -92,6 +92,7 @@ func (sf *serveFlags) register(cmd *cobra.Command) {
 	f.DurationVar(&c.DeleteQuiet, "delete-quiet", control.DefaultDeleteQuiet, "sluice delete MODEL is refused unless the model had no predict call for this long (0: no check); traffic before the server started counts as traffic at its start")
 	f.Int64Var(&c.Server.IdempotencyMaxBytes, "idempotency-max-bytes", records.DefaultMaxBytes, "bytes the answers kept for replay may hold; the oldest go first")
 	f.DurationVar(&c.Grace, "grace", 30*time.Second, "how long shutdown waits for in-flight and queued requests")
+	f.StringVar(&c.Server.LabReport, "lab-report", "", "the sluice lab report GET /v1/lab/report serves, with the CSV and JSON files beside it (default: <--data>/lab/report.html, where sluice lab --publish DATA_DIR puts it)")
 	f.IntVar(&c.Workers, "workers", 0, "start and supervise N local worker processes that host the replicas (0: replicas in this process, no hop)")
 	f.StringVar(&c.PprofAddr, "pprof-addr", "", "serve Go profiles (/debug/pprof/) on this admin address, e.g. 127.0.0.1:6060 (default: off)")
 	f.StringVar(&sf.modelSched, "model-sched", "normal", "CPU scheduling policy of the replicas' threads: normal, or idle (each replica computes on its own SCHED_IDLE thread, so the server's handlers, admission, refusals and health preempt a computing model at once; raises GOMAXPROCS to 2 on one core and bounds --model-cpus to GOMAXPROCS-1; passed to --workers too). For models that compute for a while: it costs a thread hand-off per batch")

@@ -600,6 +600,9 @@ func (a *app) newServer(context.Context) error {
 		cfg.Demand = func() []cluster.Demand { return pool.Demand(loop.Status()) }
 	}
 	cfg.Jobs = a.newJobManager()
+	if cfg.LabReport == "" {
+		cfg.LabReport = filepath.Join(a.cfg.Data, "lab", "report.html") // where sluice lab --publish DATA puts it
+	}
 	a.srv = server.New(cfg, a.ctl.Load())
 	a.jobs.pred.Gateway = a.srv.Gateway() // before the listeners serve and the runner runs: nothing called the predictor yet
 	return nil

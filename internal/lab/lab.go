@@ -106,6 +106,7 @@ type Config struct {
 	Plan    Plan
 	Command string    // the command line, for the report
 	Note    string    // said in the report's machine section
+	Version string    // the binary's version (main.version), the commit when the build has no VCS stamp
 	Machine Machine   // filled by Run when Cores is 0
 	Log     io.Writer // progress (nil: none)
 }
@@ -144,7 +145,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		Stem: strings.TrimSuffix(filepath.Base(cfg.Out), filepath.Ext(cfg.Out))}
 	r.Machine = cfg.Machine
 	if r.Machine.Cores == 0 {
-		r.Machine = ThisMachine(cfg.Binary)
+		r.Machine = ThisMachine(cfg.Binary, cfg.Version)
 	}
 	r.Machine.Note = cfg.Note
 	r.Machine.LoadStart = LoadAverage()
@@ -174,6 +175,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 // beside it.
 func Write(path string, r *Report) error {
 	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
 	write := func(name string, f func(io.Writer) error) error {
 		tmp := filepath.Join(dir, "."+name+".tmp")
 		out, err := os.Create(tmp)

@@ -10,10 +10,11 @@ import (
 	"strings"
 )
 
-// ThisMachine describes the machine and the build of bin (its commit from
-// `go version -m`'s build settings, read from this process when bin is
-// its own executable).
-func ThisMachine(bin string) Machine {
+// ThisMachine describes the machine and the build of bin: its commit
+// from the build's VCS stamp (read from this process when bin is its own
+// executable, else by go version -m), else version (-ldflags -X
+// main.version=…) unless that is "dev".
+func ThisMachine(bin, version string) Machine {
 	m := Machine{Cores: runtime.NumCPU(), OS: runtime.GOOS + "/" + runtime.GOARCH, GoVersion: runtime.Version(), Commit: "unknown"}
 	if f, err := os.Open("/proc/cpuinfo"); err == nil {
 		sc := bufio.NewScanner(f)
@@ -57,6 +58,11 @@ func ThisMachine(bin string) Machine {
 		case "vcs.modified":
 			m.Modified = s.Value == "true"
 		}
+	}
+	if m.Commit == "unknown" && version != "" && version != "dev" {
+		m.Commit = version
+	} else if m.Commit == "unknown" {
+		m.Commit = "unknown (a build without a VCS stamp: -buildvcs=false and no -ldflags -X main.version=…)"
 	}
 	return m
 }

@@ -67,6 +67,7 @@ var routeCalls = map[string][]string{
 	"/v1/jobs":     {"GET /v1/jobs", "POST /v1/jobs", "GET /v1/jobs?state=running"},
 	"/v1/jobs/":    {"GET /v1/jobs/job-1", "POST /v1/jobs/job-1:cancel", "GET /v1/jobs/job-1/nothing"},
 	"/v1/outcomes": {"POST /v1/outcomes", "GET /v1/outcomes"},
+	"/v1/lab/":     {"GET /v1/lab/report", "GET /v1/lab/report.json"},
 	"/v2":          {"GET /v2"},
 	"/v2/health/":  {"GET /v2/health/live", "GET /v2/health/ready"},
 	"/v2/": {"GET /v2/models/fraud", "GET /v2/models/fraud/ready", "POST /v2/models/fraud/infer", "GET /v2/models/fraud/versions/1",

@@ -88,6 +88,10 @@ type Config struct {
 	// takes every answered prediction's join for it.
 	Outcomes *outcomes.Service
 	Joins    *outcomes.Joiner
+	// LabReport is the `sluice lab` report GET /v1/lab/report serves
+	// (--lab-report; app's default: <--data>/lab/report.html), its CSV and
+	// JSON files beside it ("": none, 404).
+	LabReport string
 }
 
 // Server serves the public API.
@@ -156,6 +160,7 @@ func New(cfg Config, ctl *control.Controller) *Server {
 	s.handle("/v1/jobs", Key, s.wrap(s.jobsRoot))
 	s.handle("/v1/jobs/", Key, s.wrap(s.jobsOne))
 	s.handle("/v1/outcomes", Key, s.wrap(s.postOutcomes))
+	s.handle("/v1/lab/", Key, s.wrap(onlyGet(s.labFile)))
 	// /v2 and /v2/health/*: OIP's server metadata and health, public as
 	// /healthz; /v2/models/… needs a key (routeV2).
 	s.handle("/v2", Public, s.wrapV2(s.routeV2))
