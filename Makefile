@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all build quick test vet-untested test-security test-s3 test-postgres test-features fmt-check vet unit fuzz-smoke bench-xgboost clean test-kube image test-kube-image test-openapi
+.PHONY: all build quick test vet-untested lab-quick test-security test-s3 test-postgres test-features fmt-check vet unit fuzz-smoke bench-xgboost clean test-kube image test-kube-image test-openapi
 
 all: build
 
@@ -90,6 +90,19 @@ test-openapi:
 test-security:
 	$(GO) vet -tags security ./cmd/sluice/
 	$(GO) test -tags security -count=1 -p 1 -timeout 10m -run '^TestSecurity' -v ./cmd/sluice/
+
+# The Model Serving Lab, short (not part of `make test`; .ci/run runs it):
+# sluice lab --quick into a temporary folder (it starts its own servers
+# and workers on loopback ports of their choosing; under 5 minutes on 2
+# cores), then scripts/check-lab-report.sh checks the report's shape: three
+# sections with charts and findings, the CSV and JSON beside it, nothing
+# that leaves the page. Not its numbers: they are the machine's.
+# LAB_OUT=DIR keeps the report there.
+lab-quick:
+	$(GO) build -ldflags "-X main.version=$$(git describe --always --dirty 2>/dev/null || echo dev)" -o bin/sluice ./cmd/sluice
+	@out="$${LAB_OUT:-$$(mktemp -d)}"; echo "lab report: $$out/report.html"; \
+	bin/sluice lab --quick --out "$$out/report.html" --note "make lab-quick" && \
+	bash scripts/check-lab-report.sh "$$out/report.html"
 
 # Sluice on a real Kubernetes control plane (not part of `make test`):
 # scripts/install-kube.sh builds etcd, kube-apiserver, controller-manager,
