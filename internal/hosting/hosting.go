@@ -20,6 +20,7 @@ import (
 
 	"github.com/sluiceml/sluice/internal/modelpkg"
 	"github.com/sluiceml/sluice/internal/runtime"
+	"github.com/sluiceml/sluice/internal/schema"
 	"github.com/sluiceml/sluice/internal/serving"
 )
 
@@ -95,7 +96,7 @@ func Start(ctx context.Context, cfg Config) (*serving.Server, Timings, error) {
 	srv := serving.New(serving.Config{
 		Name: cfg.ID, MaxBatchSize: sv.MaxBatchSize, MaxBatchDelay: sv.MaxBatchDelay.Duration,
 		MaxQueueInstances: sv.MaxQueueInstances, Logger: log, Load: loader, Observer: cfg.Observer,
-		LengthBuckets: sv.LengthBuckets, CPUs: cfg.CPUs,
+		LengthBuckets: sv.LengthBuckets, SeqInputs: len(spec.Schema.SequenceFields()), CPUs: cfg.CPUs,
 	}, models)
 	t2 := time.Now()
 	if err := warmup(ctx, spec, models[0], srv); err != nil {
@@ -135,6 +136,16 @@ func RuntimeSpec(name string, spec *modelpkg.Spec) runtime.Spec {
 		if pv := spec.Manifest.Serving.PadValue; pv != nil {
 			rs.PadValue = *pv
 		}
+		for _, f := range spec.Schema.SequenceFields() {
+			in := runtime.SeqInput{Name: f.Name, DType: f.DType, Pad: rs.PadValue, Mask: f.Mask}
+			if in.DType == "" {
+				in.DType = schema.DTypeInt64
+			}
+			if f.Mask {
+				in.Pad = 0
+			}
+			rs.SeqInputs = append(rs.SeqInputs, in)
+		}
 	}
 	return rs
 }
@@ -159,6 +170,8 @@ func CheckShape(spec *modelpkg.Spec, info runtime.Info) error {
 			return fmt.Errorf("input field %q is a sequence of token ids but the model does not read token ids (%s)", name, info.Detail)
 		case !ok && info.Sequence:
 			return fmt.Errorf("the model reads token ids but no input field has type sequence (%v)", spec.Schema.Features())
+		case max(info.SeqInputs, 1) != len(spec.Schema.SequenceFields()):
+			return fmt.Errorf("the model reads %d sequence inputs but the schema has %d sequence fields (%s)", max(info.SeqInputs, 1), len(spec.Schema.SequenceFields()), info.Detail)
 		}
 	} else if info.Inputs > 0 && info.Inputs != spec.Schema.Width() {
 		return fmt.Errorf("the model reads %d features but the schema produces %d after preprocessing (%v)", info.Inputs, spec.Schema.Width(), spec.Schema.Features())
@@ -334,12 +347,21 @@ func warmup(ctx context.Context, spec *modelpkg.Spec, m runtime.Model, srv *serv
 	}
 	_, _, seq := spec.Schema.Sequence()
 	if seq && len(toks) == 0 {
-		// The pad id is always a valid input: the runtime pads with it.
+		// The pad id is always a valid input: the runtime pads with it. A
+		// mask field's one value is 1 (the pad id counts).
 		var pad int64
 		if pv := spec.Manifest.Serving.PadValue; pv != nil {
 			pad = *pv
 		}
-		toks = [][]int64{{pad}}
+		var row []int64
+		for _, f := range spec.Schema.SequenceFields() {
+			if f.Mask {
+				row = append(row, 1)
+			} else {
+				row = append(row, pad)
+			}
+		}
+		toks = [][]int64{row}
 	}
 	for i := 0; i < n; i++ {
 		if err := ctx.Err(); err != nil {

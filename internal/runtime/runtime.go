@@ -16,12 +16,24 @@ import (
 //
 // A sequence model's batch instead holds one variable-length row of token
 // ids per instance in Tokens (len(Tokens) == Rows, Cols 0, Data nil); the
-// runtime pads the rows to the batch's longest.
+// runtime pads the rows to the batch's longest. A model with several
+// sequence inputs (Spec.SeqInputs: input_ids and attention_mask) gets each
+// instance's inputs end to end in its one row, each of the same length
+// (so a row of k inputs is k × that length; SeqLen).
 type Batch struct {
 	Rows   int
 	Cols   int
 	Data   []float32 // len == Rows*Cols
 	Tokens [][]int64 // sequence models only: one row of token ids per instance
+}
+
+// SeqLen is the length of each input of a token row that packs inputs
+// sequence inputs end to end (inputs <= 1: one input, the row's length).
+func SeqLen(row []int64, inputs int) int {
+	if inputs <= 1 {
+		return len(row)
+	}
+	return len(row) / inputs
 }
 
 // Row returns row i of the batch.
@@ -49,6 +61,9 @@ type Info struct {
 	// Sequence is true when the model reads rows of token ids (Batch.Tokens)
 	// rather than float rows; Inputs is then 0.
 	Sequence bool
+	// SeqInputs is how many sequence inputs a sequence model's token row
+	// packs (1 for one input; 2 for input_ids and attention_mask).
+	SeqInputs int
 	// FeatureNames are the names the artifact itself declares for its
 	// input columns, in the order it reads them (XGBoost's feature_names,
 	// scikit-learn's feature_names_in_, an ONNX model's feature_names
@@ -123,6 +138,20 @@ type Spec struct {
 	// with (model.yaml serving.padValue, default 0).
 	Sequence bool
 	PadValue int64
+	// SeqInputs are a sequence schema's fields, one model input each, in
+	// the order a token row packs them (Batch). Set with Sequence.
+	SeqInputs []SeqInput
+}
+
+// SeqInput is one sequence input of a model: an integer tensor [batch,
+// seq] named as its field.
+type SeqInput struct {
+	Name  string
+	DType string // "int64" or "int32"
+	// Pad is what a padded position holds: PadValue for token ids, 0 for
+	// a mask (model.yaml mask: true), so a padded row reads as the row.
+	Pad  int64
+	Mask bool
 }
 
 // SessionOptions tune a runtime's own thread pools (model.yaml onnx:).

@@ -3,6 +3,7 @@ package schema
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -30,7 +31,7 @@ func Compile(fields []Field, steps []Step) (*Schema, []Problem) {
 	s := &Schema{index: map[string]int{}}
 	for i, f := range fields {
 		_, dup := s.index[f.Name]
-		cf := compileField(&ps, fmt.Sprintf("input.fields[%d]", i), f, dup, len(fields))
+		cf := compileField(&ps, fmt.Sprintf("input.fields[%d]", i), f, dup)
 		s.index[f.Name] = len(s.fields)
 		s.fields = append(s.fields, cf)
 	}
@@ -41,7 +42,8 @@ func Compile(fields []Field, steps []Step) (*Schema, []Problem) {
 	for i, st := range steps {
 		enc.attach(&ps, fmt.Sprintf("preprocess[%d]", i), st, s, fields)
 	}
-	if len(s.fields) == 1 && s.fields[0].kind == kSequence {
+	if slices.ContainsFunc(s.fields, func(f field) bool { return f.kind == kSequence }) {
+		checkSequences(&ps, s.fields)
 		if len(ps) > 0 {
 			return nil, ps
 		}
@@ -57,10 +59,35 @@ func Compile(fields []Field, steps []Step) (*Schema, []Problem) {
 	return s, nil
 }
 
+// checkSequences checks a schema whose first field is a sequence: every
+// field is a sequence (one model input each, all [batch, seq] with one
+// length per instance), with one maxLength, and a mask field masks
+// another one.
+func checkSequences(ps *problems, fields []field) {
+	first := fields[slices.IndexFunc(fields, func(f field) bool { return f.kind == kSequence })].Field
+	masks := 0
+	for i, f := range fields {
+		p := fmt.Sprintf("input.fields[%d]", i)
+		if f.kind != kSequence {
+			ps.add(p+".type", "a schema with a sequence field has sequence fields only (%q is one; this one is %s): a model's inputs are all token rows or all features", first.Name, f.Type)
+			continue
+		}
+		if f.MaxLength != first.MaxLength {
+			ps.add(p+".maxLength", "the sequence fields of a schema share one length per instance: %q has maxLength %d, got %d", first.Name, first.MaxLength, f.MaxLength)
+		}
+		if f.Mask {
+			masks++
+		}
+	}
+	if masks == len(fields) {
+		ps.add("input.fields", "every sequence field is a mask: a mask field masks another sequence field (the token ids)")
+	}
+}
+
 // compileField checks one field's declaration (at key path p; dup: an
-// earlier field has its name; n: how many fields the schema has) and
+// earlier field has its name) and
 // compiles its type, category values and default.
-func compileField(ps *problems, p string, f Field, dup bool, n int) field {
+func compileField(ps *problems, p string, f Field, dup bool) field {
 	switch {
 	case f.Name == "":
 		ps.add(p+".name", "is required")
@@ -70,7 +97,7 @@ func compileField(ps *problems, p string, f Field, dup bool, n int) field {
 		ps.add(p+".name", "duplicate field %q", f.Name)
 	}
 	cf := field{Field: f}
-	compileType(ps, p, &cf, n)
+	compileType(ps, p, &cf)
 	checkAttributes(ps, p, f)
 	if f.Default != nil && cf.kind != kSequence {
 		cf.hasDefault = true
@@ -87,8 +114,8 @@ func compileField(ps *problems, p string, f Field, dup bool, n int) field {
 
 // compileType sets cf's kind from its declared type, with what that type
 // requires: a category's values (each once), a sequence's maxLength, and
-// a sequence being the schema's only, required field.
-func compileType(ps *problems, p string, cf *field, n int) {
+// a sequence being required.
+func compileType(ps *problems, p string, cf *field) {
 	f := cf.Field
 	switch f.Type {
 	case TypeFloat:
@@ -114,8 +141,10 @@ func compileType(ps *problems, p string, cf *field, n int) {
 		if f.MaxLength < 1 || f.MaxLength > MaxSequenceLength {
 			ps.add(p+".maxLength", "a sequence field needs maxLength between 1 and %d, got %d", MaxSequenceLength, f.MaxLength)
 		}
-		if n != 1 {
-			ps.add(p+".type", "a sequence field must be the schema's only field (the schema has %d fields)", n)
+		switch f.DType {
+		case "", DTypeInt64, DTypeInt32:
+		default:
+			ps.add(p+".dtype", "unknown dtype %q (use int64, the default, or int32: the element type of the model's input tensor)", f.DType)
 		}
 		if f.Optional || f.Default != nil {
 			ps.add(p, "a sequence field is required: optional and default do not apply")
@@ -133,6 +162,12 @@ func compileType(ps *problems, p string, cf *field, n int) {
 func checkAttributes(ps *problems, p string, f Field) {
 	if f.Type != TypeSequence && f.MaxLength != 0 {
 		ps.add(p+".maxLength", "only sequence fields have maxLength")
+	}
+	if f.Type != TypeSequence && f.DType != "" {
+		ps.add(p+".dtype", "only sequence fields have a dtype (the others are read as float32 features)")
+	}
+	if f.Type != TypeSequence && f.Mask {
+		ps.add(p+".mask", "only sequence fields can be a mask")
 	}
 	if f.Type != TypeCategory && len(f.Values) > 0 {
 		ps.add(p+".values", "only category fields have values")

@@ -18,6 +18,12 @@ type Field struct {
 	Values   []string `yaml:"values,omitempty"`
 	// MaxLength bounds a sequence field's length (type sequence only).
 	MaxLength int `yaml:"maxLength,omitempty"`
+	// DType is a sequence field's element type in the model's input
+	// tensor: "int64" (the default when empty) or "int32".
+	DType string `yaml:"dtype,omitempty"`
+	// Mask marks a sequence field as an attention mask (type sequence
+	// only): its values are 0 or 1, and a padded position gets 0.
+	Mask bool `yaml:"mask,omitempty"`
 }
 
 // Step is one preprocessing step (model.yaml preprocess[i]).
@@ -38,9 +44,18 @@ const (
 	TypeBool     = "bool"
 	TypeCategory = "category"
 	// TypeSequence is a variable-length list of token ids (integers in
-	// [0, 2^31)). A schema with a sequence field has exactly that one field
-	// and no preprocessing; its instances become token rows, not float rows.
+	// [0, 2^31)), one model input tensor [batch, seq]. A schema with a
+	// sequence field has sequence fields only (several for a model with
+	// several inputs, e.g. input_ids and attention_mask, all of one length
+	// per instance) and no preprocessing; its instances become token rows,
+	// not float rows.
 	TypeSequence = "sequence"
+)
+
+// Sequence element types (Field.DType).
+const (
+	DTypeInt64 = "int64"
+	DTypeInt32 = "int32"
 )
 
 // MaxSequenceLength bounds a sequence field's maxLength.

@@ -103,9 +103,9 @@ func (f *field) featureNames() []string {
 // sequence schema).
 func (s *Schema) Width() int { return s.width }
 
-// Sequence reports whether the schema's one field is a sequence of token
-// ids, and that field's name and maxLength. Such a schema's instances are
-// read with Tokens, not Row.
+// Sequence reports whether the schema is made of sequence fields, and the
+// first one's name and maxLength (every sequence field of a schema has
+// that maxLength). Such a schema's instances are read with Tokens, not Row.
 func (s *Schema) Sequence() (name string, maxLength int, ok bool) {
 	if !s.seq {
 		return "", 0, false
@@ -113,57 +113,96 @@ func (s *Schema) Sequence() (name string, maxLength int, ok bool) {
 	return s.fields[0].Name, s.fields[0].MaxLength, true
 }
 
+// SequenceFields returns a sequence schema's fields in order: one model
+// input each ([batch, seq], its DType, Mask). nil for any other schema.
+func (s *Schema) SequenceFields() []Field {
+	if !s.seq {
+		return nil
+	}
+	return s.Fields()
+}
+
 // Tokens validates an instance of a sequence schema and returns its token
-// ids: an array of 1..maxLength integers in [0, 2^31). path prefixes field
-// names in errors ("instances[3]"), and an element's error names its index
+// row: every sequence field's values, in field order, end to end. Each
+// field holds 1..maxLength integers in [0, 2^31) (a mask field: 0 or 1),
+// and all of an instance's fields have one length, so the row's length is
+// that length times the number of fields. path prefixes field names in
+// errors ("instances[3]"), and an element's error names its index
 // ("instances[3].tokens[5]").
 func (s *Schema) Tokens(path string, inst Instance) ([]int64, error) {
 	if !s.seq {
 		return nil, errs.New(errs.Internal, "schema: Tokens on a schema without a sequence field")
 	}
-	f := &s.fields[0]
-	fp := path + "." + f.Name
-	var val *Value
+	var valBuf [4]*Value
+	vals := valBuf[:0]
+	if len(s.fields) <= len(valBuf) {
+		vals = valBuf[:len(s.fields)]
+	} else {
+		vals = make([]*Value, len(s.fields))
+	}
 	for i := range inst {
 		m := &inst[i]
-		if m.Name != f.Name {
+		j, ok := s.index[m.Name]
+		if !ok {
 			e := errs.Field(errs.InvalidArgument, path+"."+errs.Clip(m.Name), "unknown field (expected: %s)", s.known)
 			e.Reason = ReasonUnknown
 			return nil, e
 		}
-		if val != nil {
-			return nil, fieldErr(fp, viol(ReasonDuplicate, "duplicate field"))
+		if vals[j] != nil {
+			return nil, fieldErr(path+"."+m.Name, viol(ReasonDuplicate, "duplicate field"))
 		}
-		val = &m.Value
+		vals[j] = &m.Value
 	}
-	switch {
-	case val == nil:
-		return nil, fieldErr(fp, viol(ReasonMissing, "required field is missing"))
-	case val.Kind == Null:
-		return nil, fieldErr(fp, viol(ReasonNull, "null is not allowed for a required field"))
-	case val.Kind != Array:
-		return nil, fieldErr(fp, viol(ReasonType, "expected an array of token ids (integers in [0, 2^31)), got %s", kindName(*val)))
-	case len(val.Items) == 0:
-		return nil, fieldErr(fp, viol(ReasonRange, "must hold at least 1 token id, got an empty array"))
-	case len(val.Items) > f.MaxLength:
-		return nil, fieldErr(fp, viol(ReasonRange, "has %d token ids, maxLength is %d", len(val.Items), f.MaxLength))
-	}
-	out := make([]int64, len(val.Items))
-	for i, lit := range val.Items {
-		x, err := strconv.ParseInt(lit, 10, 64)
-		if err != nil {
-			// Not a plain integer literal: 1.0 and 1e2 are accepted when
-			// they are exact integers; anything else is refused.
-			fl, ferr := strconv.ParseFloat(lit, 64)
-			if ferr != nil || fl != math.Trunc(fl) || math.Abs(fl) > 1<<53 {
-				return nil, fieldErr(fmt.Sprintf("%s[%d]", fp, i), viol(ReasonInteger, "expected an integer token id in [0, 2^31), got %s", lit))
+	var out []int64
+	length := 0
+	for j := range s.fields {
+		f := &s.fields[j]
+		fp := path + "." + f.Name
+		val := vals[j]
+		what, one, many := "token ids (integers in [0, 2^31))", "token id", "token ids"
+		if f.Mask {
+			what, one, many = "mask values (0 or 1)", "mask value", "mask values"
+		}
+		switch {
+		case val == nil:
+			return nil, fieldErr(fp, viol(ReasonMissing, "required field is missing"))
+		case val.Kind == Null:
+			return nil, fieldErr(fp, viol(ReasonNull, "null is not allowed for a required field"))
+		case val.Kind != Array:
+			return nil, fieldErr(fp, viol(ReasonType, "expected an array of %s, got %s", what, kindName(*val)))
+		case len(val.Items) == 0:
+			return nil, fieldErr(fp, viol(ReasonRange, "must hold at least 1 %s, got an empty array", one))
+		case len(val.Items) > f.MaxLength:
+			return nil, fieldErr(fp, viol(ReasonRange, "has %d %s, maxLength is %d", len(val.Items), many, f.MaxLength))
+		case j > 0 && len(val.Items) != length:
+			return nil, fieldErr(fp, viol(ReasonRange, "has %d %s but %s has %d: the sequence fields of an instance have one length", len(val.Items), many, s.fields[0].Name, length))
+		}
+		if j == 0 {
+			length = len(val.Items)
+			out = make([]int64, 0, length*len(s.fields))
+		}
+		for i, lit := range val.Items {
+			x, err := strconv.ParseInt(lit, 10, 64)
+			if err != nil {
+				// Not a plain integer literal: 1.0 and 1e2 are accepted when
+				// they are exact integers; anything else is refused.
+				fl, ferr := strconv.ParseFloat(lit, 64)
+				if ferr != nil || fl != math.Trunc(fl) || math.Abs(fl) > 1<<53 {
+					if f.Mask {
+						return nil, fieldErr(fmt.Sprintf("%s[%d]", fp, i), viol(ReasonInteger, "expected a mask value 0 or 1, got %s", lit))
+					}
+					return nil, fieldErr(fmt.Sprintf("%s[%d]", fp, i), viol(ReasonInteger, "expected an integer token id in [0, 2^31), got %s", lit))
+				}
+				x = int64(fl)
 			}
-			x = int64(fl)
+			switch {
+			case f.Mask && x != 0 && x != 1:
+				return nil, fieldErr(fmt.Sprintf("%s[%d]", fp, i), viol(ReasonRange, "a mask value is 0 or 1, got %s", lit))
+			case x < 0 || x >= 1<<31:
+				return nil, fieldErr(fmt.Sprintf("%s[%d]", fp, i), viol(ReasonRange, "token id must be in [0, 2^31), got %s", lit))
+			}
+			out = append(out, x)
 		}
-		if x < 0 || x >= 1<<31 {
-			return nil, fieldErr(fmt.Sprintf("%s[%d]", fp, i), viol(ReasonRange, "token id must be in [0, 2^31), got %s", lit))
-		}
-		out[i] = x
 	}
 	return out, nil
 }

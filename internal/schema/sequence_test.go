@@ -27,7 +27,13 @@ func TestSequenceCompileProblems(t *testing.T) {
 	}{
 		{"no maxLength", []Field{{Name: "t", Type: TypeSequence}}, nil, "input.fields[0].maxLength", "between 1 and"},
 		{"huge maxLength", []Field{{Name: "t", Type: TypeSequence, MaxLength: MaxSequenceLength + 1}}, nil, "input.fields[0].maxLength", "between 1 and"},
-		{"other fields", []Field{{Name: "t", Type: TypeSequence, MaxLength: 8}, {Name: "x", Type: TypeFloat}}, nil, "input.fields[0].type", "only field"},
+		{"other fields", []Field{{Name: "t", Type: TypeSequence, MaxLength: 8}, {Name: "x", Type: TypeFloat}}, nil, "input.fields[1].type", "sequence fields only"},
+		{"a float first", []Field{{Name: "x", Type: TypeFloat}, {Name: "t", Type: TypeSequence, MaxLength: 8}}, nil, "input.fields[0].type", `sequence fields only ("t" is one; this one is float)`},
+		{"two maxLengths", []Field{{Name: "ids", Type: TypeSequence, MaxLength: 8}, {Name: "mask", Type: TypeSequence, MaxLength: 4, Mask: true}}, nil, "input.fields[1].maxLength", `"ids" has maxLength 8, got 4`},
+		{"only masks", []Field{{Name: "mask", Type: TypeSequence, MaxLength: 8, Mask: true}}, nil, "input.fields", "masks another sequence field"},
+		{"bad dtype", []Field{{Name: "t", Type: TypeSequence, MaxLength: 8, DType: "float32"}}, nil, "input.fields[0].dtype", `unknown dtype "float32" (use int64, the default, or int32`},
+		{"dtype on float", []Field{{Name: "x", Type: TypeFloat, DType: "int64"}}, nil, "input.fields[0].dtype", "only sequence fields have a dtype"},
+		{"mask on int", []Field{{Name: "x", Type: TypeInt, Mask: true}}, nil, "input.fields[0].mask", "only sequence fields can be a mask"},
 		{"optional", []Field{{Name: "t", Type: TypeSequence, MaxLength: 8, Optional: true}}, nil, "input.fields[0]", "required"},
 		{"min", []Field{{Name: "t", Type: TypeSequence, MaxLength: 8, Min: f64(0)}}, nil, "input.fields[0]", "min/max"},
 		{"maxLength on float", []Field{{Name: "x", Type: TypeFloat, MaxLength: 8}}, nil, "input.fields[0].maxLength", "only sequence"},
@@ -134,5 +140,51 @@ func TestInstanceOfArray(t *testing.T) {
 	inst, _ = InstanceOf([]string{"tokens"}, map[string]any{"tokens": []any{"a"}})
 	if inst[0].Value.Kind != Composite {
 		t.Fatal(inst)
+	}
+}
+
+// TestSequenceFieldsTokens: a schema of input_ids and attention_mask packs
+// an instance's two arrays end to end, and refuses arrays of two lengths
+// and a mask value other than 0 or 1, naming the field and element.
+func TestSequenceFieldsTokens(t *testing.T) {
+	s, probs := Compile([]Field{
+		{Name: "input_ids", Type: TypeSequence, MaxLength: 4},
+		{Name: "attention_mask", Type: TypeSequence, MaxLength: 4, Mask: true, DType: DTypeInt64},
+	}, nil)
+	if len(probs) > 0 {
+		t.Fatal(probs)
+	}
+	if fs := s.SequenceFields(); len(fs) != 2 || fs[1].Name != "attention_mask" || !fs[1].Mask {
+		t.Fatalf("%+v", fs)
+	}
+	arr := func(xs ...string) Value { return Value{Kind: Array, Items: xs} }
+	inst := func(ids, mask Value) Instance {
+		return Instance{{Name: "attention_mask", Value: mask}, {Name: "input_ids", Value: ids}} // any member order
+	}
+	got, err := s.Tokens("instances[0]", inst(arr("7", "8", "9"), arr("1", "0", "1")))
+	if err != nil || !reflect.DeepEqual(got, []int64{7, 8, 9, 1, 0, 1}) {
+		t.Fatal(got, err)
+	}
+	bad := []struct {
+		name  string
+		inst  Instance
+		field string
+		msg   string
+	}{
+		{"lengths", inst(arr("7", "8"), arr("1")), "instances[1].attention_mask", "has 1 mask values but input_ids has 2: the sequence fields of an instance have one length"},
+		{"mask 2", inst(arr("7", "8"), arr("1", "2")), "instances[1].attention_mask[1]", "a mask value is 0 or 1, got 2"},
+		{"mask fraction", inst(arr("7"), arr("0.5")), "instances[1].attention_mask[0]", "expected a mask value 0 or 1, got 0.5"},
+		{"mask missing", Instance{{Name: "input_ids", Value: arr("7")}}, "instances[1].attention_mask", "required field is missing"},
+		{"mask too long", inst(arr("1", "2", "3", "4", "5"), arr("1", "1", "1", "1", "1")), "instances[1].input_ids", "has 5 token ids, maxLength is 4"},
+		{"unknown", append(inst(arr("7"), arr("1")), Member{Name: "token_type_ids", Value: arr("0")}), "instances[1].token_type_ids", "unknown field (expected: input_ids, attention_mask)"},
+	}
+	for _, c := range bad {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := s.Tokens("instances[1]", c.inst)
+			e, ok := err.(*errs.Error)
+			if !ok || e.Field != c.field || !strings.Contains(e.Message, c.msg) {
+				t.Fatalf("got %v, want %s: ...%s...", err, c.field, c.msg)
+			}
+		})
 	}
 }

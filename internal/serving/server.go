@@ -99,6 +99,10 @@ type Config struct {
 	// holds rows of one bucket, so it is never padded beyond that boundary.
 	// Empty: one bucket. Float rows are always in one bucket.
 	LengthBuckets []int
+	// SeqInputs is how many sequence inputs a token row packs end to end
+	// (runtime.Batch; 0 or 1: one): a row's length for its bucket is its
+	// length over SeqInputs (runtime.SeqLen).
+	SeqInputs int
 	// CPUs, when set, bounds the batches that compute at once across
 	// every Server sharing it (the process's model CPUs): a batch waits
 	// for a slot within its deadline. Nil: no bound.
@@ -520,7 +524,7 @@ func (s *Server) Submit(ctx context.Context, w Work) (Result, error) {
 		}
 		longest := 0
 		for _, r := range w.Rows.Tokens {
-			longest = max(longest, len(r))
+			longest = max(longest, runtime.SeqLen(r, s.cfg.SeqInputs))
 		}
 		bucket = BucketOf(s.cfg.LengthBuckets, longest)
 	}

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/sluiceml/sluice/internal/runtime"
 )
 
 // This file reads the little of an ONNX ModelProto that the runtime checks
@@ -406,7 +409,15 @@ type Contract struct {
 	// Sequence: the input is int64 token ids [batch, seq] with both axes
 	// dynamic; Features is then 0.
 	Sequence bool
+	// Inputs are a sequence model's inputs, every one an integer tensor
+	// [batch, seq] (Input is the first): one for a model of token ids,
+	// several for e.g. input_ids and attention_mask. In the model's order
+	// until Bind puts them in the order of the package's fields.
+	Inputs []Tensor
 }
+
+// isIntTensor: an int64 or int32 tensor (a sequence input).
+func isIntTensor(t Tensor) bool { return t.Kind == "tensor" && (t.ElemType == 7 || t.ElemType == 6) }
 
 // CheckContract validates a model's declared inputs and outputs against the
 // package: features is the schema's width after preprocessing (0: any, only
@@ -419,19 +430,24 @@ func CheckContract(mi *ModelInfo, features, outputs int) (*Contract, error) {
 		}
 		return strings.Join(s, ", ")
 	}
-	if len(mi.Inputs) != 1 {
-		return nil, fmt.Errorf("the model has %d inputs (%s); runtime onnx serves models with exactly one input, a float32 tensor [batch, features]", len(mi.Inputs), list(mi.Inputs))
+	if len(mi.Inputs) == 0 || len(mi.Inputs) > 1 && !slices.ContainsFunc(mi.Inputs, isIntTensor) {
+		return nil, fmt.Errorf("the model has %d inputs (%s); runtime onnx serves models with one float32 input [batch, features], or integer inputs [batch, seq] (token ids, attention masks) only", len(mi.Inputs), list(mi.Inputs))
 	}
 	if len(mi.Outputs) != 1 {
 		return nil, fmt.Errorf("the model has %d outputs (%s); runtime onnx serves models with exactly one output, a float32 tensor [batch, outputs] or [batch]", len(mi.Outputs), list(mi.Outputs))
 	}
 	in, out := mi.Inputs[0], mi.Outputs[0]
 	c := &Contract{Input: in, Output: out}
-	if in.Kind == "tensor" && in.ElemType == 7 {
-		if err := checkSequenceInput(in, features); err != nil {
-			return nil, err
+	if slices.ContainsFunc(mi.Inputs, isIntTensor) {
+		for _, t := range mi.Inputs {
+			if !isIntTensor(t) {
+				return nil, fmt.Errorf("input %q is %s %s but the model's other inputs are integer token rows (%s); runtime onnx serves models whose inputs are all int64 or int32 [batch, seq]", t.Name, t.TypeString(), t.ShapeString(), list(mi.Inputs))
+			}
+			if err := checkSequenceInput(t, features); err != nil {
+				return nil, err
+			}
 		}
-		c.Sequence = true
+		c.Sequence, c.Inputs = true, slices.Clone(mi.Inputs)
 		if err := checkOutput(c, out, outputs); err != nil {
 			return nil, err
 		}
@@ -466,11 +482,68 @@ func CheckContract(mi *ModelInfo, features, outputs int) (*Contract, error) {
 	return c, nil
 }
 
-// checkSequenceInput checks an int64 input: a sequence model's token ids,
-// [batch, seq] with both axes dynamic.
+// Bind puts a sequence contract's inputs in the order of the package's
+// sequence fields, each input named as its field, and checks each
+// field's dtype against its tensor. A model of one input takes a field of
+// any name. Every input must have a field and every field an input.
+func (c *Contract) Bind(fields []runtime.SeqInput) error {
+	if !c.Sequence {
+		return nil
+	}
+	names := func(ts []Tensor) string {
+		s := make([]string, len(ts))
+		for i, t := range ts {
+			s[i] = fmt.Sprintf("%q %s %s", t.Name, t.TypeString(), t.ShapeString())
+		}
+		return strings.Join(s, ", ")
+	}
+	if len(fields) == 0 {
+		return nil // no package (sluice init): the model's order
+	}
+	var bound []Tensor
+	if len(fields) == 1 && len(c.Inputs) == 1 {
+		bound = c.Inputs
+	} else {
+		for _, f := range fields {
+			i := slices.IndexFunc(c.Inputs, func(t Tensor) bool { return t.Name == f.Name })
+			if i < 0 {
+				return fmt.Errorf("sequence field %q names no input of the model (its inputs: %s); name each sequence field as the input it fills", f.Name, names(c.Inputs))
+			}
+			bound = append(bound, c.Inputs[i])
+		}
+		if len(fields) != len(c.Inputs) {
+			var missing []string
+			for _, t := range c.Inputs {
+				if !slices.ContainsFunc(fields, func(f runtime.SeqInput) bool { return f.Name == t.Name }) {
+					missing = append(missing, fmt.Sprintf("%q %s %s", t.Name, t.TypeString(), t.ShapeString()))
+				}
+			}
+			return fmt.Errorf("the model has %d inputs but model.yaml declares %d sequence fields: no field for input %s; declare one sequence field per input, named as it", len(c.Inputs), len(fields), strings.Join(missing, ", "))
+		}
+	}
+	for i, f := range fields {
+		want := f.DType
+		if want == "" {
+			want = "int64"
+		}
+		if got := bound[i].TypeString(); got != want {
+			return fmt.Errorf("input %q is %s %s but its field %q declares dtype %s; set dtype: %s", bound[i].Name, got, bound[i].ShapeString(), f.Name, want, got)
+		}
+	}
+	for i := 1; i < len(bound); i++ {
+		if bound[i].ElemType != bound[0].ElemType {
+			return fmt.Errorf("inputs %q (%s) and %q (%s) have two element types; runtime onnx serves the sequence inputs of a model in one type", bound[0].Name, bound[0].TypeString(), bound[i].Name, bound[i].TypeString())
+		}
+	}
+	c.Inputs, c.Input = bound, bound[0]
+	return nil
+}
+
+// checkSequenceInput checks an integer input: a sequence model's token
+// ids or mask, [batch, seq] with both axes dynamic.
 func checkSequenceInput(in Tensor, features int) error {
 	if !in.HasShape || len(in.Dims) != 2 {
-		return fmt.Errorf("input %q is int64 with shape %s; a sequence model's input must be token ids [batch, seq], rank 2", in.Name, in.ShapeString())
+		return fmt.Errorf("input %q is %s with shape %s; a sequence model's input must be token ids [batch, seq], rank 2", in.Name, in.TypeString(), in.ShapeString())
 	}
 	if b := in.Dims[0]; b.Value >= 0 {
 		return fmt.Errorf("input %q has a fixed batch dimension of %d (shape %s); export the model with a dynamic batch axis (dynamic_axes={%q: {0: \"batch\", 1: \"seq\"}})", in.Name, b.Value, in.ShapeString(), in.Name)

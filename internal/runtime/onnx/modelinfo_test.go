@@ -64,7 +64,7 @@ func TestCheckContract(t *testing.T) {
 		{"mlp", 29, 1, `input "features" has 30 features (shape [batch, 30]) but model.yaml's input schema produces 29 after preprocessing`},
 		{"f64.onnx", 30, 1, `input "x" is float64; want float32`},
 		{"fixed.onnx", 30, 1, `input "x" has a fixed batch dimension of 1 (shape [1, 30]); export the model with a dynamic batch axis`},
-		{"two_inputs.onnx", 30, 1, `the model has 2 inputs ("a" float32 [N, 30], "b" float32 [N, 30]); runtime onnx serves models with exactly one input`},
+		{"two_inputs.onnx", 30, 1, `the model has 2 inputs ("a" float32 [N, 30], "b" float32 [N, 30]); runtime onnx serves models with one float32 input [batch, features], or integer inputs`},
 		{"two_outputs.onnx", 30, 1, `the model has 2 outputs ("y" float32 [N, 1], "z" float32 [N, 1])`},
 		{"rank3.onnx", 30, 1, `input "x" has shape [N, 5, 6]; want [batch, 30]`},
 		{"int_out.onnx", 30, 1, `output "label" is int64; want float32`},

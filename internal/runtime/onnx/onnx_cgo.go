@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 
 	ort "github.com/yalue/onnxruntime_go"
@@ -63,13 +64,14 @@ type Model struct {
 	name string
 	c    *Contract
 	info runtime.Info
-	pad  int64 // sequence models: the token id rows are padded with
+	pads []int64 // sequence models: what each input's padded positions hold
 
-	mu     sync.Mutex // guards sess, the caches and closed: Close against Predict
-	sess   *ort.DynamicAdvancedSession
-	floats *tensorCache[float32]
-	tokens *tensorCache[int64]
-	closed bool
+	mu       sync.Mutex // guards sess, the caches and closed: Close against Predict
+	sess     *ort.DynamicAdvancedSession
+	floats   *tensorCache[float32]
+	tokens   *tensorCache[int64] // int64 sequence inputs
+	tokens32 *tensorCache[int32] // int32 sequence inputs
+	closed   bool
 }
 
 // Load checks the model's tensors against the package and creates a session.
@@ -88,6 +90,12 @@ func (Runtime) Load(ctx context.Context, spec runtime.Spec, data []byte) (runtim
 	if spec.Sequence && !c.Sequence {
 		return nil, fmt.Errorf("onnx: model.yaml declares a sequence field but input %q is %s %s; a sequence model's input is int64 token ids [batch, seq]", c.Input.Name, c.Input.TypeString(), c.Input.ShapeString())
 	}
+	if !spec.Sequence && len(c.Inputs) > 1 {
+		return nil, fmt.Errorf("onnx: the model has %d integer inputs [batch, seq] (%s) but model.yaml declares no sequence field; declare one sequence field per input, named as it", len(c.Inputs), inputNames(c.Inputs))
+	}
+	if err := c.Bind(spec.SeqInputs); err != nil {
+		return nil, fmt.Errorf("onnx: %v", err)
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -103,37 +111,65 @@ func (Runtime) Load(ctx context.Context, spec runtime.Spec, data []byte) (runtim
 	if err := opts.SetInterOpNumThreads(inter); err != nil {
 		return nil, fmt.Errorf("onnx: interOpThreads %d: %v", inter, err)
 	}
-	sess, err := ort.NewDynamicAdvancedSessionWithONNXData(data, []string{c.Input.Name}, []string{c.Output.Name}, opts)
+	inputs := []string{c.Input.Name}
+	if c.Sequence {
+		inputs = inputs[:0]
+		for _, t := range c.Inputs {
+			inputs = append(inputs, t.Name)
+		}
+	}
+	sess, err := ort.NewDynamicAdvancedSessionWithONNXData(data, inputs, []string{c.Output.Name}, opts)
 	if err != nil {
 		return nil, fmt.Errorf("onnx: ONNX Runtime could not load the model: %v", err)
 	}
-	m := &Model{name: spec.Name, sess: sess, c: c, pad: spec.PadValue}
+	m := &Model{name: spec.Name, sess: sess, c: c}
+	if c.Sequence {
+		// The pad of each input: its field's (a mask's is 0), else the pad value.
+		for i := range c.Inputs {
+			pad := spec.PadValue
+			if i < len(spec.SeqInputs) {
+				pad = spec.SeqInputs[i].Pad
+			}
+			m.pads = append(m.pads, pad)
+		}
+	}
 	k := int64(c.Outputs)
 	outShape := func(n int) ort.Shape { return ort.NewShape(int64(n), k) }
 	if c.VectorOutput {
 		outShape = func(n int) ort.Shape { return ort.NewShape(int64(n)) }
 	}
-	if c.Sequence {
-		m.tokens = newTensorCache[int64](c.Outputs, outShape)
-	} else {
-		m.floats = newTensorCache[float32](c.Outputs, outShape)
+	switch {
+	case c.Sequence && c.Input.ElemType == 6:
+		m.tokens32 = newTensorCache[int32](len(c.Inputs), c.Outputs, outShape)
+	case c.Sequence:
+		m.tokens = newTensorCache[int64](len(c.Inputs), c.Outputs, outShape)
+	default:
+		m.floats = newTensorCache[float32](1, c.Outputs, outShape)
 	}
 	producer := mi.Producer
 	if producer == "" {
 		producer = "unknown producer"
 	}
 	m.info = runtime.Info{
-		Inputs:   c.Features,
-		Outputs:  c.Outputs,
-		Sequence: c.Sequence,
+		Inputs:    c.Features,
+		Outputs:   c.Outputs,
+		Sequence:  c.Sequence,
+		SeqInputs: len(c.Inputs),
 		// The artifact's own names for its columns (metadata
 		// feature_names), for the check of the package's field order.
 		FeatureNames: mi.FeatureNames,
 		Detail: fmt.Sprintf("onnx, input %q %s %s, output %q float32 %s, opset %d, %s, ONNX Runtime %s, threads intra %d inter %d",
 			c.Input.Name, c.Input.TypeString(), c.Input.ShapeString(), c.Output.Name, c.Output.ShapeString(), mi.Opset, producer, envVersion, intra, inter),
 	}
-	if c.Sequence {
-		m.info.Detail += fmt.Sprintf(", pad value %d", m.pad)
+	if len(c.Inputs) > 1 {
+		m.info.Detail = fmt.Sprintf("onnx, inputs %s, output %q float32 %s, opset %d, %s, ONNX Runtime %s, threads intra %d inter %d",
+			inputNames(c.Inputs), c.Output.Name, c.Output.ShapeString(), mi.Opset, producer, envVersion, intra, inter)
+	}
+	switch {
+	case len(m.pads) == 1:
+		m.info.Detail += fmt.Sprintf(", pad value %d", m.pads[0])
+	case len(m.pads) > 1:
+		m.info.Detail += fmt.Sprintf(", pad values %v", m.pads)
 	}
 	return m, nil
 }
@@ -168,16 +204,18 @@ func (m *Model) Predict(ctx context.Context, in runtime.Batch) (runtime.Output, 
 	if m.closed {
 		return runtime.Output{}, m.closedError()
 	}
-	p, buf, res, err := m.floats.get(in.Rows, d)
+	p, bufs, res, err := m.floats.get(in.Rows, d)
 	if err != nil {
 		return runtime.Output{}, err
 	}
-	copy(buf, in.Data)
+	copy(bufs[0], in.Data)
 	return m.runLocked(p, in.Rows, res)
 }
 
-// predictSequence pads the batch's token rows to its longest row with the
-// pad value into the replica's int64 [n, L] tensor and runs it.
+// predictSequence pads the batch's token rows to its longest row into the
+// replica's [n, L] tensor of each input (a row packs its inputs end to
+// end, runtime.Batch), each input's positions past the row padded with
+// that input's pad (the pad value; 0 for a mask), and runs them.
 func (m *Model) predictSequence(ctx context.Context, in runtime.Batch) (runtime.Output, error) {
 	if in.Rows < 0 || len(in.Tokens) != in.Rows {
 		return runtime.Output{}, fmt.Errorf("onnx: input %q reads token ids: batch of %d rows has %d token rows", m.c.Input.Name, in.Rows, len(in.Tokens))
@@ -186,12 +224,16 @@ func (m *Model) predictSequence(ctx context.Context, in runtime.Batch) (runtime.
 	if in.Rows == 0 {
 		return runtime.Output{Cols: k, Data: []float32{}}, nil
 	}
+	K := len(m.c.Inputs)
 	L := 0
 	for i, r := range in.Tokens {
 		if len(r) == 0 {
 			return runtime.Output{}, fmt.Errorf("onnx: input %q: row %d has no token ids", m.c.Input.Name, i)
 		}
-		L = max(L, len(r))
+		if len(r)%K != 0 {
+			return runtime.Output{}, fmt.Errorf("onnx: row %d has %d values, not %d inputs (%s) of one length", i, len(r), K, inputNames(m.c.Inputs))
+		}
+		L = max(L, len(r)/K)
 	}
 	if err := ctx.Err(); err != nil {
 		return runtime.Output{}, err
@@ -201,18 +243,49 @@ func (m *Model) predictSequence(ctx context.Context, in runtime.Batch) (runtime.
 	if m.closed {
 		return runtime.Output{}, m.closedError()
 	}
-	p, data, res, err := m.tokens.get(in.Rows, L)
+	if m.tokens32 != nil {
+		p, bufs, res, err := m.tokens32.get(in.Rows, L)
+		if err != nil {
+			return runtime.Output{}, err
+		}
+		fillPadded(bufs, in.Tokens, L, m.pads)
+		return m.runLocked(p, in.Rows, res)
+	}
+	p, bufs, res, err := m.tokens.get(in.Rows, L)
 	if err != nil {
 		return runtime.Output{}, err
 	}
-	for i, r := range in.Tokens {
-		row := data[i*L : (i+1)*L]
-		n := copy(row, r)
-		for j := n; j < L; j++ {
-			row[j] = m.pad
+	fillPadded(bufs, in.Tokens, L, m.pads)
+	return m.runLocked(p, in.Rows, res)
+}
+
+// fillPadded writes input j of every row (a row packs len(bufs) inputs of
+// one length end to end) into bufs[j] as [rows, L], padded with pads[j].
+func fillPadded[T int64 | int32](bufs [][]T, rows [][]int64, L int, pads []int64) {
+	K := len(bufs)
+	for j, buf := range bufs {
+		pad := T(pads[j])
+		for i, r := range rows {
+			l := len(r) / K
+			src := r[j*l : (j+1)*l]
+			dst := buf[i*L : (i+1)*L]
+			for x, v := range src {
+				dst[x] = T(v)
+			}
+			for x := l; x < L; x++ {
+				dst[x] = pad
+			}
 		}
 	}
-	return m.runLocked(p, in.Rows, res)
+}
+
+// inputNames renders inputs as `"input_ids" int64 [batch, seq], ...`.
+func inputNames(ts []Tensor) string {
+	s := make([]string, len(ts))
+	for i, t := range ts {
+		s[i] = fmt.Sprintf("%q %s %s", t.Name, t.TypeString(), t.ShapeString())
+	}
+	return strings.Join(s, ", ")
 }
 
 // runLocked runs the session on a pair whose input is filled and copies
@@ -243,6 +316,9 @@ func (m *Model) Close() error {
 	}
 	if m.tokens != nil {
 		m.tokens.flush()
+	}
+	if m.tokens32 != nil {
+		m.tokens32.flush()
 	}
 	return m.sess.Destroy()
 }

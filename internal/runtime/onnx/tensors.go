@@ -34,55 +34,78 @@ func (p *boundPair) destroy() {
 
 // tensorCache keeps a replica's input and output tensors per batch shape so
 // a Predict only copies its rows in, runs, and copies the output out. All
-// pairs view one input and one output buffer, grown (and every pair
-// dropped) when a batch does not fit. It belongs to one Model and is used
-// under the Model's mutex.
+// pairs view one buffer per input (a sequence model may have several
+// inputs of one shape: input_ids and attention_mask) and one output
+// buffer, grown (and every pair dropped) when a batch does not fit. It
+// belongs to one Model and is used under the Model's mutex.
 type tensorCache[T ort.TensorData] struct {
 	outShape func(n int) ort.Shape
 	outCols  int
-	in       []T       // input buffer: every pair's input tensor views a prefix
+	in       [][]T     // input buffers: every pair's input tensor j views a prefix of in[j]
 	out      []float32 // output buffer, likewise
+	views    [][]T     // the prefixes get returns (reused)
 	pairs    map[shape]*boundPair
 	tick     uint64
 }
 
-func newTensorCache[T ort.TensorData](outCols int, outShape func(n int) ort.Shape) *tensorCache[T] {
-	return &tensorCache[T]{outShape: outShape, outCols: outCols, pairs: map[shape]*boundPair{}}
+func newTensorCache[T ort.TensorData](inputs, outCols int, outShape func(n int) ort.Shape) *tensorCache[T] {
+	return &tensorCache[T]{outShape: outShape, outCols: outCols, in: make([][]T, inputs), views: make([][]T, inputs), pairs: map[shape]*boundPair{}}
 }
 
 // get returns the pair for a rows×width batch and the buffer prefixes its
-// tensors read and write, making the pair (and growing the buffers) if
-// needed.
-func (c *tensorCache[T]) get(rows, width int) (*boundPair, []T, []float32, error) {
+// tensors read and write (one per input; the slice is reused by the next
+// get), making the pair (and growing the buffers) if needed.
+func (c *tensorCache[T]) get(rows, width int) (*boundPair, [][]T, []float32, error) {
 	c.tick++
 	nIn, nOut := rows*width, rows*c.outCols
 	k := shape{rows, width}
-	if p, ok := c.pairs[k]; ok {
-		p.used = c.tick
-		return p, c.in[:nIn], c.out[:nOut], nil
+	p, ok := c.pairs[k]
+	if !ok {
+		var err error
+		if p, err = c.make(rows, width); err != nil {
+			return nil, nil, nil, err
+		}
+		c.pairs[k] = p
 	}
-	if nIn > len(c.in) || nOut > len(c.out) {
+	p.used = c.tick
+	for j := range c.in {
+		c.views[j] = c.in[j][:nIn]
+	}
+	return p, c.views, c.out[:nOut], nil
+}
+
+// make creates the pair of a shape not cached.
+func (c *tensorCache[T]) make(rows, width int) (*boundPair, error) {
+	nIn, nOut := rows*width, rows*c.outCols
+	if nIn > len(c.in[0]) || nOut > len(c.out) {
 		// Tensors hold pointers into the old buffers: drop them all. The
 		// buffers at least double, so this happens a few times per replica.
 		c.flush()
-		c.in = make([]T, max(nIn, 2*len(c.in)))
+		size := max(nIn, 2*len(c.in[0]))
+		for j := range c.in {
+			c.in[j] = make([]T, size)
+		}
 		c.out = make([]float32, max(nOut, 2*len(c.out)))
 	}
 	if len(c.pairs) >= maxShapes {
 		c.evictOldest()
 	}
-	inT, err := ort.NewTensor(ort.NewShape(int64(rows), int64(width)), c.in[:nIn])
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("onnx: input tensor: %v", err)
+	p := &boundPair{}
+	for j := range c.in {
+		inT, err := ort.NewTensor(ort.NewShape(int64(rows), int64(width)), c.in[j][:nIn])
+		if err != nil {
+			p.destroy()
+			return nil, fmt.Errorf("onnx: input tensor: %v", err)
+		}
+		p.inputs = append(p.inputs, inT)
 	}
 	outT, err := ort.NewTensor(c.outShape(rows), c.out[:nOut])
 	if err != nil {
-		inT.Destroy()
-		return nil, nil, nil, fmt.Errorf("onnx: output tensor: %v", err)
+		p.destroy()
+		return nil, fmt.Errorf("onnx: output tensor: %v", err)
 	}
-	p := &boundPair{inputs: []ort.Value{inT}, outputs: []ort.Value{outT}, used: c.tick}
-	c.pairs[k] = p
-	return p, c.in[:nIn], c.out[:nOut], nil
+	p.outputs = []ort.Value{outT}
+	return p, nil
 }
 
 // evictOldest destroys the least recently used pair.
