@@ -30,8 +30,21 @@ func newCheckCmd() *cobra.Command {
 			out := cmd.OutOrStdout()
 			m := p.Spec.Manifest
 			fmt.Fprintf(out, "package   %s (%s)\nruntime   %s\nartifact  %s sha256:%s (%d bytes)\n", m.Name, args[0], m.Runtime, m.Artifact, p.ArtifactSHA, len(p.Artifact))
-			if f := m.Input.Fields[0]; f.Type == "sequence" {
-				fmt.Fprintf(out, "input     %s: token ids %q, 1 to %d per instance\n", m.Input.Schema, f.Name, f.MaxLength)
+			if fs := p.Spec.Schema.SequenceFields(); len(fs) == 1 {
+				fmt.Fprintf(out, "input     %s: token ids %q, 1 to %d per instance\n", m.Input.Schema, fs[0].Name, fs[0].MaxLength)
+			} else if len(fs) > 1 {
+				fmt.Fprintf(out, "input     %s: %d sequence inputs of one length, 1 to %d per instance:\n", m.Input.Schema, len(fs), fs[0].MaxLength)
+				for i, f := range fs {
+					what := "token ids"
+					if f.Mask {
+						what = "mask (0 or 1, padded with 0)"
+					}
+					dt := f.DType
+					if dt == "" {
+						dt = "int64"
+					}
+					fmt.Fprintf(out, "  [%d] %s %s [batch, seq]: %s\n", i, f.Name, dt, what)
+				}
 			} else {
 				fmt.Fprintf(out, "input     %s, %d fields -> %d features:\n", m.Input.Schema, len(m.Input.Fields), p.Spec.Schema.Width())
 				for i, f := range p.Spec.Schema.Features() {

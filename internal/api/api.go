@@ -49,6 +49,11 @@ type Field struct {
 	Values   []string `json:"values,omitempty"`
 	// MaxLength bounds a sequence field (token ids).
 	MaxLength int `json:"maxLength,omitempty"`
+	// DType is a sequence field's element type in the model's input
+	// tensor ("int64" or "int32"); Mask marks an attention mask (0 or 1,
+	// padded with 0).
+	DType string `json:"dtype,omitempty"`
+	Mask  bool   `json:"mask,omitempty"`
 }
 
 // Input is a version's input contract.

@@ -29,7 +29,7 @@ func TestManifestFiles(t *testing.T) {
 				if err != nil {
 					t.Fatalf("good file rejected: %v", err)
 				}
-				if spec.Schema.Width() == 0 || len(spec.OutputNames) == 0 {
+				if _, _, seq := spec.Schema.Sequence(); (spec.Schema.Width() == 0 && !seq) || len(spec.OutputNames) == 0 {
 					t.Fatalf("empty spec")
 				}
 				return

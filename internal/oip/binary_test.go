@@ -240,7 +240,7 @@ func directSchema(t testing.TB) *schema.Schema {
 // both with one error.
 func sameAsInstances(t *testing.T, ts []Tensor, sch *schema.Schema) string {
 	t.Helper()
-	n, _, err := checkInputs(ts, sch)
+	n, err := checkInputs(ts, sch)
 	if err != nil {
 		return "checked"
 	}

@@ -17,10 +17,11 @@
 //     INT32 or INT64 for int fields (FP32/FP64 holding integers are taken,
 //     as /v1 takes 3.0), BOOL for bool fields, BYTES (strings) for category
 //     fields. An optional field's tensor may be left out.
-//   - sequence: one INT64 (or INT32) tensor named as the sequence field,
-//     shape [n,L]: row i is instance i's token ids, right-padded with -1 to
-//     the longest row (-1 is never a token id). A -1 before a token id is
-//     an error.
+//   - sequence: one INT64 (or INT32) tensor per sequence field (one for
+//     token ids; input_ids and attention_mask for a model of two inputs),
+//     named as the field, shape [n,L]: row i is instance i's values,
+//     right-padded with -1 to the longest row (-1 is never a token id nor
+//     a mask value). A -1 before a value is an error.
 //   - outputs: one FP32 tensor per model.yaml output field, shape [n].
 package oip
 
@@ -200,7 +201,7 @@ func Instances(ts []Tensor, sch *schema.Schema) ([]schema.Instance, error) {
 			return nil, err
 		}
 	}
-	rows, seqName, err := checkInputs(ts, sch)
+	rows, err := checkInputs(ts, sch)
 	if err != nil {
 		return nil, err
 	}
@@ -209,7 +210,7 @@ func Instances(ts []Tensor, sch *schema.Schema) ([]schema.Instance, error) {
 		t := &ts[i]
 		seq := len(t.Shape) == 2 && t.Shape[1] != 1
 		if sch != nil {
-			seq = t.Name == seqName
+			seq = isSequence(sch, t.Name)
 		}
 		if !seq {
 			for r := int64(0); r < rows; r++ {
@@ -237,15 +238,21 @@ func Instances(ts []Tensor, sch *schema.Schema) ([]schema.Instance, error) {
 	return insts, nil
 }
 
+// isSequence: the field name is one of sch's sequence fields.
+func isSequence(sch *schema.Schema, name string) bool {
+	i, ok := sch.FieldIndex(name)
+	return ok && sch.Field(i).Type == schema.TypeSequence
+}
+
 // checkInputs checks the tensors as a request (names, each tensor, their
 // fit to sch's fields and shapes, one row count) and returns the row
-// count and the name of sch's sequence field ("" if none).
-func checkInputs(ts []Tensor, sch *schema.Schema) (rows int64, seqName string, err error) {
+// count.
+func checkInputs(ts []Tensor, sch *schema.Schema) (rows int64, err error) {
 	if len(ts) == 0 {
-		return 0, "", errs.Field(errs.InvalidArgument, "inputs", "at least one input tensor is required")
+		return 0, errs.Field(errs.InvalidArgument, "inputs", "at least one input tensor is required")
 	}
 	if len(ts) > MaxTensors {
-		return 0, "", errs.Field(errs.InvalidArgument, "inputs", "%d input tensors, at most %d", len(ts), MaxTensors)
+		return 0, errs.Field(errs.InvalidArgument, "inputs", "%d input tensors, at most %d", len(ts), MaxTensors)
 	}
 	// Which names were sent: a map for many tensors, a scan for a few.
 	var seenMap map[string]bool
@@ -266,31 +273,28 @@ func checkInputs(ts []Tensor, sch *schema.Schema) (rows int64, seqName string, e
 	for i := range ts {
 		t := &ts[i]
 		if t.Name == "" {
-			return 0, "", errs.New(errs.InvalidArgument, "inputs[%d]: name is required", i)
+			return 0, errs.New(errs.InvalidArgument, "inputs[%d]: name is required", i)
 		}
 		if seen(t.Name, i) {
-			return 0, "", tensorErr(t.Name, "duplicate input tensor")
+			return 0, tensorErr(t.Name, "duplicate input tensor")
 		}
 		if seenMap != nil {
 			seenMap[t.Name] = true
 		}
 		if err := CheckTensor(t); err != nil {
-			return 0, "", err
+			return 0, err
 		}
 	}
 	if sch != nil {
-		if name, _, ok := sch.Sequence(); ok {
-			seqName = name
-		}
 		for i := range ts {
 			if _, ok := sch.FieldIndex(ts[i].Name); !ok {
-				return 0, "", tensorErr(ts[i].Name, "unknown input tensor (expected: %s)", expected(sch))
+				return 0, tensorErr(ts[i].Name, "unknown input tensor (expected: %s)", expected(sch))
 			}
 		}
 		for fi := range sch.NumFields() {
 			f := sch.Field(fi)
 			if !seen(f.Name, len(ts)) && !f.Optional && f.Default == nil {
-				return 0, "", tensorErr(f.Name, "required input tensor is missing (datatype %s, shape %s)", Datatype(f), ShapeString(shapeOf(f)))
+				return 0, tensorErr(f.Name, "required input tensor is missing (datatype %s, shape %s)", Datatype(f), ShapeString(shapeOf(f)))
 			}
 		}
 	}
@@ -302,27 +306,27 @@ func checkInputs(ts []Tensor, sch *schema.Schema) (rows int64, seqName string, e
 		if sch != nil {
 			fi, _ := sch.FieldIndex(t.Name)
 			f := sch.Field(fi)
-			seq = f.Name == seqName
+			seq = f.Type == schema.TypeSequence
 			if err := checkKind(t, f); err != nil {
-				return 0, "", err
+				return 0, err
 			}
 			switch {
 			case seq && len(t.Shape) != 2:
-				return 0, "", tensorErr(t.Name, "shape %s: a sequence tensor is [n,L] (rows right-padded with %d)", ShapeString(t.Shape), Pad)
+				return 0, tensorErr(t.Name, "shape %s: a sequence tensor is [n,L] (rows right-padded with %d)", ShapeString(t.Shape), Pad)
 			case !seq && !(len(t.Shape) == 1 || len(t.Shape) == 2 && t.Shape[1] == 1):
-				return 0, "", tensorErr(t.Name, "shape %s: a field's tensor is [n] or [n,1]", ShapeString(t.Shape))
+				return 0, tensorErr(t.Name, "shape %s: a field's tensor is [n] or [n,1]", ShapeString(t.Shape))
 			}
 		} else if len(t.Shape) > 2 {
-			return 0, "", tensorErr(t.Name, "shape %s: tensors are [n], [n,1] or [n,L]", ShapeString(t.Shape))
+			return 0, tensorErr(t.Name, "shape %s: tensors are [n], [n,1] or [n,L]", ShapeString(t.Shape))
 		}
 		switch {
 		case rows < 0:
 			rows, first = t.Shape[0], t.Name
 		case t.Shape[0] != rows:
-			return 0, "", tensorErr(t.Name, "has %d rows but input %q has %d: every input tensor has one row per instance", t.Shape[0], first, rows)
+			return 0, tensorErr(t.Name, "has %d rows but input %q has %d: every input tensor has one row per instance", t.Shape[0], first, rows)
 		}
 	}
-	return rows, seqName, nil
+	return rows, nil
 }
 
 func isPad(v schema.Value) bool {
@@ -364,7 +368,12 @@ func Datatype(f schema.Field) string {
 	switch f.Type {
 	case schema.TypeFloat:
 		return FP32
-	case schema.TypeInt, schema.TypeSequence:
+	case schema.TypeSequence:
+		if f.DType == schema.DTypeInt32 {
+			return INT32
+		}
+		return INT64
+	case schema.TypeInt:
 		return INT64
 	case schema.TypeBool:
 		return BOOL

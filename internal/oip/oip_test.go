@@ -1,6 +1,7 @@
 package oip
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -67,6 +68,43 @@ func TestSequencePadding(t *testing.T) {
 	}
 }
 
+// TestSequenceInputs: a model of two sequence inputs takes one [n,L]
+// tensor per field, each row right-padded with -1; an instance's row is
+// its fields end to end, and rows of two lengths are refused by name.
+func TestSequenceInputs(t *testing.T) {
+	sch, probs := schema.Compile([]schema.Field{
+		{Name: "input_ids", Type: schema.TypeSequence, MaxLength: 4},
+		{Name: "attention_mask", Type: schema.TypeSequence, MaxLength: 4, Mask: true},
+	}, nil)
+	if len(probs) > 0 {
+		t.Fatal(probs)
+	}
+	ids := Tensor{Name: "input_ids", Datatype: INT64, Shape: []int64{2, 3}, Data: ints("5", "17", "3", "9", "-1", "-1")}
+	mask := Tensor{Name: "attention_mask", Datatype: INT32, Shape: []int64{2, 3}, Data: ints("1", "0", "1", "1", "-1", "-1")}
+	insts, err := Instances([]Tensor{mask, ids}, sch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][]int64{{5, 17, 3, 1, 0, 1}, {9, 1}}
+	for i, inst := range insts {
+		row, err := sch.Tokens("instances[0]", inst)
+		if err != nil || fmt.Sprint(row) != fmt.Sprint(want[i]) {
+			t.Errorf("row %d: %v %v, want %v", i, row, err, want[i])
+		}
+	}
+	short := Tensor{Name: "attention_mask", Datatype: INT64, Shape: []int64{2, 3}, Data: ints("1", "-1", "-1", "1", "-1", "-1")}
+	insts, err = Instances([]Tensor{ids, short}, sch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sch.Tokens("instances[0]", insts[0]); err == nil || !strings.Contains(err.Error(), "has 1 mask values but input_ids has 3") {
+		t.Error(err)
+	}
+	if _, err := Instances([]Tensor{ids}, sch); err == nil || !strings.Contains(Message(errs.As(err)), `input "attention_mask": required input tensor is missing (datatype INT64, shape [-1,-1])`) {
+		t.Error(err)
+	}
+}
+
 // TestCheckInputsManyTensors: with more tensors than the scan for
 // duplicates covers (a map then), a duplicate and a missing required
 // tensor are named as with a few.
@@ -83,14 +121,14 @@ func TestCheckInputsManyTensors(t *testing.T) {
 		if len(probs) > 0 {
 			t.Fatal(probs)
 		}
-		if rows, _, err := checkInputs(ts, sch); err != nil || rows != 1 {
+		if rows, err := checkInputs(ts, sch); err != nil || rows != 1 {
 			t.Fatalf("%d tensors: %d rows, %v", n, rows, err)
 		}
 		dup := append(append([]Tensor(nil), ts...), ts[1])
-		if _, _, err := checkInputs(dup, sch); err == nil || err.Error() != `input "f1": duplicate input tensor` {
+		if _, err := checkInputs(dup, sch); err == nil || err.Error() != `input "f1": duplicate input tensor` {
 			t.Fatalf("%d tensors: duplicate: %v", n, err)
 		}
-		if _, _, err := checkInputs(ts[:n-1], sch); err == nil || !strings.Contains(err.Error(), `input "f`+strconv.Itoa(n-1)+`": required input tensor is missing`) {
+		if _, err := checkInputs(ts[:n-1], sch); err == nil || !strings.Contains(err.Error(), `input "f`+strconv.Itoa(n-1)+`": required input tensor is missing`) {
 			t.Fatalf("%d tensors: missing: %v", n, err)
 		}
 	}

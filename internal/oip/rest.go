@@ -821,7 +821,7 @@ func Input(g *gateway.Gateway, req *Request, model string, version int, id, rout
 		}
 	}
 	if direct(sch) {
-		n, _, err := checkInputs(req.Inputs, sch)
+		n, err := checkInputs(req.Inputs, sch)
 		if err != nil {
 			return gateway.Input{}, err
 		}

@@ -27,6 +27,8 @@ type Field struct {
 	Name      string
 	Type      string   // float, int, bool, category, sequence
 	MaxLength int      // sequence only
+	DType     string   // sequence only: "int32" when the input is (int64 is the default)
+	Mask      bool     // sequence only: an attention mask (0 or 1, padded with 0)
 	Values    []string // category only: its values, in the order of the codes the model reads
 	// Encode is the preprocessing step that turns a category field into
 	// what the model reads: "ordinal" (its code) or "" for none.
@@ -383,7 +385,26 @@ func fromONNX(data []byte) (*Model, error) {
 		Detail: fmt.Sprintf("ONNX (%s, opset %d): input %q %s %s, output %q %s %s", mi.Producer, mi.Opset,
 			c.Input.Name, c.Input.TypeString(), c.Input.ShapeString(), c.Output.Name, c.Output.TypeString(), c.Output.ShapeString())}
 	in := FieldName(c.Input.Name, "input")
-	if c.Sequence {
+	if c.Sequence && len(c.Inputs) > 1 {
+		// One sequence field per input, named as it (the runtime binds them
+		// by name); an input whose name says mask is the attention mask.
+		m.Detail = fmt.Sprintf("ONNX (%s, opset %d): %d inputs, output %q %s %s", mi.Producer, mi.Opset, len(c.Inputs), c.Output.Name, c.Output.TypeString(), c.Output.ShapeString())
+		for i, t := range c.Inputs {
+			f := Field{Name: t.Name, Type: "sequence", MaxLength: defaultMaxLength, Mask: strings.Contains(strings.ToLower(t.Name), "mask")}
+			if t.ElemType == 6 {
+				f.DType = "int32"
+			}
+			switch {
+			case i == 0:
+				f.Note = fmt.Sprintf("input %q %s %s; set maxLength to the longest sequence the model takes (the artifact does not say; %d written), the same on every sequence field", t.Name, t.TypeString(), t.ShapeString(), defaultMaxLength)
+			case f.Mask:
+				f.Note = fmt.Sprintf("input %q %s %s: an attention mask (0 or 1), padded with 0", t.Name, t.TypeString(), t.ShapeString())
+			default:
+				f.Note = fmt.Sprintf("input %q %s %s, padded with serving.padValue; add mask: true if it is a mask", t.Name, t.TypeString(), t.ShapeString())
+			}
+			m.Fields = append(m.Fields, f)
+		}
+	} else if c.Sequence {
 		m.Fields = []Field{{Name: in, Type: "sequence", MaxLength: defaultMaxLength,
 			Note: fmt.Sprintf("token ids; set maxLength to the longest sequence the model takes (the artifact does not say; %d written)", defaultMaxLength)}}
 	} else if len(mi.FeatureNames) == c.Features {
@@ -468,8 +489,14 @@ func YAML(name, artifact, source string, m *Model, golden bool) []byte {
 			note = strings.TrimSuffix(fmt.Sprintf("the artifact calls it %q; %s", f.Name, note), "; ")
 		}
 		line := fmt.Sprintf("    - {name: %s, type: %s", n, f.Type)
+		if f.DType != "" {
+			line += ", dtype: " + f.DType
+		}
 		if f.MaxLength > 0 {
 			line += fmt.Sprintf(", maxLength: %d", f.MaxLength)
+		}
+		if f.Mask {
+			line += ", mask: true"
 		}
 		if len(f.Values) > 0 {
 			q := make([]string, len(f.Values))
@@ -536,7 +563,11 @@ func YAML(name, artifact, source string, m *Model, golden bool) []byte {
 		case "bool":
 			fmt.Fprintf(&b, "%s: false", f.Name)
 		case "sequence":
-			fmt.Fprintf(&b, "%s: [0]", f.Name)
+			if f.Mask {
+				fmt.Fprintf(&b, "%s: [1]", f.Name)
+			} else {
+				fmt.Fprintf(&b, "%s: [0]", f.Name)
+			}
 		case "category":
 			fmt.Fprintf(&b, "%s: %s", f.Name, strconv.Quote(f.Values[0]))
 		default:

@@ -70,6 +70,7 @@ func TestDescribe(t *testing.T) {
 		{"linear", "model.json", read(t, "../../examples/churn/model.json"), "linear",
 			"x0:float x1:float x2:float x3:float x4:float", "prediction"},
 		{"onnx sequence", "model.onnx", read(t, "../../examples/seq/model.onnx"), "onnx", "tokens:sequence", "score"},
+		{"onnx two inputs", "model.onnx", read(t, "../../examples/text/model.onnx"), "onnx", "input_ids:sequence attention_mask:sequence", "probs_0 probs_1 probs_2"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			m, err := Describe(c.file, c.data, "")

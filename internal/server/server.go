@@ -636,7 +636,7 @@ func contract(spec *modelpkg.Spec) (*api.Input, *api.Output) {
 	m := spec.Manifest
 	in := &api.Input{Schema: m.Input.Schema, Features: spec.Schema.Features()}
 	for _, f := range m.Input.Fields {
-		in.Fields = append(in.Fields, api.Field{Name: f.Name, Type: f.Type, Min: f.Min, Max: f.Max, Optional: f.Optional, Default: f.Default, Values: f.Values, MaxLength: f.MaxLength})
+		in.Fields = append(in.Fields, api.Field{Name: f.Name, Type: f.Type, Min: f.Min, Max: f.Max, Optional: f.Optional, Default: f.Default, Values: f.Values, MaxLength: f.MaxLength, DType: f.DType, Mask: f.Mask})
 	}
 	if f := m.Features; f != nil {
 		en := &api.Enrichment{Entity: f.Entity, EntityType: f.EntityType, View: f.View, Fields: f.FieldNames(), Defaults: map[string]float64{}, Timeout: f.Timeout.String()}

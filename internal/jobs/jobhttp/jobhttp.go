@@ -111,7 +111,7 @@ func compile(key string, av *api.Version) (*version, error) {
 	fields := make([]schema.Field, len(av.Input.Fields))
 	var steps []schema.Step
 	for i, f := range av.Input.Fields {
-		fields[i] = schema.Field{Name: f.Name, Type: f.Type, Min: f.Min, Max: f.Max, Optional: f.Optional, Default: f.Default, Values: f.Values, MaxLength: f.MaxLength}
+		fields[i] = schema.Field{Name: f.Name, Type: f.Type, Min: f.Min, Max: f.Max, Optional: f.Optional, Default: f.Default, Values: f.Values, MaxLength: f.MaxLength, DType: f.DType, Mask: f.Mask}
 		if f.Type == schema.TypeCategory {
 			// Validation only: any encoding checks the values.
 			steps = append(steps, schema.Step{Op: schema.OpOrdinal, Field: f.Name})

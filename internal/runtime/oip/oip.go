@@ -104,6 +104,9 @@ func Dial(ctx context.Context, spec runtime.Spec, ep Endpoint) (*Model, error) {
 		where += fmt.Sprintf(" version %q", ep.Version)
 	}
 	where += " at " + ep.Address
+	if len(spec.SeqInputs) > 1 {
+		return nil, fmt.Errorf("oip: %s: model.yaml declares %d sequence fields; runtime oip sends one input tensor (serve a model of several inputs with runtime onnx)", where, len(spec.SeqInputs))
+	}
 	conn, err := grpc.NewClient(ep.Address,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMetadataBytes)))
