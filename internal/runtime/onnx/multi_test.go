@@ -5,9 +5,11 @@ package onnx
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
@@ -195,5 +197,33 @@ func TestMultiInputBatchedEqualsAlone(t *testing.T) {
 	}
 	if mean := st.PaddingRatioSum / float64(st.PaddedBatches); mean < 0 || mean >= 0.75 {
 		t.Fatalf("mean padding ratio %v: buckets should keep it low", mean)
+	}
+}
+
+// BenchmarkTextPredict is text.onnx alone: rows of 8..128 tokens run one
+// per call (batching off) or 32 per call padded to their longest (the
+// b.N rows either way; ns/op is per row).
+func BenchmarkTextPredict(b *testing.B) {
+	rng := rand.New(rand.NewPCG(23, 1))
+	rows := make([][]int64, 1024)
+	for i := range rows {
+		l := 8 + rng.IntN(121)
+		r := make([]int64, 2*l)
+		for j := range l {
+			r[j], r[l+j] = 1+rng.Int64N(999), 1
+		}
+		rows[i] = r
+	}
+	for _, per := range []int{1, 32} {
+		b.Run(fmt.Sprintf("rows-per-call-%d", per), func(b *testing.B) {
+			m := loadText(b, textFields(0))
+			b.ResetTimer()
+			for i := 0; i < b.N; i += per {
+				k := (i / per * per) % (len(rows) - per)
+				if _, err := m.Predict(context.Background(), runtime.Batch{Rows: per, Tokens: rows[k : k+per]}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
