@@ -3,11 +3,13 @@ package serving
 import (
 	"context"
 	"math"
+	"reflect"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/sluiceml/sluice/internal/errs"
 	"github.com/sluiceml/sluice/internal/runtime"
 )
 
@@ -54,18 +56,15 @@ func TestBucketOf(t *testing.T) {
 }
 
 // TestLengthBuckets queues requests of token rows of many lengths at once:
-// every batch holds rows of one bucket only (a request's bucket is its
-// longest row's), no batch is longer than its bucket's boundary, every
-// answer equals the row's own unbatched score, and the padding ratio is
-// recorded per batch.
+// every batch holds rows of one bucket only (each row's own, also when a
+// request has rows of two buckets: it is split), no batch is longer than
+// its bucket's boundary, every answer equals the row's own unbatched
+// score, in the request's order, and the padding ratio is recorded per
+// batch.
 func TestLengthBuckets(t *testing.T) {
 	bounds := []int{4, 8, 16}
-	type req struct {
-		rows   [][]int64
-		bucket int
-	}
+	type req struct{ rows [][]int64 }
 	var reqs []req
-	owner := map[int64]int{} // first token (unique) -> request
 	tok := int64(1)
 	for i := 0; i < 60; i++ {
 		// Mostly one row; every fifth request has rows of two lengths.
@@ -74,18 +73,14 @@ func TestLengthBuckets(t *testing.T) {
 			lens = append(lens, 1+(i*3)%16)
 		}
 		r := req{}
-		longest := 0
 		for _, n := range lens {
 			row := make([]int64, n)
 			for j := range row {
 				row[j] = tok + int64(j)
 			}
-			owner[tok] = i
 			tok += 100
 			r.rows = append(r.rows, row)
-			longest = max(longest, n)
 		}
-		r.bucket = BucketOf(bounds, longest)
 		reqs = append(reqs, r)
 	}
 	synctest.Test(t, func(t *testing.T) {
@@ -117,10 +112,10 @@ func TestLengthBuckets(t *testing.T) {
 			if len(b) > 8 {
 				t.Errorf("batch %d has %d rows", bi, len(b))
 			}
-			bucket := reqs[owner[b[0][0]]].bucket
+			bucket := BucketOf(bounds, len(b[0]))
 			longest, cells := 0, 0
 			for _, row := range b {
-				if got := reqs[owner[row[0]]].bucket; got != bucket {
+				if got := BucketOf(bounds, len(row)); got != bucket {
 					t.Errorf("batch %d mixes buckets %d and %d", bi, bucket, got)
 				}
 				longest = max(longest, len(row))
@@ -257,6 +252,52 @@ func TestSplitTokenRequest(t *testing.T) {
 		defer m.mu.Unlock()
 		if len(m.batches) != 3 {
 			t.Errorf("%d batches, want 3", len(m.batches))
+		}
+	})
+}
+
+func TestSplitBuckets(t *testing.T) {
+	bounds := []int{16, 32, 64, 128}
+	cases := []struct {
+		name    string
+		bounds  []int
+		lengths []int
+		want    []Part
+	}{
+		{"one row", bounds, []int{9}, []Part{{0, []int{0}}}},
+		{"one bucket", bounds, []int{17, 32, 20}, []Part{{1, []int{0, 1, 2}}}},
+		{"two buckets in order of first row", bounds, []int{100, 3, 120, 16, 17}, []Part{{3, []int{0, 2}}, {0, []int{1, 3}}, {1, []int{4}}}},
+		{"past the last bound", bounds, []int{129, 5}, []Part{{4, []int{0}}, {0, []int{1}}}},
+		{"no buckets", nil, []int{100, 3, 120}, []Part{{0, []int{0, 1, 2}}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := SplitBuckets(c.bounds, c.lengths); !reflect.DeepEqual(got, c.want) {
+				t.Fatalf("SplitBuckets(%v, %v) = %v, want %v", c.bounds, c.lengths, got, c.want)
+			}
+		})
+	}
+}
+
+// TestSplitRequestRefused: a request split over two buckets whose second
+// part does not fit the queue is refused whole, and its first part leaves
+// the queue: nothing stays queued, and the next request is served.
+func TestSplitRequestRefused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := &seqModel{}
+		s := newServer(t, Config{MaxBatchSize: 8, MaxBatchDelay: 2 * time.Millisecond, LengthBuckets: []int{4, 16}, MaxQueueInstances: 3}, m)
+		rows := [][]int64{{1}, {2}, {3, 3, 3, 3, 3, 3}, {4, 4, 4, 4, 4, 4}}
+		_, err := s.Submit(context.Background(), Work{Rows: runtime.Batch{Rows: 4, Tokens: rows}})
+		if errs.CodeOf(err) != errs.QueueFull {
+			t.Fatalf("got %v, want queue_full", err)
+		}
+		synctest.Wait()
+		if q := s.Stats().Classes[Online].Queued; q != 0 {
+			t.Fatalf("%d instances left queued", q)
+		}
+		res, err := s.Submit(context.Background(), Work{Rows: runtime.Batch{Rows: 2, Tokens: rows[1:3]}})
+		if err != nil || res.Out.Data[0] != seqScore(rows[1]) || res.Out.Data[1] != seqScore(rows[2]) {
+			t.Fatalf("%v %v", res.Out.Data, err)
 		}
 	})
 }

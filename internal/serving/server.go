@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	goruntime "runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -508,7 +509,10 @@ func (s *Server) broadcastLocked() {
 }
 
 // Submit admits the work or refuses it at once, then waits for its result or
-// the context's end.
+// the context's end. A request of token rows whose rows fall in several
+// length buckets (SplitBuckets) goes into the queue as one part per
+// bucket, each batched with other work of its bucket, and is answered
+// once every part is; a refusal of any part refuses the whole request.
 func (s *Server) Submit(ctx context.Context, w Work) (Result, error) {
 	n := w.Rows.Rows
 	if !w.Priority.Valid() {
@@ -517,21 +521,105 @@ func (s *Server) Submit(ctx context.Context, w Work) (Result, error) {
 	if n <= 0 || len(w.Rows.Data) != n*w.Rows.Cols {
 		return Result{}, errs.New(errs.InvalidArgument, "no instances")
 	}
-	bucket := 0
-	if w.Rows.Tokens != nil {
-		if len(w.Rows.Tokens) != n || w.Rows.Cols != 0 {
-			return Result{}, errs.New(errs.Internal, "batch of %d token rows has %d rows and %d columns", len(w.Rows.Tokens), n, w.Rows.Cols)
+	if w.Rows.Tokens == nil {
+		it, err := s.enqueue(ctx, w, 0)
+		if err != nil {
+			return Result{}, err
 		}
-		longest := 0
-		for _, r := range w.Rows.Tokens {
-			longest = max(longest, runtime.SeqLen(r, s.cfg.SeqInputs))
-		}
-		bucket = BucketOf(s.cfg.LengthBuckets, longest)
+		return s.wait(ctx, it)
 	}
+	if len(w.Rows.Tokens) != n || w.Rows.Cols != 0 {
+		return Result{}, errs.New(errs.Internal, "batch of %d token rows has %d rows and %d columns", len(w.Rows.Tokens), n, w.Rows.Cols)
+	}
+	lengths := make([]int, n)
+	for i, r := range w.Rows.Tokens {
+		lengths[i] = runtime.SeqLen(r, s.cfg.SeqInputs)
+	}
+	parts := SplitBuckets(s.cfg.LengthBuckets, lengths)
+	if len(parts) == 1 {
+		it, err := s.enqueue(ctx, w, parts[0].Bucket)
+		if err != nil {
+			return Result{}, err
+		}
+		return s.wait(ctx, it)
+	}
+	items := make([]*item, 0, len(parts))
+	for _, p := range parts {
+		sub := w
+		sub.Rows = runtime.Batch{Rows: len(p.Rows), Tokens: make([][]int64, len(p.Rows))}
+		for j, i := range p.Rows {
+			sub.Rows.Tokens[j] = w.Rows.Tokens[i]
+		}
+		it, err := s.enqueue(ctx, sub, p.Bucket)
+		if err != nil {
+			for _, done := range items {
+				s.abandon(done, err)
+			}
+			return Result{}, err
+		}
+		items = append(items, it)
+	}
+	var res Result
+	for k, it := range items {
+		r, err := s.wait(ctx, it)
+		if err != nil {
+			for _, rest := range items[k+1:] {
+				s.abandon(rest, err)
+			}
+			return Result{}, err
+		}
+		if k == 0 {
+			res.Out = runtime.Output{Rows: n, Cols: r.Out.Cols, Data: make([]float32, n*r.Out.Cols)}
+		}
+		for j, i := range parts[k].Rows {
+			copy(res.Out.Row(i), r.Out.Row(j))
+		}
+		// The request waited for its slowest part.
+		res.Timing.Queue = max(res.Timing.Queue, r.Timing.Queue)
+		res.Timing.BatchWait = max(res.Timing.BatchWait, r.Timing.BatchWait)
+		res.Timing.Compute = max(res.Timing.Compute, r.Timing.Compute)
+	}
+	return res, nil
+}
+
+// Part is the rows of a request that fall in one length bucket.
+type Part struct {
+	Bucket int
+	Rows   []int // indices into the request's rows, in order
+}
+
+// SplitBuckets groups a request's rows by their length bucket (BucketOf
+// each row's length): one Part per bucket that holds rows, in the order
+// of each bucket's first row. Without buckets (bounds empty) every row is
+// in one Part of bucket 0.
+func SplitBuckets(bounds []int, lengths []int) []Part {
+	if len(bounds) == 0 {
+		p := Part{Rows: make([]int, len(lengths))}
+		for i := range p.Rows {
+			p.Rows[i] = i
+		}
+		return []Part{p}
+	}
+	var parts []Part
+	for i, l := range lengths {
+		b := BucketOf(bounds, l)
+		k := slices.IndexFunc(parts, func(p Part) bool { return p.Bucket == b })
+		if k < 0 {
+			parts = append(parts, Part{Bucket: b})
+			k = len(parts) - 1
+		}
+		parts[k].Rows = append(parts[k].Rows, i)
+	}
+	return parts
+}
+
+// enqueue admits w (its rows in bucket) or refuses it at once, and queues
+// its item.
+func (s *Server) enqueue(ctx context.Context, w Work, bucket int) (*item, error) {
+	n := w.Rows.Rows
 	now := time.Now()
 	due, _ := ctx.Deadline()
 	it := &item{ctx: ctx, rows: w.Rows, prio: w.Priority, bucket: bucket, enq: now, due: due, done: make(chan struct{})}
-
 	s.mu.Lock()
 	in := AdmitInput{
 		// Only live replicas count: a crashed one being reloaded may take
@@ -545,7 +633,7 @@ func (s *Server) Submit(ctx context.Context, w Work) (Result, error) {
 		in.Remaining = due.Sub(now)
 		if in.Remaining <= 0 {
 			s.mu.Unlock()
-			return Result{}, errs.New(errs.DeadlineExceeded, "deadline already passed")
+			return nil, errs.New(errs.DeadlineExceeded, "deadline already passed")
 		}
 	}
 	var err error
@@ -568,7 +656,7 @@ func (s *Server) Submit(ctx context.Context, w Work) (Result, error) {
 			s.slack = UpdateSlack(s.slack, 0)
 		}
 		s.mu.Unlock()
-		return Result{}, err
+		return nil, err
 	}
 	it.est = EstimateWait(in.QueuedInstances, n, in)
 	switch w.Priority {
@@ -583,7 +671,12 @@ func (s *Server) Submit(ctx context.Context, w Work) (Result, error) {
 	s.highQ = max(s.highQ, s.queued)
 	s.broadcastLocked()
 	s.mu.Unlock()
+	return it, nil
+}
 
+// wait waits for the item's result or the context's end.
+func (s *Server) wait(ctx context.Context, it *item) (Result, error) {
+	n := it.rows.Rows
 	select {
 	case <-it.done:
 	case <-ctx.Done():
@@ -608,6 +701,19 @@ func (s *Server) Submit(ctx context.Context, w Work) (Result, error) {
 		return Result{}, it.err
 	}
 	return Result{Out: runtime.Output{Rows: n, Cols: it.cols, Data: it.out}, Timing: it.timing}, nil
+}
+
+// abandon ends a queued item whose request failed elsewhere (another part
+// of it was refused or failed): its untaken rows are taken out of the
+// queue, and a batch computing some of them answers no one.
+func (s *Server) abandon(it *item, err error) {
+	s.mu.Lock()
+	if !it.finished {
+		s.addQueuedLocked(it.prio, -(it.rows.Rows - it.next))
+		it.next = it.rows.Rows
+		s.finishLocked(it, err)
+	}
+	s.mu.Unlock()
 }
 
 // addQueuedLocked counts n more (or, negative, fewer) untaken instances
