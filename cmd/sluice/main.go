@@ -74,5 +74,6 @@ func apiClient(cmd *cobra.Command, server string) *client.Client {
 func newClient(server string) *client.Client {
 	c := client.New(server)
 	c.APIKey = os.Getenv("SLUICE_API_KEY")
+	c.Retry = client.NoRetry // commands that retry say so (predict: --attempts)
 	return c
 }

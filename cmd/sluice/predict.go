@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -49,29 +50,17 @@ func newPredictCmd() *cobra.Command {
 			// the gateway does not know is looked up there, and refused
 			// with 503 while it is down), which predictions do not.
 			c := apiClient(cmd, server)
-			policy := client.Retry{Attempts: attempts, Deadline: time.Now().Add(timeout)}
-			var r *client.Response
-			var err error
-			for attempt := 1; ; attempt++ {
-				r, err = c.PredictRaw(ctx, args[0], version, body, requestID)
-				if err == nil {
-					break
-				}
-				wait, ok, why := policy.Wait(err, attempt, time.Now())
-				if !ok {
-					if why != "" {
-						return fmt.Errorf("%w\n%s", err, why)
-					}
-					return err
-				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "sluice: %v; retrying in %s (attempt %d of %d)\n", err, wait, attempt+1, attempts)
-				t := time.NewTimer(wait)
-				select {
-				case <-ctx.Done():
-					t.Stop()
-					return fmt.Errorf("%w\ngave up while waiting to retry: %v", err, ctx.Err())
-				case <-t.C:
-				}
+			c.Retry = client.RetryPolicy{Attempts: attempts, OnRetry: func(n int, err error, wait time.Duration) {
+				fmt.Fprintf(cmd.ErrOrStderr(), "sluice: %v; retrying in %s (attempt %d of %d)\n", err, wait, n+1, attempts)
+			}}
+			r, err := c.PredictRaw(ctx, args[0], version, body, requestID)
+			var re *client.RetryError
+			if errors.As(err, &re) {
+				flag := map[string]string{client.GaveUpAttempts: fmt.Sprintf(" (--attempts %d)", attempts), client.GaveUpDeadline: " (--timeout)"}[re.Reason]
+				return fmt.Errorf("%w\n%s%s", re.Err, re.Why, flag)
+			}
+			if err != nil {
+				return err
 			}
 			if xc := r.Header.Get("X-Cache"); xc != "" {
 				// The version has a prediction cache: say what it did, on

@@ -1,6 +1,15 @@
-// Package client is the Go client of Sluice's public HTTP API. The CLI,
-// the benchmark tool and the end-to-end tests use it; it holds no server
+// Package client is the Go client of Sluice's public HTTP API
+// (docs/api.md, docs/openapi.yaml): models and versions, predictions,
+// deployments and rollouts, records, batch jobs, workers. The CLI, the
+// benchmark tool and the end-to-end tests use it; it holds no server
 // logic.
+//
+// A Client retries what it safely can (RetryPolicy): a refusal with
+// Retry-After after the wait the server asked for, and a call that got no
+// answer only when repeating it cannot do the work twice (a GET, or a
+// predict call with an idempotency key, X-Request-Id), all within the
+// context's deadline. Non-2xx answers are *Error, with the server's code
+// (docs/errors.md).
 package client
 
 import (
@@ -9,6 +18,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strings"
@@ -17,16 +27,19 @@ import (
 	"github.com/sluiceml/sluice/internal/api"
 )
 
-// Client talks to one Sluice server.
+// Client talks to one Sluice server. Set its fields before the first
+// call; a Client is then safe for concurrent use.
 type Client struct {
 	Base   string // "http://127.0.0.1:8080"
-	APIKey string
+	APIKey string // sent as Authorization: Bearer (sluice serve --tenants)
 	HTTP   *http.Client
+	Retry  RetryPolicy // which failed calls are sent again (New: DefaultRetry)
 }
 
-// New returns a client for base.
+// New returns a client for base ("http://127.0.0.1:8080") that retries
+// with DefaultRetry.
 func New(base string) *Client {
-	return &Client{Base: strings.TrimSuffix(base, "/"), HTTP: &http.Client{Timeout: 10 * time.Minute}}
+	return &Client{Base: strings.TrimSuffix(base, "/"), HTTP: &http.Client{Timeout: 10 * time.Minute}, Retry: DefaultRetry}
 }
 
 // Error is an API error response.
@@ -52,8 +65,16 @@ type Response struct {
 }
 
 // Do sends a request and returns the raw response; non-2xx answers are
-// returned as *Error along with the response.
+// returned as *Error along with the response. A failed call is sent
+// again as c.Retry says (the same headers, so the same X-Request-Id, on
+// every attempt; a body only when it can be read again: a *bytes.Reader,
+// *bytes.Buffer or *strings.Reader); a retryable failure it gives up on
+// is a *RetryError.
 func (c *Client) Do(ctx context.Context, method, path string, header http.Header, body io.Reader) (*Response, error) {
+	return c.do(ctx, method, path, header, body, c.Retry)
+}
+
+func (c *Client) do(ctx context.Context, method, path string, header http.Header, body io.Reader, policy RetryPolicy) (*Response, error) {
 	req, err := http.NewRequestWithContext(ctx, method, c.Base+path, body)
 	if err != nil {
 		return nil, err
@@ -64,14 +85,52 @@ func (c *Client) Do(ctx context.Context, method, path string, header http.Header
 	if c.APIKey != "" {
 		req.Header.Set("Authorization", "Bearer "+c.APIKey)
 	}
+	deadline, _ := ctx.Deadline()
+	for n := 1; ; n++ {
+		r, err := c.once(req)
+		if err == nil || policy.Attempts == 0 {
+			return r, err
+		}
+		d := policy.Decide(Attempt{N: n, Idempotent: idempotent(req), Err: err, Now: time.Now(), Deadline: deadline, Jitter: rand.Float64()})
+		if !d.Retry {
+			if d.Why != "" {
+				return r, &RetryError{Err: err, Attempts: n, Reason: d.Reason, Why: d.Why}
+			}
+			return r, err
+		}
+		if req.Body != nil && req.GetBody == nil {
+			return r, err // a body that cannot be read again
+		}
+		if policy.OnRetry != nil {
+			policy.OnRetry(n, err, d.Wait)
+		}
+		t := time.NewTimer(d.Wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return r, &RetryError{Err: err, Attempts: n, Reason: GaveUpDeadline, Why: fmt.Sprintf("gave up while waiting to retry: %v", ctx.Err())}
+		case <-t.C:
+		}
+		next := req.Clone(ctx)
+		if req.GetBody != nil {
+			if next.Body, err = req.GetBody(); err != nil {
+				return r, err
+			}
+		}
+		req = next
+	}
+}
+
+// once sends req once.
+func (c *Client) once(req *http.Request) (*Response, error) {
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", method, c.Base+path, err)
+		return nil, fmt.Errorf("%s %s: %w", req.Method, req.URL, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: read response: %w", method, c.Base+path, err)
+		return nil, fmt.Errorf("%s %s: read response: %w", req.Method, req.URL, err)
 	}
 	r := &Response{Status: resp.StatusCode, Header: resp.Header, Body: b}
 	if resp.StatusCode/100 != 2 {
@@ -169,9 +228,10 @@ func (c *Client) Push(ctx context.Context, model string, archive []byte, wait ti
 	return &p, nil
 }
 
-// Ready reports the server's readiness.
+// Ready reports the server's readiness (a server not ready answers 503
+// with its problems: that answer is returned, not retried).
 func (c *Client) Ready(ctx context.Context) (*api.Readiness, error) {
-	r, err := c.Do(ctx, http.MethodGet, "/readyz", nil, nil)
+	r, err := c.do(ctx, http.MethodGet, "/readyz", nil, nil, NoRetry)
 	if r == nil {
 		return nil, err
 	}

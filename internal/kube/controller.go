@@ -366,6 +366,7 @@ func (c *Controller) gatewayDemand(ctx context.Context, addr, serverName string)
 	cl := client.New(base)
 	cl.APIKey = c.cfg.APIKey
 	cl.HTTP = hc
+	cl.Retry = client.NoRetry // the next tick is the retry
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	wl, err := cl.Workers(ctx)

@@ -65,8 +65,13 @@ type version struct {
 	callSize int            // rows per call
 }
 
-// New is a Predictor over c.
-func New(c *client.Client) *Predictor { return &Predictor{Client: c} }
+// New is a Predictor over a copy of c that sends each call once: the
+// Predictor retries refusals itself (jobs.CallRetryWait), per row.
+func New(c *client.Client) *Predictor {
+	cc := *c
+	cc.Retry = client.NoRetry
+	return &Predictor{Client: &cc}
+}
 
 // Version describes the pinned version (its fields as the readers type
 // them, its outputs), read from the gateway.
