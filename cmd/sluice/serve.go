@@ -105,6 +105,7 @@ func (sf *serveFlags) register(cmd *cobra.Command) {
 	f.IntVar(&c.ShardSize, "shard-size", 2, "how many workers hold each model (its shard, chosen by rendezvous hashing of the model name)")
 	f.StringVar(&c.KubeWorkers, "kube-workers", "", "label selector of worker pods in Kubernetes, e.g. app.kubernetes.io/name=sluice-worker: a pod not Ready or terminating is out of routing at once, a deleted one forgotten (needs --control-addr; the API from $KUBECONFIG or the pod's service account)")
 	f.IntVar(&c.MaxWorkers, "max-workers", cluster.DefaultMaxWorkers, "at most this many workers registered at once: a registration of a new id beyond it is refused (too_many_workers, retried by the worker); the local --workers always register")
+	f.IntVar(&c.Events.MaxStreams, "events-max-streams", 128, "at most this many GET /v1/events streams open at once: one more is refused (too_many_streams, 503 with Retry-After)")
 	f.DurationVar(&c.ForgetAfter, "forget-after", cluster.DefaultForgetAfter, "a worker that attached with --join (not a local --workers one) and stayed out of routing and silent this long is forgotten: out of the registry and every model's shard, its connection closed, its metric series deleted")
 	f.StringVar(&sf.workerCIDRs, "worker-cidrs", "127.0.0.0/8,::1/128", "the networks whose addresses the gateway dials when a worker registers (comma-separated CIDRs or IPs; a worker address that is a name must resolve only inside them); with --kube-workers only a watched pod's own IP is dialled, and the local --workers only on loopback")
 	f.StringVar(&c.KubeNamespace, "kube-namespace", "", "namespace of the --kube-workers pods (default: $POD_NAMESPACE, then the service account's)")
@@ -167,6 +168,8 @@ func (sf *serveFlags) config(cmd *cobra.Command) (app.Config, error) {
 		return c, errors.New("--kube-workers: needs --control-addr (the workers in those pods register there)")
 	case c.ModelCPUs < 0: // refused with workers too, as before --model-sched
 		return c, fmt.Errorf("--model-cpus %d: use 0 (no bound) or the number of batches that may compute at once", c.ModelCPUs)
+	case c.Events.MaxStreams < 1:
+		return c, fmt.Errorf("--events-max-streams %d: must be >= 1 (the event streams open at once)", c.Events.MaxStreams)
 	case c.MaxWorkers < 1:
 		return c, fmt.Errorf("--max-workers %d: must be >= 1 (the workers registered at once)", c.MaxWorkers)
 	case c.ForgetAfter <= 0:

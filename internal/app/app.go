@@ -33,6 +33,7 @@ import (
 	"github.com/sluiceml/sluice/internal/cluster"
 	"github.com/sluiceml/sluice/internal/control"
 	"github.com/sluiceml/sluice/internal/cpuprio"
+	"github.com/sluiceml/sluice/internal/events"
 	"github.com/sluiceml/sluice/internal/gcfloor"
 	"github.com/sluiceml/sluice/internal/kube"
 	"github.com/sluiceml/sluice/internal/modelpkg"
@@ -133,6 +134,9 @@ type Config struct {
 	JobRunners        int    // --job-runners
 	JobChunksInFlight int    // --job-chunks-in-flight
 
+	// Events bounds the change feed of GET /v1/events (--events-max-streams).
+	Events events.Config
+
 	// Serving, when set, is called with the HTTP listener's address once
 	// every part is up (tests, and programs that embed the server).
 	Serving func(addr net.Addr)
@@ -190,6 +194,7 @@ type app struct {
 	serving     bool           // the listeners started
 	feat        *featureStores // nil: no feature store
 	jobs        *batchJobs
+	feed        *changeFeed
 	os          outcomeStore // nil: no records, so no outcomes
 	joiner      *outcomes.Joiner
 	joinerCtx   context.Context
@@ -247,6 +252,7 @@ func (a *app) group() *Group {
 	if c.FeaturesRedis != "" || c.FeaturesPostgres != "" {
 		g.Add(Part{Name: "feature stores", Start: a.startFeatures, Run: a.runFeatures, Stop: a.stopFeatures})
 	}
+	g.Add(Part{Name: "events", Start: a.startEvents, Run: a.runEvents, Stop: a.stopEvents})
 	g.Add(Part{Name: "controller", Start: a.startController, Stop: func(ctx context.Context) error { return a.ctl.Load().Close(ctx) }})
 	g.Add(Part{Name: "models", Start: a.publishModels})
 	if c.withWorkers() {
@@ -510,7 +516,7 @@ func (a *app) startController(context.Context) error {
 	// at once, so nothing is set on the controller after.
 	ctl := control.New(control.Config{Store: a.store, Host: host, Logger: a.log, Metrics: a.counting(),
 		NoDrift: a.cfg.NoDrift, DeleteQuiet: a.cfg.DeleteQuiet, Unrouted: a.caches.Drop,
-		CheckSpec: a.checkSpec})
+		CheckSpec: a.checkSpec, Changed: a.changed})
 	a.ctl.Store(ctl)
 	a.metrics.SetVersionSource(ctl.LiveState)
 	if ch, ok := a.store.(registry.Changes); ok {
@@ -603,6 +609,7 @@ func (a *app) newServer(context.Context) error {
 	if cfg.LabReport == "" {
 		cfg.LabReport = filepath.Join(a.cfg.Data, "lab", "report.html") // where sluice lab --publish DATA puts it
 	}
+	cfg.Events = a.feed.hub
 	a.srv = server.New(cfg, a.ctl.Load())
 	a.jobs.pred.Gateway = a.srv.Gateway() // before the listeners serve and the runner runs: nothing called the predictor yet
 	return nil

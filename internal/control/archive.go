@@ -154,7 +154,7 @@ func (c *Controller) archiveLocked(ctx context.Context, model string, n int, act
 	if err := c.store.SetState(ctx, model, n, registry.Archived, why, tm); err != nil {
 		return nil, Status{}, err
 	}
-	if err := c.store.Audit(ctx, registry.Event{Model: model, Actor: actor, Action: "archive", What: fmt.Sprintf("%s@%d archived (was %s, unloaded from %s)", model, n, st, where), Reason: reason}); err != nil {
+	if err := c.audit(ctx, registry.Event{Model: model, Actor: actor, Action: "archive", What: fmt.Sprintf("%s@%d archived (was %s, unloaded from %s)", model, n, st, where), Reason: reason}); err != nil {
 		c.log.Warn("archive: audit event not recorded", "model", model, "version", n, "err", err)
 	}
 	servers := c.unrouteLocked([]*Loaded{l}, registry.Archived, why)
@@ -222,6 +222,7 @@ func (c *Controller) deleteLocked(ctx context.Context, model, actor, reason stri
 		c.policies[model] = np
 		c.publishLocked()
 		c.mu.Unlock()
+		c.policyChanged(np, false)
 	}
 	var servers []Hosted
 	for _, l := range ls {
@@ -233,7 +234,7 @@ func (c *Controller) deleteLocked(ctx context.Context, model, actor, reason stri
 		}
 		servers = append(servers, c.unrouteLocked([]*Loaded{l}, registry.Deleted, why)...)
 	}
-	if err := c.store.Audit(ctx, registry.Event{Model: model, Actor: actor, Action: "delete", What: fmt.Sprintf("model %s deleted: versions %s archived and hidden", model, strings.Join(ns, ", ")), Reason: reason}); err != nil {
+	if err := c.audit(ctx, registry.Event{Model: model, Actor: actor, Action: "delete", What: fmt.Sprintf("model %s deleted: versions %s archived and hidden", model, strings.Join(ns, ", ")), Reason: reason}); err != nil {
 		c.log.Warn("delete: audit event not recorded", "model", model, "err", err)
 	}
 	return nums, servers, nil
@@ -257,7 +258,7 @@ func (c *Controller) Load(ctx context.Context, model string, n int, actor, reaso
 	if ok && (!isDone(l) || !dormant(st)) {
 		return c.statusOf(l), nil
 	}
-	if err := c.store.Audit(ctx, registry.Event{Model: model, Actor: actor, Action: "load", What: fmt.Sprintf("%s@%d loaded again (was %s)", model, n, st), Reason: reason}); err != nil {
+	if err := c.audit(ctx, registry.Event{Model: model, Actor: actor, Action: "load", What: fmt.Sprintf("%s@%d loaded again (was %s)", model, n, st), Reason: reason}); err != nil {
 		return Status{}, err
 	}
 	return c.statusOf(c.startLoad(v, true)), nil
@@ -287,6 +288,7 @@ func (c *Controller) unrouteLocked(ls []*Loaded, st registry.State, reason strin
 		if c.unrouted != nil {
 			c.unrouted(l.Version.ID())
 		}
+		c.changed(Change{Kind: "version", Model: l.Version.Model, Version: l.Version.N, State: st, Reason: reason})
 	}
 	return servers
 }
@@ -412,7 +414,7 @@ func (c *Controller) deleteVersionLocked(ctx context.Context, model string, n in
 	if err := c.store.SetState(ctx, model, n, registry.Deleted, why, tm); err != nil {
 		return nil, Status{}, err
 	}
-	if err := c.store.Audit(ctx, registry.Event{Model: model, Actor: actor, Action: "delete", What: fmt.Sprintf("%s@%d deleted (was %s, never served): hidden from listings", model, n, st), Reason: reason}); err != nil {
+	if err := c.audit(ctx, registry.Event{Model: model, Actor: actor, Action: "delete", What: fmt.Sprintf("%s@%d deleted (was %s, never served): hidden from listings", model, n, st), Reason: reason}); err != nil {
 		c.log.Warn("delete: audit event not recorded", "model", model, "version", n, "err", err)
 	}
 	servers := c.unrouteLocked([]*Loaded{l}, registry.Deleted, why)

@@ -55,6 +55,58 @@ type Config struct {
 	// what this server lacks (features: without a feature store); its
 	// error is the version's failure reason.
 	CheckSpec func(*modelpkg.Spec) error
+	// Changed (nil: none) is told of every change the controller makes
+	// or adopts from the store, for the event feed (GET /v1/events): a
+	// deployment's new policy (made here or by another gateway), a
+	// rollout's new state or gate values, a version's new state, an
+	// audit entry written here. It may be called with the controller's
+	// locks held, so it must be quick, must not block and must not call
+	// the controller (events.Hub.Publish is so).
+	Changed func(Change)
+}
+
+// Change is one change Config.Changed is told of. Kind says which fields
+// are set: "deployment" Policy (Adopted: read from the store, made by
+// another gateway), "rollout" Rollout (a copy), "version" Version, State,
+// Reason, "audit" Audit.
+type Change struct {
+	Kind    string
+	Model   string
+	Policy  registry.Policy
+	Adopted bool
+	Rollout *Rollout
+	Version int
+	State   registry.State
+	Reason  string
+	Audit   registry.Event
+}
+
+// changed tells Config.Changed of ch.
+func (c *Controller) changed(ch Change) {
+	if c.onChange != nil {
+		c.onChange(ch)
+	}
+}
+
+// audit writes e to the store's audit trail and tells Config.Changed.
+func (c *Controller) audit(ctx context.Context, e registry.Event) error {
+	if e.At.IsZero() {
+		e.At = time.Now().UTC()
+	}
+	if err := c.store.Audit(ctx, e); err != nil {
+		return err
+	}
+	c.changed(Change{Kind: "audit", Model: e.Model, Audit: e})
+	return nil
+}
+
+// policyChanged tells Config.Changed of p, and of the audit entry the
+// store wrote with it unless another gateway made it.
+func (c *Controller) policyChanged(p registry.Policy, adopted bool) {
+	c.changed(Change{Kind: "deployment", Model: p.Model, Policy: p, Adopted: adopted})
+	if !adopted {
+		c.changed(Change{Kind: "audit", Model: p.Model, Audit: registry.Event{Model: p.Model, At: p.CreatedAt, Actor: p.Actor, Action: "policy", What: p.Diff, Reason: p.Reason}})
+	}
 }
 
 // Controller owns loaded versions and the routing snapshot.
@@ -78,6 +130,7 @@ type Controller struct {
 	deleteQuiet time.Duration
 	unrouted    func(id string)
 	checkSpec   func(*modelpkg.Spec) error
+	onChange    func(Change)
 
 	born    time.Time              // when the controller was made: traffic before it is unknown
 	tmu     sync.Mutex             // guards traffic
@@ -133,7 +186,7 @@ func New(cfg Config) *Controller {
 	}
 	return &Controller{store: store, host: host, log: log, Table: &routing.Holder{}, ctx: ctx, cancel: cancel,
 		sem: make(chan struct{}, 2), versions: map[string]*Loaded{}, Stats: &vstats.Set{},
-		metrics: cfg.Metrics, noDrift: cfg.NoDrift, deleteQuiet: cfg.DeleteQuiet, unrouted: cfg.Unrouted, checkSpec: cfg.CheckSpec,
+		metrics: cfg.Metrics, noDrift: cfg.NoDrift, deleteQuiet: cfg.DeleteQuiet, unrouted: cfg.Unrouted, checkSpec: cfg.CheckSpec, onChange: cfg.Changed,
 		policies: map[string]registry.Policy{}, dirty: map[string]*Loaded{},
 		rollouts: map[string]*Rollout{}, wake: make(chan struct{}),
 		invalid: map[string]PackageProblem{}, born: time.Now().UTC(), traffic: map[string]trafficSeen{}}
@@ -219,7 +272,7 @@ func (c *Controller) Publish(ctx context.Context, p *modelpkg.Package, actor str
 	if !created {
 		what = fmt.Sprintf("published %s again: identical to the stored version (artifact sha256:%s)", v.ID(), short(v.ArtifactSHA))
 	}
-	if err := c.store.Audit(ctx, registry.Event{Model: v.Model, At: time.Now().UTC(), Actor: actor, Action: "publish", What: what}); err != nil {
+	if err := c.audit(ctx, registry.Event{Model: v.Model, At: time.Now().UTC(), Actor: actor, Action: "publish", What: what}); err != nil {
 		c.log.Error("publish: audit event not written", "model", v.Model, "version", v.N, "actor", actor, "err", err)
 		return v, created, errs.Wrap(errs.Unavailable, err, "%s is published but its audit event could not be written; publish it again to record it", v.ID())
 	}
@@ -334,6 +387,7 @@ func (c *Controller) setState(l *Loaded, st registry.State, reason string) {
 	close(c.wake)
 	c.wake = make(chan struct{})
 	c.mu.Unlock()
+	c.changed(Change{Kind: "version", Model: l.Version.Model, Version: l.Version.N, State: st, Reason: reason})
 	if err := c.store.SetState(c.ctx, l.Version.Model, l.Version.N, st, reason, t); err != nil {
 		c.log.Warn("record version state; will retry", "model", l.Version.Model, "version", l.Version.N, "err", err)
 		c.mu.Lock()
@@ -609,7 +663,7 @@ func (c *Controller) publishFolder(ctx context.Context, p *modelpkg.Package, dis
 	if created {
 		e := registry.Event{Model: v.Model, At: time.Now().UTC(), Actor: SystemActor, Action: "publish",
 			What: fmt.Sprintf("published %s (artifact sha256:%s) from the models folder %s", v.ID(), short(v.ArtifactSHA), display)}
-		if err := c.store.Audit(ctx, e); err != nil {
+		if err := c.audit(ctx, e); err != nil {
 			return v, created, fmt.Errorf("publish %s: write its audit event: %w", v.ID(), err)
 		}
 	}

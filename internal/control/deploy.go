@@ -193,6 +193,7 @@ func (c *Controller) setTargetsLocked(ctx context.Context, model string, targets
 	c.policies[model] = p
 	c.publishLocked()
 	c.mu.Unlock()
+	c.policyChanged(p, false)
 	c.log.Info("deployment changed", "model", model, "policy", p.Version, "change", p.Diff, "actor", actor, "reason", reason)
 	return p, nil
 }
@@ -251,6 +252,8 @@ func (c *Controller) setRolloutLocked(r *Rollout) {
 	c.rollouts[r.Model] = r
 	cp := *r
 	c.rolloutView.Store(r.Model, &cp)
+	ev := cp
+	c.changed(Change{Kind: "rollout", Model: r.Model, Rollout: &ev})
 }
 
 // Deploy starts a rollout of model@version with plan (nil: the package's
@@ -325,7 +328,7 @@ func (c *Controller) saveRolloutLocked(ctx context.Context, r *Rollout, event, a
 		return err
 	}
 	if event != "" {
-		if err := c.store.Audit(ctx, registry.Event{Model: r.Model, Actor: actor, Action: "rollout", What: event, Reason: reason}); err != nil {
+		if err := c.audit(ctx, registry.Event{Model: r.Model, Actor: actor, Action: "rollout", What: event, Reason: reason}); err != nil {
 			return err
 		}
 	}

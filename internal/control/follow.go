@@ -150,6 +150,7 @@ func (c *Controller) adoptLocked(vs []registry.Version, cur []registry.Policy, r
 		if old, ok := c.policies[p.Model]; !ok || p.Version > old.Version {
 			c.policies[p.Model] = p
 			changed = true
+			c.policyChanged(p, true)
 			c.log.Info("deployment changed through another gateway", "model", p.Model, "policy", p.Version, "change", p.Diff, "actor", p.Actor, "reason", p.Reason)
 		}
 	}

@@ -58,7 +58,7 @@ func (c *Controller) Quarantine(model string, n int, reason string) {
 	defer cancel()
 	e := registry.Event{Model: model, At: time.Now().UTC(), Actor: SystemActor, Action: "quarantine",
 		What: key(model, n) + " quarantined, unloaded from every worker and marked failed", Reason: reason}
-	if err := c.store.Audit(ctx, e); err != nil {
+	if err := c.audit(ctx, e); err != nil {
 		c.log.Error("quarantine: audit event not written", "model", model, "version", n, "err", err)
 	}
 }

@@ -56,6 +56,8 @@ const (
 	QueueFull Code = "queue_full"
 	// TooManyWorkers: a worker's `Register` for a new id while `--max-workers` workers are registered (raise `--max-workers`, or wait until dead ones are forgotten)
 	TooManyWorkers Code = "too_many_workers"
+	// TooManyStreams: `GET /v1/events` while `--events-max-streams` event streams are open (close one, or raise the flag)
+	TooManyStreams Code = "too_many_streams"
 	// ShuttingDown: the server (or the worker holding the version) is draining
 	ShuttingDown Code = "shutting_down"
 	// Unavailable: a replica or worker crashed while computing this request and it could not be retried in time; the metadata store, the artifact store or the records store failed (a push on a full disk: `no space left on the artifact store's disk`); the message never names a server path
@@ -118,6 +120,8 @@ var catalogue = [...]Entry{
 		Doc: "refused before queueing: the version's queue cannot take this many instances"},
 	{Code: TooManyWorkers, HTTP: http.StatusServiceUnavailable, GRPC: codes.ResourceExhausted, RetryClient: true, RetryAfter: "until a registered worker is forgotten (`--forget-after` after it went silent)",
 		Doc: "a worker's `Register` for a new id while `--max-workers` workers are registered (raise `--max-workers`, or wait until dead ones are forgotten)"},
+	{Code: TooManyStreams, HTTP: http.StatusServiceUnavailable, GRPC: codes.ResourceExhausted, RetryClient: true, RetryAfter: "5 s",
+		Doc: "`GET /v1/events` while `--events-max-streams` event streams are open (close one, or raise the flag)"},
 	{Code: ShuttingDown, HTTP: http.StatusServiceUnavailable, GRPC: codes.Unavailable, Refusal: RefusalClosing, Refund: true, RetryWorker: true, RetryClient: true, RetryAfter: "1 s",
 		Doc: "the server (or the worker holding the version) is draining"},
 	{Code: Unavailable, HTTP: http.StatusServiceUnavailable, GRPC: codes.Unavailable, RetryWorker: true, RetryClient: true, RetryAfter: "1 s for a crashed replica, an unreachable worker or a record not written; the store's advice for a failed store (2–30 s, 30 s for a full disk)",
@@ -181,18 +185,20 @@ func index(c Code) int {
 		return 21
 	case TooManyWorkers:
 		return 22
-	case ShuttingDown:
+	case TooManyStreams:
 		return 23
-	case Unavailable:
+	case ShuttingDown:
 		return 24
-	case JobsOff:
+	case Unavailable:
 		return 25
-	case OutcomesOff:
+	case JobsOff:
 		return 26
-	case DeadlineExceeded:
+	case OutcomesOff:
 		return 27
-	case ExpiredInQueue:
+	case DeadlineExceeded:
 		return 28
+	case ExpiredInQueue:
+		return 29
 	}
 	return -1
 }

@@ -28,8 +28,9 @@ func TestTable(t *testing.T) {
 		IdempotencyConflict: {409, codes.AlreadyExists}, WorkerIDInUse: {409, codes.AlreadyExists}, Internal: {500, codes.Internal},
 		WorkerAddressRefused: {403, codes.PermissionDenied}, TooManyWorkers: {503, codes.ResourceExhausted},
 		JobInvalid: {400, codes.InvalidArgument}, JobNotFound: {404, codes.NotFound}, JobConflict: {409, codes.AlreadyExists},
-		JobsOff:     {503, codes.Unavailable},
-		OutcomesOff: {503, codes.Unavailable},
+		JobsOff:        {503, codes.Unavailable},
+		OutcomesOff:    {503, codes.Unavailable},
+		TooManyStreams: {503, codes.ResourceExhausted},
 	}
 	if len(Codes()) != len(want) {
 		t.Errorf("%d codes, the test knows %d: add the new one here (published statuses never change)", len(Codes()), len(want))

@@ -19,12 +19,14 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/sluiceml/sluice/internal/api"
 	"github.com/sluiceml/sluice/internal/control"
 	"github.com/sluiceml/sluice/internal/errs"
+	"github.com/sluiceml/sluice/internal/events"
 	"github.com/sluiceml/sluice/internal/gateway"
 	"github.com/sluiceml/sluice/internal/jobs"
 	"github.com/sluiceml/sluice/internal/modelpkg"
@@ -92,6 +94,9 @@ type Config struct {
 	// (--lab-report; app's default: <--data>/lab/report.html), its CSV and
 	// JSON files beside it ("": none, 404).
 	LabReport string
+	// Events is the change feed GET /v1/events streams (nil: that route
+	// answers 404). Its streams end when the server starts draining.
+	Events *events.Hub
 }
 
 // Server serves the public API.
@@ -101,6 +106,8 @@ type Server struct {
 	gw       *gateway.Gateway
 	log      *slog.Logger
 	draining atomic.Bool
+	drainc   chan struct{} // closed by SetDraining: event streams end
+	drainOne sync.Once
 	mux      *http.ServeMux
 	routes   []Route      // what mux serves, and who may call it
 	handler  http.Handler // what the listener serves: mux (tests may wrap it)
@@ -134,7 +141,7 @@ func New(cfg Config, ctl *control.Controller) *Server {
 	}
 	s := &Server{cfg: cfg, ctl: ctl, gw: &gateway.Gateway{Table: ctl.Table, MaxDeadline: cfg.MaxDeadline, Stats: ctl.Stats,
 		Shadows: gateway.NewShadows(ctl.Stats, cfg.Logger, 2, 256, 2*time.Second), Metrics: cfg.Metrics,
-		Records: cfg.Records, Log: cfg.Logger, Caches: cfg.Caches, Features: cfg.Features, Joins: cfg.Joins}, log: cfg.Logger, mux: http.NewServeMux()}
+		Records: cfg.Records, Log: cfg.Logger, Caches: cfg.Caches, Features: cfg.Features, Joins: cfg.Joins}, log: cfg.Logger, mux: http.NewServeMux(), drainc: make(chan struct{})}
 	if cfg.Metrics != nil {
 		cfg.Metrics.SetCacheSource(cacheStates(cfg.Caches))
 	}
@@ -154,6 +161,7 @@ func New(cfg Config, ctl *control.Controller) *Server {
 	s.handle("/readyz", Public, s.wrap(onlyGet(s.readyz)))
 	s.handle("/openapi.json", Public, s.wrap(onlyGet(s.openAPI)))
 	s.handle("/v1/models", Key, s.wrap(onlyGet(s.listModels)))
+	s.handle("/v1/events", Key, s.wrap(onlyGet(s.streamEvents)))
 	s.handle("/v1/workers", Admin, s.wrap(onlyGet(s.listWorkers)))
 	s.handle("/v1/models/", Key, s.wrap(s.models))
 	s.handle("/v1/deployments/", Key, s.wrap(s.deployments))
@@ -217,7 +225,12 @@ func (s *Server) Handler() http.Handler { return s.mux }
 func (s *Server) Close() { s.gw.Shadows.Close() }
 
 // SetDraining marks the server not ready (readyz 503) ahead of shutdown.
-func (s *Server) SetDraining() { s.draining.Store(true) }
+// Event streams end at once, so that the listeners' drain does not wait
+// for them.
+func (s *Server) SetDraining() {
+	s.draining.Store(true)
+	s.drainOne.Do(func() { close(s.drainc) })
+}
 
 // HTTPServer wraps the handler with timeouts so a slow client cannot pin a
 // connection forever: a connection that sends no request line and headers
@@ -438,6 +451,15 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) error {
 		}
 		return s.getModel(w, r, parts[0])
 	case 2:
+		if parts[1] == "stats" {
+			if err := method(http.MethodGet); err != nil {
+				return err
+			}
+			if err := tn.Check(parts[0]); err != nil {
+				return err
+			}
+			return s.modelStats(w, r, parts[0], time.Now())
+		}
 		if parts[1] == "versions" {
 			if err := method(http.MethodPost); err != nil {
 				return err

@@ -1,8 +1,10 @@
 // Package vstats keeps live, in-memory outcome statistics per model
 // version: request and 5xx counts, a latency histogram, and shadow
-// comparison figures. The gateway records into it on the hot path (atomic
-// counters only); the control plane reads windows of it to judge rollout
-// gates. It knows nothing of HTTP, routing or the store.
+// comparison figures, and the last 24 h of them per minute (rollup.Series:
+// GET /v1/models/{name}/stats). The gateway records into it on the hot
+// path (atomic counters, and one short lock of the version's minutes);
+// the control plane reads windows of it to judge rollout gates. It knows
+// nothing of HTTP, routing or the store.
 package vstats
 
 import (
@@ -11,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/sluiceml/sluice/internal/rollup"
 )
 
 // Latency buckets: upper bounds growing by 10 % from 50 µs to ~60 s.
@@ -87,6 +91,8 @@ type Version struct {
 	Requests atomic.Int64 // answered requests
 	Errors   atomic.Int64 // 5xx answers
 	Latency  *Histogram   // successful requests' server latency
+	// Minutes is the last 24 h of the same figures, per minute.
+	Minutes rollup.Series
 
 	Shadow Shadow // figures of this version running as a shadow
 }
@@ -156,6 +162,7 @@ func (v *Version) Record(latency time.Duration, ok, serverError bool) {
 	if ok {
 		v.Latency.Observe(latency)
 	}
+	v.Minutes.Observe(time.Now(), latency, ok, serverError)
 }
 
 // Compare records a shadow's outputs against the primary's for the same
@@ -228,6 +235,15 @@ func maxFloat(a *atomic.Uint64, d float64) {
 // Set holds the figures of every version, created on first use.
 type Set struct {
 	m sync.Map // "model@N" -> *Version
+}
+
+// Lookup returns the figures of id if it has any (it makes none).
+func (s *Set) Lookup(id string) (*Version, bool) {
+	v, ok := s.m.Load(id)
+	if !ok {
+		return nil, false
+	}
+	return v.(*Version), true
 }
 
 // Get returns the figures of id ("model@N").
