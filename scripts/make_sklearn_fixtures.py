@@ -16,6 +16,12 @@ and, for the pipelines (an e2e test pushes them through the binary):
   NAME.csv         rows of its training frame (for --rows)
   NAME.pipeline.json {"instances": [...], "outputs": [[...]]}: the
                    pipeline's own predict/predict_proba on raw instances
+  cal_*.joblib, cal_*.csv, cal_*.json, cal_*.calibrated.json: binary
+                   CalibratedClassifierCV models (sigmoid and isotonic;
+                   the calibration as the last pipeline step or around a
+                   whole prefit pipeline) with their exports, and the
+                   calibrated model's own predict_proba[:, 1] and predict
+                   on raw instances
   refuse_*.joblib  models the exporter refuses (KNeighborsClassifier, a
                    OneHotEncoder(drop="first"))
 
@@ -316,6 +322,61 @@ def bench():
     print(f"bench500: {len(doc['trees'])} trees, {os.path.getsize(os.path.join(OUT, 'bench500.json'))} bytes", file=sys.stderr)
 
 
+def calibrated():
+    """CalibratedClassifierCV models (their own generator: the fixtures
+    above do not move when these change)."""
+    from sklearn.calibration import CalibratedClassifierCV
+
+    rng = np.random.default_rng(SEED + 900)
+    df, s = frame(rng, 800)
+    y = (s + rng.normal(scale=0.6, size=len(s)) > 0).astype(int)
+    test, _ = frame(np.random.default_rng(SEED + 901), 40)
+    num, cat = ["age", "income", "score"], ["color", "city"]
+
+    yes_no = np.where(y == 1, "yes", "no")
+    sig = Pipeline([
+        ("prep", ColumnTransformer([("num", StandardScaler(), num), ("cat", OneHotEncoder(), cat)])),
+        ("model", CalibratedClassifierCV(linear_model.LogisticRegression(max_iter=1000), method="sigmoid", cv=3, ensemble=False)),
+    ]).fit(df, yes_no)
+    calibrated_fixture("cal_sigmoid_lr", sig, df, test)
+
+    rf = Pipeline([
+        ("prep", ColumnTransformer([("num", MinMaxScaler(), num), ("cat", OneHotEncoder(), cat)], remainder="passthrough")),
+        ("model", ensemble.RandomForestClassifier(n_estimators=10, max_depth=6, random_state=0)),
+    ]).fit(df.iloc[:500], y[:500])
+    iso_rf = CalibratedClassifierCV(rf, method="isotonic", cv="prefit").fit(df.iloc[500:], y[500:])
+    calibrated_fixture("cal_isotonic_rf", iso_rf, df, test)
+
+    iso_hgb = Pipeline([
+        ("prep", ColumnTransformer([("cat", OrdinalEncoder(), cat)], remainder="passthrough")),
+        ("model", CalibratedClassifierCV(ensemble.HistGradientBoostingClassifier(max_iter=30, categorical_features=[0, 1], random_state=0),
+                                         method="isotonic", cv=3, ensemble=False)),
+    ]).fit(df, y)
+    calibrated_fixture("cal_isotonic_hgb", iso_hgb, df, test)
+
+    ens = CalibratedClassifierCV(linear_model.LogisticRegression(), cv=3).fit(df[["age", "score"]], y)
+    joblib.dump(ens, os.path.join(OUT, "refuse_calibrated_ensemble.joblib"))
+
+
+def calibrated_fixture(name, model, train, test):
+    doc = exporter.export(model, train, 8)
+    write_json(name + ".json", doc)
+    joblib.dump(model, os.path.join(OUT, name + ".joblib"))
+    train.head(50).to_csv(os.path.join(OUT, name + ".csv"), index=False)
+    p = model.predict_proba(test)[:, 1]
+    label = model.predict(test)
+    insts = []
+    for r in range(len(test)):
+        inst = {}
+        for f in doc["input"]["fields"]:
+            v = exporter.as_py(test[f.get("source", f["name"])].iloc[r])
+            inst[f["name"]] = v if f["type"] != "float" else float(v)
+        insts.append(inst)
+    write_json(name + ".calibrated.json", {"instances": insts, "probability": [float(v) for v in p],
+                                           "calibratedLabel": [str(exporter.as_py(v)) for v in label]})
+    print(f"{name}: {doc['estimator']}, outputs {doc['outputs']}, postprocess {[st['op'] + ':' + st.get('method', '') for st in doc['postprocess']]}", file=sys.stderr)
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     if "--bench" in sys.argv:
@@ -327,6 +388,7 @@ def main():
     linear(rng)
     pipelines(rng)
     refusals(rng)
+    calibrated()
 
 
 if __name__ == "__main__":

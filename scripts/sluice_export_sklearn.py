@@ -447,6 +447,8 @@ def output_names(doc):
     def part(c, i):
         return _non_field.sub("_", str(c)).strip("_") or str(i)
 
+    if doc.get("decision"):
+        return names + ["decision"]
     if est == "LinearSVC":
         if len(classes) == 2:
             return names + ["decision"]
@@ -489,7 +491,10 @@ def export(model, rows=None, n_examples=8):
     import sklearn
     import numpy as np
 
+    calibrated = None
     steps, est = split_pipeline(model)
+    if type(est).__name__ == "CalibratedClassifierCV":
+        calibrated, model, steps, est = unwrap_calibrated(model, steps, est)
     sources, named = source_columns(model, est, steps)
     cols = [Column(s, field_name(s, f"x{i}")) for i, s in enumerate(sources)]
     seen = set()
@@ -504,6 +509,8 @@ def export(model, rows=None, n_examples=8):
         cols = apply_transformer(t, cols, name)
     doc = {"format": FORMAT, "formatVersion": FORMAT_VERSION, "sklearnVersion": sklearn.__version__}
     doc.update(export_estimator(est))
+    if calibrated is not None and calibrated["input"] == "decision" and doc["estimator"] != "LinearSVC":
+        doc["decision"] = True
     width = sum(c.width() for c in cols)
     if width != doc["nFeatures"]:
         raise ExportError(f"the pipeline gives {width} columns, the estimator reads {doc['nFeatures']}")
@@ -513,6 +520,8 @@ def export(model, rows=None, n_examples=8):
         # a package whose fields are named otherwise.
         doc["featureNames"] = [f for c in cols for f in c.feature_names()]
     doc["outputs"] = output_names(doc)
+    if calibrated is not None:
+        doc["postprocess"] = calibration_steps(calibrated, doc)
 
     # Field types from the rows' dtypes, where they say more than "number".
     frame = to_frame(rows, sources, named) if rows is not None else None
@@ -535,8 +544,89 @@ def export(model, rows=None, n_examples=8):
     dropped = [c.source for c in all_cols if c not in cols]
     if dropped:
         doc["input"]["dropped"] = dropped
-    doc["examples"] = examples(model, est, doc, cols, sources, named, frame, n_examples)
+    doc["examples"] = examples(model, est, doc, cols, sources, named, frame, n_examples, calibrated)
     return doc
+
+
+# ---------------------------------------------------------------- calibration
+
+# The calibrated label is class 1 when its calibrated probability is above
+# 0.5 (CalibratedClassifierCV.predict is argmax of [1 - p, p]: a tie is
+# class 0). Sluice's threshold step labels a value >= its threshold, and
+# its outputs are float32: the next float32 above 0.5 says "above".
+ABOVE_HALF = 0.5000000596046448
+
+
+def unwrap_calibrated(model, steps, cal):
+    """A CalibratedClassifierCV with one calibrated binary classifier: the
+    base model (the pipeline's steps, the base's own steps, the base
+    estimator) and what the calibrator is."""
+    from sklearn.pipeline import Pipeline
+
+    ccs = getattr(cal, "calibrated_classifiers_", None)
+    if ccs is None:
+        raise ExportError("the CalibratedClassifierCV is not fitted")
+    if len(ccs) != 1:
+        raise ExportError(
+            f"the CalibratedClassifierCV holds {len(ccs)} calibrated classifiers (ensemble=True averages them, "
+            "which one calibration step cannot express): refit it with ensemble=False, or calibrate a fitted model with cv=\"prefit\"")
+    if len(cal.classes_) != 2:
+        raise ExportError(
+            f"the CalibratedClassifierCV has {len(cal.classes_)} classes: only a binary classifier's calibration is exported "
+            "(a multi-class one normalizes one calibrator per class)")
+    cc = ccs[0]
+    base = getattr(cc, "estimator", None) or getattr(cc, "base_estimator", None)
+    calibrator = cc.calibrators[0]
+    kind = type(calibrator).__name__
+    if kind == "_SigmoidCalibration":
+        cal_doc = {"method": "platt", "a": float(calibrator.a_), "b": float(calibrator.b_)}
+    elif kind == "IsotonicRegression":
+        x = [float(v) for v in calibrator.X_thresholds_]
+        y = [float(v) for v in calibrator.y_thresholds_]
+        if len(x) > 65536:
+            raise ExportError(f"the isotonic calibrator has {len(x)} points; Sluice's calibrate step takes at most 65536")
+        cal_doc = {"method": "isotonic", "x": x, "y": y}
+    else:
+        raise ExportError(f"the calibrator {kind} is not sigmoid or isotonic")
+    # What the calibrator reads: decision_function where the base has one,
+    # else predict_proba's column of class 1 (as scikit-learn chooses).
+    cal_doc["input"] = "decision" if hasattr(base, "decision_function") else "proba"
+    cal_doc["classes"] = [as_py(c) for c in cal.classes_]
+    cal_doc["model"] = cal_model = (model, cal)
+    inner = []
+    if isinstance(base, Pipeline):
+        inner = base.steps[:-1]
+        base = base.steps[-1][1]
+    all_steps = list(steps) + list(inner)
+    base_model = Pipeline(all_steps + [("estimator", base)]) if all_steps else base
+    del cal_model
+    return cal_doc, base_model, all_steps, base
+
+
+def calibration_steps(c, doc):
+    """postprocess: the calibrator on the score it reads, then the label."""
+    outs = doc["outputs"]
+    col = "decision" if c["input"] == "decision" else outs[2]
+    st = {"op": "calibrate", "output": col, "as": "probability", "method": c["method"]}
+    for k in ("a", "b", "x", "y"):
+        if k in c:
+            st[k] = c[k]
+    labels = [str(v) for v in c["classes"]]
+    return [st, {"op": "threshold", "output": "probability", "as": "calibratedLabel", "threshold": ABOVE_HALF, "labels": labels}]
+
+
+def calibrated_outputs(c, base_score):
+    """What Sluice's steps answer for the base's scores (float32, as the
+    model's outputs are): the calibrated probability and the label index."""
+    import numpy as np
+
+    s = np.asarray(base_score, dtype=np.float32).astype(np.float64)
+    if c["method"] == "platt":
+        p = 1 / (1 + np.exp(c["a"] * s + c["b"]))
+    else:
+        p = np.interp(s, c["x"], c["y"])
+    p32 = p.astype(np.float32).astype(np.float64)
+    return p32, (p32 >= ABOVE_HALF).astype(int)
 
 
 def field_doc(c):
@@ -591,14 +681,14 @@ def sklearn_outputs(model, doc, X):
     else:
         idx = {c: i for i, c in enumerate(classes)}
         lab = np.array([idx[as_py(v)] for v in label], dtype=np.float64)
-    if doc["estimator"] == "LinearSVC":
+    if doc["estimator"] == "LinearSVC" or doc.get("decision"):
         rest = np.asarray(model.decision_function(X), dtype=np.float64).reshape(n, -1)
     else:
         rest = np.asarray(model.predict_proba(X), dtype=np.float64)
     return np.column_stack([lab, rest])
 
 
-def examples(model, est, doc, cols, sources, named, frame, n_examples):
+def examples(model, est, doc, cols, sources, named, frame, n_examples, calibrated=None):
     import numpy as np
     import pandas as pd
 
@@ -651,12 +741,25 @@ def examples(model, est, doc, cols, sources, named, frame, n_examples):
         out32 = sklearn_outputs(est, doc, pre32)
     except Exception as e:  # noqa: BLE001 - scikit-learn's own refusal of the rows
         raise ExportError(f"scikit-learn could not predict the {source}: {e}") from e
+    post = None
+    if calibrated is not None:
+        # scikit-learn's calibrated model on the raw rows, and what Sluice's
+        # steps make of the base's float32 score on the float32 rows.
+        full, cal = calibrated["model"]
+        cal_p = np.asarray(full.predict_proba(X), dtype=np.float64)[:, 1]
+        cal_label = full.predict(X)
+        score32 = out32[:, 1] if calibrated["input"] == "decision" else out32[:, 2]
+        our_p, our_label = calibrated_outputs(calibrated, score32)
+        classes = calibrated["classes"]
+        post = (cal_p, [classes.index(as_py(v)) for v in cal_label], our_p, our_label)
     exs = []
     for r in range(len(frame)):
         if len(exs) == n_examples:
             break
         if "classes" in doc and out[r][0] != out32[r][0]:
             continue
+        if post is not None and post[1][r] != post[3][r]:
+            continue  # the calibrated label flips on float32: a boundary row
         diff = float(np.max(np.abs(out[r] - out32[r])))
         tol = 1e-6
         while tol < 2 * diff:
@@ -678,6 +781,14 @@ def examples(model, est, doc, cols, sources, named, frame, n_examples):
         ex = {"instance": inst, "outputs": [float(x) for x in out[r]]}
         if tol > 1e-6:
             ex["tolerance"] = tol
+        if post is not None:
+            cal_p, cal_label, our_p, _ = post
+            ex["post"] = {"probability": float(cal_p[r]), "calibratedLabel": str(calibrated["classes"][cal_label[r]])}
+            ptol = 1e-6
+            while ptol < 2 * abs(float(cal_p[r]) - float(our_p[r])):
+                ptol *= 10
+            if ptol > 1e-6:
+                ex["postTolerance"] = ptol
         exs.append(ex)
     if not exs:
         raise ExportError(f"each of the {source} sits on a decision boundary when read as float32; give other rows")

@@ -12,7 +12,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -60,6 +62,9 @@ type Golden struct {
 	Instance  []Value
 	Expect    []float64
 	Tolerance float64
+	// Post are the expected outputs of the postprocess: steps (a number
+	// or a label), by output name.
+	Post []Value
 }
 
 // Value is one field's value in a golden instance.
@@ -83,6 +88,10 @@ type Model struct {
 	// GoldenRows names the file Golden's rows came from (sluice init
 	// --rows): their outputs are computed by running the artifact.
 	GoldenRows string
+	// Postprocess are model.yaml's postprocess: steps the artifact
+	// declares (an exported CalibratedClassifierCV's), as the exporter
+	// wrote them.
+	Postprocess []map[string]any
 }
 
 // Describe tells the runtime of an artifact (runtimeName "" to detect it by
@@ -328,8 +337,12 @@ func fromSklearn(data []byte) (*Model, error) {
 	if len(d.Input.Dropped) > 0 {
 		m.Detail += fmt.Sprintf("; the pipeline drops the columns %s, so they are no fields", strings.Join(d.Input.Dropped, ", "))
 	}
+	m.Postprocess = d.Postprocess
 	for _, ex := range d.Examples {
-		g := Golden{Expect: ex.Outputs, Tolerance: ex.Tolerance}
+		g := Golden{Expect: ex.Outputs, Tolerance: max(ex.Tolerance, ex.PostTolerance)}
+		for _, name := range slices.Sorted(maps.Keys(ex.Post)) {
+			g.Post = append(g.Post, Value{Field: name, Value: ex.Post[name]})
+		}
 		for _, f := range m.Fields {
 			v, ok := ex.Instance[f.Name]
 			if !ok {
@@ -542,6 +555,12 @@ func YAML(name, artifact, source string, m *Model, golden bool) []byte {
 	for _, o := range m.Outputs {
 		fmt.Fprintf(&b, "    - {name: %s}\n", o)
 	}
+	if len(m.Postprocess) > 0 {
+		b.WriteString("postprocess:\n")
+		for _, st := range m.Postprocess {
+			b.WriteString("  - " + flowMap(st) + "\n")
+		}
+	}
 	if !golden {
 		return []byte(b.String())
 	}
@@ -613,12 +632,61 @@ func writeGolden(b *strings.Builder, m *Model) {
 			}
 			fmt.Fprintf(b, "%s: %s", o, strconv.FormatFloat(g.Expect[i], 'g', -1, 64))
 		}
+		for _, v := range g.Post {
+			fmt.Fprintf(b, ", %s: %s", v.Field, scalar(v.Value))
+		}
 		tol := m.Tolerance
 		if g.Tolerance > 0 {
 			tol = strconv.FormatFloat(g.Tolerance, 'g', -1, 64)
 		}
 		fmt.Fprintf(b, "}\n    tolerance: %s\n", tol)
 	}
+}
+
+// stepKeys is the order a postprocess step's keys are written in; keys
+// not listed follow, sorted.
+var stepKeys = []string{"op", "output", "as", "method", "a", "b", "threshold", "labels", "thresholdAs", "x", "y"}
+
+// flowMap writes a step (decoded JSON: strings, numbers, lists of them)
+// as a YAML flow map.
+func flowMap(st map[string]any) string {
+	keys := slices.Clone(stepKeys)
+	for _, k := range slices.Sorted(maps.Keys(st)) {
+		if !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	var parts []string
+	for _, k := range keys {
+		v, ok := st[k]
+		if !ok {
+			continue
+		}
+		if x, isStr := v.(string); isStr && plainScalar.MatchString(x) && !yamlWord[strings.ToLower(x)] {
+			parts = append(parts, k+": "+x) // op, output and method names
+			continue
+		}
+		parts = append(parts, k+": "+flowValue(v))
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+// yamlWord are the plain scalars YAML 1.1 reads as something else than
+// a string.
+var yamlWord = map[string]bool{"yes": true, "no": true, "y": true, "n": true, "true": true, "false": true, "on": true, "off": true, "null": true, "~": true}
+
+func flowValue(v any) string {
+	switch x := v.(type) {
+	case string:
+		return strconv.Quote(x)
+	case []any:
+		items := make([]string, len(x))
+		for i, e := range x {
+			items[i] = flowValue(e)
+		}
+		return "[" + strings.Join(items, ", ") + "]"
+	}
+	return scalar(v)
 }
 
 // fieldOf is the field name YAML gave the field the artifact calls name.

@@ -51,6 +51,14 @@ type doc struct {
 	Coef            [][]float64       `json:"coef"`
 	Intercept       []float64         `json:"intercept"`
 	MultiClass      string            `json:"multiClass"`
+	// Decision: a binary classifier's output after the label is its
+	// decision_function (the raw score before the sigmoid), not
+	// predict_proba: what a CalibratedClassifierCV's calibrator reads.
+	Decision bool `json:"decision"`
+	// Postprocess is model.yaml's postprocess: steps the exporter made
+	// of a CalibratedClassifierCV, for sluice init (the runtime does not
+	// run them: the gateway does, from model.yaml).
+	Postprocess []map[string]any `json:"postprocess"`
 	FeatureNames    []string          `json:"featureNames"`
 	Outputs         []string          `json:"outputs"`
 	Input           *Input            `json:"input"`
@@ -106,6 +114,11 @@ type Example struct {
 	// Tolerance is how far the outputs may move when the estimator reads
 	// the row's values as float32, as Sluice hands them (absent: 1e-6).
 	Tolerance float64 `json:"tolerance,omitempty"`
+	// Post are the outputs of the postprocess steps scikit-learn's own
+	// calibrated model gave for the row (output name → a number, or a
+	// label), with PostTolerance for the numbers.
+	Post          map[string]any `json:"post,omitempty"`
+	PostTolerance float64        `json:"postTolerance,omitempty"`
 }
 
 // decode reads the artifact strictly: unknown keys, trailing data, a

@@ -15,6 +15,9 @@ type Description struct {
 	Input *Input
 	// Examples are rows with scikit-learn's own outputs.
 	Examples []Example
+	// Postprocess is the exporter's postprocess: steps (a
+	// CalibratedClassifierCV's calibrator and label), nil when none.
+	Postprocess []map[string]any
 }
 
 // Describe decodes and validates an artifact and says what it holds.
@@ -38,5 +41,6 @@ func Describe(artifact []byte) (*Description, error) {
 		Classes:        m.classes,
 		Input:          d.Input,
 		Examples:       d.Examples,
+		Postprocess:    d.Postprocess,
 	}, nil
 }

@@ -201,3 +201,44 @@ func TestSpecFeatures(t *testing.T) {
 		t.Fatalf("error %v", err)
 	}
 }
+
+// TestDecision: "decision" makes a binary classifier with a
+// decision_function answer [label, decision] (what an exported
+// CalibratedClassifierCV's calibrator reads), and is refused where the
+// estimator has no such column.
+func TestDecision(t *testing.T) {
+	raw, err := os.ReadFile("testdata/cal_sigmoid_lr.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Outputs(); len(got) != 2 || got[1] != "decision" || m.Info().Outputs != 2 {
+		t.Fatalf("outputs %v (%d columns), want [label decision]", got, m.Info().Outputs)
+	}
+	var lr map[string]any
+	if err := json.Unmarshal(raw, &lr); err != nil {
+		t.Fatal(err)
+	}
+	rf := map[string]any{}
+	if b, err := os.ReadFile("testdata/cal_isotonic_rf.json"); err != nil || json.Unmarshal(b, &rf) != nil {
+		t.Fatal(err)
+	}
+	rf["decision"] = true
+	reg := tiny()
+	reg["decision"] = true
+	for _, c := range []struct {
+		name string
+		doc  map[string]any
+		want string
+	}{
+		{"regressor", reg, "decision: a DecisionTreeRegressor is no classifier"},
+		{"forest", rf, "decision: a RandomForestClassifier has no decision_function"},
+	} {
+		if _, err := Parse(mustJSON(t, c.doc)); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		}
+	}
+}

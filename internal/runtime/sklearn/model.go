@@ -106,6 +106,19 @@ func build(d *doc) (*Model, error) {
 	if fam == famLinear && len(d.Trees) > 0 {
 		return nil, fmt.Errorf("trees: a %s has coefficients, not trees", d.Estimator)
 	}
+	if d.Decision {
+		switch {
+		case !classifier:
+			return nil, fmt.Errorf("decision: a %s is no classifier", d.Estimator)
+		case d.Estimator == "LinearSVC":
+			return nil, fmt.Errorf("decision: a LinearSVC answers its decision_function already; remove the key")
+		case fam == famForest:
+			return nil, fmt.Errorf("decision: a %s has no decision_function", d.Estimator)
+		case len(m.classes) != 2 || m.rawCols != 1:
+			return nil, fmt.Errorf("decision: only a binary classifier answers one decision value; this %s has %d classes", d.Estimator, len(m.classes))
+		}
+		m.decision = true
+	}
 	m.outCols = m.rawCols
 	if classifier {
 		m.outCols = 1 + m.probCols()
@@ -148,6 +161,9 @@ func (m *Model) readClasses(raw []json.RawMessage) error {
 }
 
 func (m *Model) probCols() int {
+	if m.decision {
+		return 1 // decision_function's one column
+	}
 	if m.fam == famLinear && m.estimator == "LinearSVC" && len(m.classes) == 2 {
 		return 1 // the one decision value
 	}

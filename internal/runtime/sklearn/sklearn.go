@@ -72,6 +72,7 @@ type Model struct {
 	classes      []string  // the classes as the artifact writes them
 	labels       []float32 // predict's label for each class: the class, or its index for string classes
 	labelIsIndex bool
+	decision     bool // a binary classifier answers its decision_function, not predict_proba
 	rawCols      int // raw scores per row
 	outCols      int
 	average      int // forests: the number of trees the sum is divided by
@@ -248,6 +249,10 @@ func (m *Model) head(raw []float64, out []float32) {
 		c = int(b2i(raw[0] >= 0))
 	}
 	out[0] = m.labels[c]
+	if m.decision {
+		out[1] = float32(raw[0])
+		return
+	}
 	for k, v := range p {
 		out[1+k] = float32(v)
 	}
