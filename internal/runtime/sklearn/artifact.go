@@ -58,11 +58,11 @@ type doc struct {
 	// Postprocess is model.yaml's postprocess: steps the exporter made
 	// of a CalibratedClassifierCV, for sluice init (the runtime does not
 	// run them: the gateway does, from model.yaml).
-	Postprocess []map[string]any `json:"postprocess"`
-	FeatureNames    []string          `json:"featureNames"`
-	Outputs         []string          `json:"outputs"`
-	Input           *Input            `json:"input"`
-	Examples        []Example         `json:"examples"`
+	Postprocess  []map[string]any `json:"postprocess"`
+	FeatureNames []string         `json:"featureNames"`
+	Outputs      []string         `json:"outputs"`
+	Input        *Input           `json:"input"`
+	Examples     []Example        `json:"examples"`
 }
 
 type treeDoc struct {

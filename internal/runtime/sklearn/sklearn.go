@@ -73,7 +73,7 @@ type Model struct {
 	labels       []float32 // predict's label for each class: the class, or its index for string classes
 	labelIsIndex bool
 	decision     bool // a binary classifier answers its decision_function, not predict_proba
-	rawCols      int // raw scores per row
+	rawCols      int  // raw scores per row
 	outCols      int
 	average      int // forests: the number of trees the sum is divided by
 	init         []float64
