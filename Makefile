@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all build quick test vet-untested lab-quick test-security test-s3 test-postgres test-features fmt-check vet unit fuzz-smoke bench-xgboost clean test-kube image test-kube-image test-openapi
+.PHONY: all build quick test vet-untested lab-quick test-security test-s3 test-postgres test-features fmt-check vet unit fuzz-smoke bench-xgboost clean test-kube image test-kube-image test-openapi test-ui
 
 all: build
 
@@ -183,6 +183,19 @@ test-features:
 	$(GO) test -race -count=1 -run 'TestFeatures' -v -timeout 10m ./cmd/sluice/ && \
 	echo "the feature e2e again, replicas on 2 worker processes:" && \
 	SLUICE_E2E_WORKERS=2 $(GO) test -race -count=1 -run 'TestFeatures' -v -timeout 10m ./cmd/sluice/
+
+# The web console in a real browser (not part of `make test`: it needs
+# chromium): scripts/install-chromium.sh installs Debian's chromium and
+# fonts-dejavu-core if missing; cmd/sluice/ui_e2e_test.go (build tag ui)
+# drives it headless through chromedp against the real binary: every page,
+# every action, a rollout advancing live, a read-only key, 500 models.
+# Screenshots and timings land in $(UI_ARTIFACTS); docs/screenshots holds
+# the committed ones (make test-ui UI_ARTIFACTS=docs/screenshots).
+UI_ARTIFACTS ?= bin/ui-artifacts
+test-ui:
+	@bin="$$(bash scripts/install-chromium.sh | tail -1)" || { echo "make: scripts/install-chromium.sh failed: the console test needs chromium"; exit 1; }; \
+	echo "chromium: $$bin"; mkdir -p $(UI_ARTIFACTS); \
+	SLUICE_CHROMIUM="$$bin" SLUICE_UI_ARTIFACTS="$(abspath $(UI_ARTIFACTS))" $(GO) test -tags ui -count=1 -timeout 15m -run '^TestUI' -v ./cmd/sluice/
 
 # A short run of every fuzz target (not part of `make test`; run before releases).
 fuzz-smoke:

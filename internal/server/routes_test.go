@@ -73,7 +73,9 @@ var routeCalls = map[string][]string{
 	"/v2/health/":  {"GET /v2/health/live", "GET /v2/health/ready"},
 	"/v2/": {"GET /v2/models/fraud", "GET /v2/models/fraud/ready", "POST /v2/models/fraud/infer", "GET /v2/models/fraud/versions/1",
 		"POST /v2/models/fraud/versions/1/infer"},
-	"/": {"GET /nothing", "GET /v1/nothing"},
+	"/ui":  {"GET /ui"},
+	"/ui/": {"GET /ui/", "GET /ui/app.js", "GET /ui/models/fraud"},
+	"/":    {"GET /nothing", "GET /v1/nothing"},
 }
 
 // TestEveryRouteNeedsAKey walks every route the server registers with a

@@ -174,6 +174,11 @@ func New(cfg Config, ctl *control.Controller) *Server {
 	s.handle("/v2", Public, s.wrapV2(s.routeV2))
 	s.handle("/v2/health/", Public, s.wrapV2(s.routeV2))
 	s.handle("/v2/", Key, s.wrapV2(s.routeV2))
+	// The web console (package web): its files need no key; what it
+	// shows comes from the routes above with the caller's key.
+	ui := consoleHandler()
+	s.handle("/ui", Public, ui)
+	s.handle("/ui/", Public, ui)
 	s.handle("/", Public, s.wrap(func(w http.ResponseWriter, r *http.Request) error {
 		return errs.New(errs.NotFound, "no route for %s %s (see docs/api.md)", r.Method, r.URL.Path)
 	}))
