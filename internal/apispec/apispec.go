@@ -53,7 +53,13 @@ type segment struct {
 
 // The lab's report (GET /v1/lab/report) is text/html, which kin-openapi
 // has no decoder of: it is checked as the text it is.
-func init() { openapi3filter.RegisterBodyDecoder("text/html", openapi3filter.PlainBodyDecoder) }
+// The console's files (GET /ui/{path}) are text/javascript and text/css
+// as well: text too.
+func init() {
+	for _, ct := range []string{"text/html", "text/javascript", "text/css"} {
+		openapi3filter.RegisterBodyDecoder(ct, openapi3filter.PlainBodyDecoder)
+	}
+}
 
 // Load reads docs/openapi.yaml (embedded) and validates it.
 func Load() (*Spec, error) { return Parse(docs.OpenAPI) }
