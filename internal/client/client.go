@@ -1,6 +1,8 @@
 // Package client is the Go client of Sluice's public HTTP API
 // (docs/api.md, docs/openapi.yaml): models and versions, predictions,
-// deployments and rollouts, records, batch jobs, workers. The CLI, the
+// deployments and rollouts, records, batch jobs, workers. The bodies are
+// the API's wire types under this package's names (Model, Version,
+// PredictResponse, …: aliases of internal/api's). The CLI, the
 // benchmark tool and the end-to-end tests use it; it holds no server
 // logic.
 //
