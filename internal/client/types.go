@@ -38,6 +38,16 @@ type (
 	Records         = api.Records
 	Change          = api.Change
 	DeletedModel    = api.DeletedModel
+	EventWeight     = api.EventWeight
+	EventDeployment = api.EventDeployment
+	EventRollout    = api.EventRollout
+	EventVersion    = api.EventVersion
+	EventWorker     = api.EventWorker
+	EventAudit      = api.EventAudit
+	EventReset      = api.EventReset
+	ModelStats      = api.ModelStats
+	VersionStats    = api.VersionStats
+	StatPoint       = api.StatPoint
 	JobIO           = api.JobIO
 	JobSubmit       = api.JobSubmit
 	JobState        = api.JobState
