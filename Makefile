@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all build quick test vet-untested lab-quick test-security test-s3 test-postgres test-features fmt-check vet unit fuzz-smoke bench-xgboost clean test-kube image test-kube-image test-openapi test-ui
+.PHONY: all build quick test vet-untested lab-quick test-oip test-security test-s3 test-postgres test-features fmt-check vet unit fuzz-smoke bench-xgboost clean test-kube image test-kube-image test-openapi test-ui
 
 all: build
 
@@ -66,6 +66,16 @@ unit:
 	SLUICE_ONNXRUNTIME_LIB="$$lib" SLUICE_GRPCURL="$$grpcurl" $(GO) test -race -vet=all -count=1 -p 1 -timeout 15m $(PKGS) && \
 	echo "the serving e2e suite again, replicas on 2 worker processes:" && \
 	SLUICE_E2E_WORKERS=2 SLUICE_ONNXRUNTIME_LIB="$$lib" SLUICE_GRPCURL="$$grpcurl" $(GO) test -race -vet=off -count=1 -timeout 15m ./cmd/sluice/
+
+# Open Inference Protocol conformance (issue 23; not part of `make test`,
+# as it installs protoc): the requests of tritonclient http/grpc and the
+# KServe SDK (internal/oip/testdata/clients, from their sources) replayed
+# against the handlers and through the real binary, then a Go client
+# generated from proto/inference by protoc (Debian protobuf-compiler) and
+# the Go plugins from the module proxy, in a temporary module, calling a
+# real `sluice serve --grpc-addr` (scripts/test-oip.sh).
+test-oip:
+	bash scripts/test-oip.sh
 
 # The regression suite of issue 18's attacks (not part of `make test`: the
 # file has the build tag `security`): cmd/sluice/security_e2e_test.go, one

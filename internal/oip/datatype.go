@@ -176,6 +176,9 @@ func checkInteger(name string, i int, dt, text string) error {
 	info := datatypeInfo(dt)
 	if info.kind == kindUint {
 		u, err := strconv.ParseUint(text, 10, 64)
+		if isRangeErr(err) {
+			return tensorErr(name, "element %d: %s overflows %s", i, text, dt)
+		}
 		if err != nil {
 			if _, ierr := strconv.ParseInt(text, 10, 64); ierr == nil {
 				return tensorErr(name, "element %d: %s is negative (datatype %s holds 0 to %d)", i, text, dt, info.umax)
@@ -188,6 +191,9 @@ func checkInteger(name string, i int, dt, text string) error {
 		return nil
 	}
 	x, err := strconv.ParseInt(text, 10, 64)
+	if isRangeErr(err) {
+		return tensorErr(name, "element %d: %s overflows %s", i, text, dt)
+	}
 	if err != nil {
 		return tensorErr(name, "element %d: %s is not an integer (datatype %s)", i, text, dt)
 	}
@@ -209,4 +215,9 @@ func checkHalf(name string, i int, text string) error {
 		return nil
 	}
 	return tensorErr(name, "element %d: %s overflows FP16 (at most 65504)", i, text)
+}
+
+func isRangeErr(err error) bool {
+	ne, ok := err.(*strconv.NumError)
+	return ok && ne.Err == strconv.ErrRange
 }

@@ -54,6 +54,13 @@ func seedCorpus(f *testing.F, name string) {
 
 // oipSameCases are bodies that reach every rule of the token decoder.
 var oipSameCases = []string{
+	`{"model_name":"m","model_version":"1","inputs":[]}`, `{"model_name":1}`, `{"model_name":"a","model_name":"b"}`, `{"model_version":[]}`,
+	`{"parameters":{"timeout":5,"priority":1,"sequence_id":"s","sequence_start":true,"x":null}}`, `{"parameters":{"timeout":-5}}`,
+	`{"parameters":{"priority":1.5}}`, `{"parameters":{"sluice_priority":"batch","idempotency_key":"k"}}`, `{"parameters":{"idempotency_key":""}}`,
+	`{"inputs":[{"name":"a","datatype":"UINT8","shape":[2],"data":[1,256]}]}`, `{"inputs":[{"name":"a","datatype":"FP16","shape":[1],"data":[1e9]}]}`,
+	`{"inputs":[{"name":"a","datatype":"INT8","shape":[1],"data":[1],"parameters":{"binary_data":false,"x":1}}]}`,
+	`{"inputs":[{"name":"a","datatype":"INT8","shape":[1],"data":[1],"parameters":{"shared_memory_region":"r"}}]}`,
+	`{"inputs":[],"outputs":[{"name":"y","parameters":{"classification":2}}]}`, `{"inputs":[],"outputs":[{"name":"y","parameters":{"x":2,"binary_data":true}}]}`,
 	``, ` `, `{`, `}`, `[]`, `"x"`, `12x`, `nul`, `notjson`, `{}`, `{} x`, `{}{}`, "{}\n\t ", `{"inputs":[]}`, `{"inputs":[]} x`,
 	`{"inputs":{}}`, `{"inputs":1}`, `{"inputs":[1]}`, `{"inputs":[[]]}`, `{"inputs":[],"inputs":[]}`, `{"x":1}`, `{"inputs":[],"x":1}`,
 	`{"id":"a","inputs":[]}`, `{"id":1,"inputs":[]}`, `{"id":"","inputs":[]}`, `{"id":"a b","inputs":[]}`, `{"id":"a","id":"b"}`, `{"id":[1]}`,
