@@ -3,10 +3,14 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -111,4 +115,198 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// writeModel writes a linear model package named name: y = w·(x, z) + 0.5.
+func writeModel(t *testing.T, dir, name string, w []float64) string {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	art, _ := json.Marshal(map[string]any{"weights": [][]float64{w}, "bias": []float64{0.5}, "link": "identity"})
+	manifest := fmt.Sprintf(`name: %s
+runtime: linear
+artifact: model.json
+input:
+  schema: %s-input@1
+  fields: [{name: x, type: float}, {name: z, type: float}]
+output:
+  schema: %s-output@1
+  fields: [{name: y}]
+golden:
+  - instance: {x: 1, z: 1}
+    expect: {y: %v}
+`, name, name, name, w[0]+w[1]+0.5)
+	os.WriteFile(filepath.Join(dir, "model.json"), art, 0o644)
+	os.WriteFile(filepath.Join(dir, "model.yaml"), []byte(manifest), 0o644)
+	return dir
+}
+
+// pushTwo publishes two versions of model name on srv.
+func pushTwo(t *testing.T, srv *proc, name string) {
+	t.Helper()
+	pkgs := t.TempDir()
+	for i, w := range [][]float64{{1, 2}, {2, 1.5}} {
+		out, stderr, err := sluice(t, "push", writeModel(t, filepath.Join(pkgs, fmt.Sprint(i)), name, w), "--server", srv.url)
+		if err != nil || !strings.Contains(out, fmt.Sprintf("%s@%d published", name, i+1)) {
+			t.Fatalf("push %s v%d: %v %s %s", name, i+1, err, out, stderr)
+		}
+	}
+}
+
+// simulate sends units predictions of model (routing key u-i), each unit
+// one request, plus pinned extra requests to version pinB (none when
+// pinB is 0), and posts one outcome per answer: 1 with probability p[v]
+// for the version v that answered. It returns the answers per version.
+func simulate(t *testing.T, srv *proc, model string, units int, p map[int]float64, pinB, extra int, seed uint64) map[int]int {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 1))
+	type call struct {
+		id, path, body string
+	}
+	var calls []call
+	for i := range units {
+		calls = append(calls, call{fmt.Sprintf("%s-%d-%d", model, seed, i), "/v1/models/" + model + ":predict", fmt.Sprintf(`{"instances":[{"x":%d,"z":1}],"routingKey":"u-%d"}`, i%7, i)})
+	}
+	for i := range extra {
+		calls = append(calls, call{fmt.Sprintf("%s-%d-pin-%d", model, seed, i), fmt.Sprintf("/v1/models/%s/versions/%d:predict", model, pinB), fmt.Sprintf(`{"instances":[{"x":1,"z":1}],"routingKey":"pin-%d"}`, i)})
+	}
+	answered := make([]int, len(calls))
+	work := make(chan int)
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				a, err := postRaw(t, srv.url+calls[i].path, calls[i].body, map[string]string{"X-Request-Id": calls[i].id})
+				if err != nil || a.status != 200 {
+					failed.Store(fmt.Sprintf("%s: %v %d %s", calls[i].path, err, a.status, a.body))
+					continue
+				}
+				var pr api.PredictResponse
+				json.Unmarshal(a.body, &pr)
+				_, v, _ := strings.Cut(pr.ModelVersion, "@")
+				answered[i], _ = strconv.Atoi(v)
+			}
+		}()
+	}
+	for i := range calls {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	if f := failed.Load(); f != nil {
+		t.Fatalf("predict: %s", f)
+	}
+	per := map[int]int{}
+	var lines strings.Builder
+	for i, c := range calls {
+		v := answered[i]
+		per[v]++
+		val := 0
+		if rng.Float64() < p[v] {
+			val = 1
+		}
+		fmt.Fprintf(&lines, `{"requestId":%q,"name":"converted","value":%d}`+"\n", c.id, val)
+	}
+	f := filepath.Join(t.TempDir(), "outcomes.jsonl")
+	os.WriteFile(f, []byte(lines.String()), 0o644)
+	// The last joins are written within 200 ms of their answers: post
+	// until none is unknown (the accepted ones come back as duplicates).
+	testwait.Until(t, 20*time.Second, func() bool {
+		out, _, err := sluice(t, "outcomes", "post", f, "--server", srv.url)
+		return err == nil && strings.Contains(out, "unknown 0\n")
+	})
+	return per
+}
+
+// abStatus polls sluice ab status --json until ok holds.
+func abStatus(t *testing.T, srv *proc, model string, ok func(api.Experiment) bool) api.Experiment {
+	t.Helper()
+	var ex api.Experiment
+	testwait.Until(t, 30*time.Second, func() bool {
+		out, _, err := sluice(t, "ab", "status", model, "--json", "--server", srv.url)
+		if err != nil || json.Unmarshal([]byte(out), &ex) != nil {
+			return false
+		}
+		return ok(ex)
+	})
+	return ex
+}
+
+// TestABExperimentsE2E runs simulated experiments through the binary: an
+// A/B with a known lift found (b_better, its interval covering the true
+// lift), an A/A found equal (no_difference, not significant), and a broken
+// split (a client pinning extra calls to B) flagged by the sample-ratio
+// check. Figures come from the refresh loop (--experiments-every 1s),
+// read with sluice ab status; history is kept; sluice ab stop ends one.
+func TestABExperimentsE2E(t *testing.T) {
+	srv := startServer(t, "--data", t.TempDir(), "--models", t.TempDir(), "--experiments-every", "1s")
+	defer srv.stop(t)
+	for _, m := range []string{"lift", "same", "broken"} {
+		pushTwo(t, srv, m)
+	}
+	start := func(model string, args ...string) {
+		t.Helper()
+		out, stderr, err := sluice(t, append([]string{"ab", "start", model, "--a", "1", "--b", "2", "--split", "50", "--metric", "converted", "--server", srv.url}, args...)...)
+		if err != nil || !strings.Contains(out, "experiment") {
+			t.Fatalf("ab start %s: %v %s %s", model, err, out, stderr)
+		}
+	}
+
+	t.Run("KnownLift", func(t *testing.T) {
+		start("lift", "--min-effect", "0.05")
+		// A second experiment on the model is refused while one runs.
+		if _, stderr, err := sluice(t, "ab", "start", "lift", "--a", "1", "--b", "2", "--metric", "converted", "--server", srv.url); err == nil || !strings.Contains(stderr, "running") {
+			t.Errorf("second start: %v %s", err, stderr)
+		}
+		per := simulate(t, srv, "lift", 4000, map[int]float64{1: 0.20, 2: 0.30}, 0, 0, 1)
+		t.Logf("answers per version: %v", per)
+		ex := abStatus(t, srv, "lift", func(ex api.Experiment) bool { return ex.A.Outcomes+ex.B.Outcomes == 4000 })
+		if ex.Decision != "b_better" || !ex.Significant || ex.SRM {
+			t.Fatalf("lift: decision %s significant %v srm %v p %v, want b_better: %+v", ex.Decision, ex.Significant, ex.SRM, ex.PValue, ex)
+		}
+		if ex.A.Units+ex.B.Units != 4000 || ex.A.Units < 1800 || ex.B.Units < 1800 {
+			t.Errorf("units %d / %d: want about 2000 each of 4000", ex.A.Units, ex.B.Units)
+		}
+		if ex.SeqRelLow > 0.5 || ex.SeqRelHigh < 0.5 {
+			t.Errorf("the always-valid interval of the relative lift [%v, %v] misses the true 50 %%", ex.SeqRelLow, ex.SeqRelHigh)
+		}
+		out, _, err := sluice(t, "ab", "status", "lift", "--server", srv.url)
+		if err != nil || !strings.Contains(out, "decision: b_better") || !strings.Contains(out, "lift@2") || !strings.Contains(out, "history (newest first):") {
+			t.Errorf("ab status: %v\n%s", err, out)
+		}
+		m := getBody(t, srv.url+"/metrics")
+		if !strings.Contains(m, `sluice_experiment_units{model="lift",version="2"}`) || !strings.Contains(m, `sluice_experiment_mean{model="lift",version="1"} 0.`) {
+			t.Errorf("metrics lack the arms:\n%s", grepLines(m, "sluice_experiment"))
+		}
+		out, _, err = sluice(t, "ab", "stop", "lift", "--server", srv.url)
+		if err != nil || !strings.Contains(out, "(stopped)") {
+			t.Errorf("ab stop: %v %s", err, out)
+		}
+	})
+
+	t.Run("AAEqual", func(t *testing.T) {
+		start("same", "--min-effect", "0.5")
+		simulate(t, srv, "same", 4000, map[int]float64{1: 0.2, 2: 0.2}, 0, 0, 2)
+		ex := abStatus(t, srv, "same", func(ex api.Experiment) bool { return ex.A.Outcomes+ex.B.Outcomes == 4000 })
+		if ex.Decision != "no_difference" || ex.Significant || ex.SRM {
+			t.Fatalf("A/A: decision %s significant %v srm %v p %v, want no_difference: %+v", ex.Decision, ex.Significant, ex.SRM, ex.PValue, ex)
+		}
+	})
+
+	t.Run("BrokenSplit", func(t *testing.T) {
+		start("broken")
+		simulate(t, srv, "broken", 3000, map[int]float64{1: 0.2, 2: 0.2}, 2, 600, 3)
+		ex := abStatus(t, srv, "broken", func(ex api.Experiment) bool { return ex.A.Outcomes+ex.B.Outcomes == 3600 })
+		if !ex.SRM || ex.SRMPValue >= 0.001 {
+			t.Fatalf("broken split: srm %v p %v with units %d / %d, want flagged", ex.SRM, ex.SRMPValue, ex.A.Units, ex.B.Units)
+		}
+		out, _, _ := sluice(t, "ab", "status", "broken", "--server", srv.url)
+		if !strings.Contains(out, "MISMATCH") {
+			t.Errorf("ab status does not flag the split:\n%s", out)
+		}
+	})
 }

@@ -84,6 +84,7 @@ func (sf *serveFlags) register(cmd *cobra.Command) {
 	f.StringVar(&sf.logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&sf.logLevel, "log-level", "info", "log level: debug (one line per predict call), info, warn, error")
 	f.DurationVar(&c.Retention, "records-retention", 7*24*time.Hour, "prediction records older than this are deleted")
+	f.DurationVar(&c.ExperimentsEvery, "experiments-every", 15*time.Second, "how often running experiments' figures are refreshed (1s to 1m)")
 	f.BoolVar(&c.NoRecords, "no-records", false, "do not keep prediction records")
 	f.StringVar(&sf.durability, "records-durability", "async", "async: answers go out before their record is written (a kill -9 loses at most the records not yet committed, sluice_records_pending: about 1s of traffic, at most 10,500); durable: an answer goes out only after its record is committed to disk (group commit, synchronous=FULL), or it is 503 unavailable")
 	f.BoolVar(&c.NoMetrics, "no-metrics", false, "do not serve /metrics or count requests (for overhead measurements)")

@@ -202,6 +202,9 @@ type SetTraffic struct {
 	// ExpectPolicyVersion, when set, makes the change fail with 409 if the
 	// deployment changed since it was read.
 	ExpectPolicyVersion *int `json:"expectPolicyVersion,omitempty"`
+	// Experiment, instead of Targets, starts an A/B experiment: the
+	// traffic split A (100 − split) / B (split) by sticky routing key.
+	Experiment *ExperimentSpec `json:"experiment,omitempty"`
 }
 
 // Policy is one policy version in the history.

@@ -104,6 +104,9 @@ type Config struct {
 	NoRecords   bool          // --no-records
 	Durable     bool          // --records-durability durable
 	Retention   time.Duration // --records-retention
+	// ExperimentsEvery is how often running experiments are refreshed
+	// (--experiments-every; 0: 15 s).
+	ExperimentsEvery time.Duration
 	NoMetrics   bool          // --no-metrics
 	NoDrift     bool          // --no-drift
 	DeleteQuiet time.Duration // --delete-quiet
@@ -199,6 +202,9 @@ type app struct {
 	joiner      *outcomes.Joiner
 	joinerCtx   context.Context
 	stopJoiner  context.CancelFunc
+	lab         *outcomes.Lab
+	labCtx      context.Context
+	stopLab     context.CancelFunc
 }
 
 func newApp(cfg Config) *app {
@@ -248,6 +254,7 @@ func (a *app) group() *Group {
 			Stop: func(context.Context) error { a.stopWriter(); return nil }}) // Run flushes every buffered record, then returns
 		g.Add(Part{Name: "outcome joins", Start: a.newJoiner, Run: a.runJoiner,
 			Stop: func(context.Context) error { a.stopJoiner(); return nil }}) // Run flushes the buffered joins, then returns
+		g.Add(Part{Name: "experiments", Start: a.newLab, Run: a.runLab, Stop: func(context.Context) error { a.stopLab(); return nil }})
 	}
 	if c.FeaturesRedis != "" || c.FeaturesPostgres != "" {
 		g.Add(Part{Name: "feature stores", Start: a.startFeatures, Run: a.runFeatures, Stop: a.stopFeatures})
@@ -599,6 +606,7 @@ func (a *app) newServer(context.Context) error {
 	if a.joiner != nil {
 		cfg.Joins = a.joiner
 		cfg.Outcomes = &outcomes.Service{Store: a.os, Metrics: a.metrics}
+		cfg.Lab = a.lab
 	}
 	if a.pool != nil {
 		pool, loop := a.pool, a.loop

@@ -135,7 +135,7 @@ func TestRunFailingHalfWayStopsWhatStarted(t *testing.T) {
 // The one order, as docs/design.md ("Lifecycle") writes it: the parts of
 // a process with every option on, in start order (stop is the reverse).
 var fullOrder = []string{"gc floor", "listen", "tenants", "registry", "records store", "job store", "outcome store", "tracing", "pprof",
-	"pool", "control plane", "local workers", "kube pod watch", "records writer", "outcome joins", "feature stores", "events", "controller", "models",
+	"pool", "control plane", "local workers", "kube pod watch", "records writer", "outcome joins", "experiments", "feature stores", "events", "controller", "models",
 	"autoscaler", "gateway", "job runner", "listeners"}
 
 func TestOrder(t *testing.T) {
@@ -149,7 +149,7 @@ func TestOrder(t *testing.T) {
 		{"in process, no records", Config{NoRecords: true},
 			[]string{"gc floor", "listen", "tenants", "registry", "job store", "events", "controller", "models", "gateway", "listeners"}},
 		{"attached workers only", Config{ControlAddr: ":0"},
-			[]string{"gc floor", "listen", "tenants", "registry", "records store", "job store", "outcome store", "pool", "control plane", "records writer", "outcome joins", "events", "controller", "models", "autoscaler", "gateway", "listeners"}},
+			[]string{"gc floor", "listen", "tenants", "registry", "records store", "job store", "outcome store", "pool", "control plane", "records writer", "outcome joins", "experiments", "events", "controller", "models", "autoscaler", "gateway", "listeners"}},
 	} {
 		if got := newApp(tc.cfg).group().Names(); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: order\n %q\nwant\n %q", tc.name, got, tc.want)

@@ -3,6 +3,8 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
+	"time"
 
 	"github.com/sluiceml/sluice/internal/outcomes"
 	"github.com/sluiceml/sluice/internal/outcomes/outcomesdb"
@@ -48,3 +50,30 @@ func (a *app) runJoiner() error {
 	}
 	return err
 }
+
+// experimentStore is the outcomes' store's experiments (both stores of
+// outcomesdb are one).
+type experimentStore interface {
+	outcomes.ExperimentStore
+}
+
+// newLab builds the experiments' runner over the outcome store; its Run
+// refreshes every running experiment every --experiments-every.
+func (a *app) newLab(context.Context) error {
+	every := a.cfg.ExperimentsEvery
+	if every == 0 {
+		every = 15 * time.Second
+	}
+	if every < time.Second || every > time.Minute {
+		return fmt.Errorf("--experiments-every must be 1s to 1m (figures refreshed at least every minute), got %s", every)
+	}
+	es, ok := a.os.(experimentStore)
+	if !ok {
+		return errors.New("the outcome store keeps no experiments")
+	}
+	a.lab = &outcomes.Lab{Store: a.os, Exps: es, Every: every, Metrics: a.metrics, Log: a.log}
+	a.labCtx, a.stopLab = context.WithCancel(context.Background())
+	return nil
+}
+
+func (a *app) runLab() error { return a.lab.Run(a.labCtx) }

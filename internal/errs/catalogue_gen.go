@@ -26,7 +26,7 @@ const (
 	JobNotFound Code = "job_not_found"
 	// MethodNotAllowed: wrong method for a known path (`Allow` names the right one)
 	MethodNotAllowed Code = "method_not_allowed"
-	// AlreadyExists: `PUT /v1/deployments/{model}` with a stale `expectPolicyVersion`, or while a rollout is active; starting a rollout while one is active, or of the version that already takes most of the traffic; archiving a version that holds traffic, is in an active rollout, is the rollback target inside `keepWarm`, or is still loading; deleting a model with an active rollout or recent traffic
+	// AlreadyExists: `PUT /v1/deployments/{model}` with a stale `expectPolicyVersion`, or while a rollout is active; starting a rollout while one is active, or of the version that already takes most of the traffic; archiving a version that holds traffic, is in an active rollout, is the rollback target inside `keepWarm`, or is still loading; deleting a model with an active rollout or recent traffic; starting an experiment on a model with one running
 	AlreadyExists Code = "already_exists"
 	// IdempotencyConflict: predict: the `X-Request-Id` was used by the same tenant with a different request within `--idempotency-window`
 	IdempotencyConflict Code = "idempotency_conflict"
@@ -91,7 +91,7 @@ var catalogue = [...]Entry{
 	{Code: MethodNotAllowed, HTTP: http.StatusMethodNotAllowed, GRPC: codes.Unimplemented,
 		Doc: "wrong method for a known path (`Allow` names the right one)"},
 	{Code: AlreadyExists, HTTP: http.StatusConflict, GRPC: codes.AlreadyExists,
-		Doc: "`PUT /v1/deployments/{model}` with a stale `expectPolicyVersion`, or while a rollout is active; starting a rollout while one is active, or of the version that already takes most of the traffic; archiving a version that holds traffic, is in an active rollout, is the rollback target inside `keepWarm`, or is still loading; deleting a model with an active rollout or recent traffic"},
+		Doc: "`PUT /v1/deployments/{model}` with a stale `expectPolicyVersion`, or while a rollout is active; starting a rollout while one is active, or of the version that already takes most of the traffic; archiving a version that holds traffic, is in an active rollout, is the rollback target inside `keepWarm`, or is still loading; deleting a model with an active rollout or recent traffic; starting an experiment on a model with one running"},
 	{Code: IdempotencyConflict, HTTP: http.StatusConflict, GRPC: codes.AlreadyExists,
 		Doc: "predict: the `X-Request-Id` was used by the same tenant with a different request within `--idempotency-window`"},
 	{Code: JobConflict, HTTP: http.StatusConflict, GRPC: codes.AlreadyExists,

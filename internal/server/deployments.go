@@ -71,6 +71,8 @@ func (s *Server) deployments(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		return s.getDeployment(w, model)
+	case sub == "experiment" || strings.HasPrefix(sub, "experiment:"):
+		return s.experiment(w, r, tn, model, strings.TrimPrefix(strings.TrimPrefix(sub, "experiment"), ":"), need)
 	case sub == "history" && verb == "":
 		if err := need(http.MethodGet, false); err != nil {
 			return err
@@ -194,6 +196,9 @@ func (s *Server) putDeployment(w http.ResponseWriter, r *http.Request, tn *tenan
 	}
 	if err := checkReason(body.Reason); err != nil {
 		return err
+	}
+	if body.Experiment != nil {
+		return s.startExperiment(w, r, tn, model, body)
 	}
 	ts := make([]registry.Target, len(body.Targets))
 	for i, t := range body.Targets {

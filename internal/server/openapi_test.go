@@ -172,7 +172,7 @@ var goTypes = []any{
 	api.PublishResponse{}, api.Readiness{}, api.Target{}, api.Deployment{}, api.SetTraffic{}, api.Policy{}, api.Event{},
 	api.History{}, api.StartRollout{}, api.Gate{}, api.Rollout{}, api.RolloutAction{}, api.ShadowReport{}, api.Record{},
 	api.Records{}, api.Change{}, api.DeletedModel{}, api.JobIO{}, api.JobSubmit{}, api.JobSpec{}, api.JobRowError{},
-	api.JobStatus{}, api.JobList{}, api.OutcomeBatch{}, api.Outcome{}, api.OutcomeResult{}, api.WorkerList{}, api.WorkerDemand{}, api.Worker{}, api.WorkerVersion{},
+	api.JobStatus{}, api.JobList{}, api.OutcomeBatch{}, api.Outcome{}, api.OutcomeResult{}, api.ExperimentSpec{}, api.QualityFigure{}, api.ExperimentArm{}, api.ExperimentPoint{}, api.Experiment{}, api.WorkerList{}, api.WorkerDemand{}, api.Worker{}, api.WorkerVersion{},
 	api.ModelStats{}, api.VersionStats{}, api.StatPoint{}, api.EventWeight{}, api.EventDeployment{}, api.EventRollout{},
 	api.EventVersion{}, api.EventWorker{}, api.EventAudit{}, api.EventReset{},
 	drift.Report{}, drift.Drift{}, oip.Metadata{}, oip.TensorMeta{}, serverMetadata{},

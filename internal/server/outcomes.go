@@ -4,10 +4,13 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
 
 	"github.com/sluiceml/sluice/internal/api"
 	"github.com/sluiceml/sluice/internal/errs"
 	"github.com/sluiceml/sluice/internal/outcomes"
+	"github.com/sluiceml/sluice/internal/registry"
+	"github.com/sluiceml/sluice/internal/tenant"
 )
 
 // outcomesOff is the answer of the outcome routes on a server without an
@@ -62,4 +65,85 @@ func (s *Server) postOutcomes(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, api.OutcomeResult{Accepted: res.Accepted, Duplicates: res.Duplicates, Unknown: res.Unknown, UnknownIDs: res.UnknownIDs})
 	return nil
+}
+
+// startExperiment serves PUT /v1/deployments/{model} with "experiment":
+// the split A (100 − split) / B (split) by sticky routing key, then the
+// experiment stored (its figures from now on).
+func (s *Server) startExperiment(w http.ResponseWriter, r *http.Request, tn *tenant.Tenant, model string, body api.SetTraffic) error {
+	if s.cfg.Lab == nil {
+		return outcomesOff()
+	}
+	if len(body.Targets) > 0 {
+		return errs.Field(errs.InvalidArgument, "targets", "give targets or experiment, not both: an experiment sets the split itself")
+	}
+	spec := *body.Experiment
+	if err := outcomes.CheckSpec(spec); err != nil {
+		return err
+	}
+	if e, err := s.cfg.Lab.Running(r.Context(), model); err != nil {
+		return errs.Wrap(errs.Unavailable, err, "read the experiments")
+	} else if e != nil {
+		return errs.New(errs.AlreadyExists, "model %s has experiment %d running (%s@%d against %s@%d): stop it first (sluice ab stop %s)", model, e.ID, model, e.Spec.A, model, e.Spec.B, model)
+	}
+	reason := body.Reason
+	if reason == "" {
+		reason = "experiment on " + spec.Metric
+	}
+	ts := []registry.Target{{Version: spec.A, Weight: 100 - spec.Split}, {Version: spec.B, Weight: spec.Split}}
+	expect := -1
+	if body.ExpectPolicyVersion != nil {
+		expect = *body.ExpectPolicyVersion
+	}
+	if _, err := s.ctl.SetTargets(r.Context(), model, ts, tn.Name, reason, expect); err != nil {
+		return err
+	}
+	ex, err := s.cfg.Lab.Start(r.Context(), model, spec, tn.Name, reason)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, ex)
+	return nil
+}
+
+// experiment serves GET /v1/deployments/{model}/experiment[?history=N]
+// and POST /v1/deployments/{model}/experiment:stop.
+func (s *Server) experiment(w http.ResponseWriter, r *http.Request, tn *tenant.Tenant, model, action string, need func(string, bool) error) error {
+	switch action {
+	case "":
+		if err := need(http.MethodGet, false); err != nil {
+			return err
+		}
+		if s.cfg.Lab == nil {
+			return outcomesOff()
+		}
+		history := 20
+		if h := r.URL.Query().Get("history"); h != "" {
+			n, err := strconv.Atoi(h)
+			if err != nil || n < 0 || n > outcomes.MaxHistory {
+				return errs.Field(errs.InvalidArgument, "history", "must be 0 to %d refreshes, got %q", outcomes.MaxHistory, errs.Clip(h))
+			}
+			history = n
+		}
+		ex, err := s.cfg.Lab.Status(r.Context(), model, history)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, ex)
+		return nil
+	case "stop":
+		if err := need(http.MethodPost, true); err != nil {
+			return err
+		}
+		if s.cfg.Lab == nil {
+			return outcomesOff()
+		}
+		ex, err := s.cfg.Lab.Stop(r.Context(), model)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, ex)
+		return nil
+	}
+	return errs.New(errs.NotFound, "no route for %s %s: an experiment is GET /v1/deployments/{model}/experiment or POST …/experiment:stop (see docs/api.md)", r.Method, errs.Clip(r.URL.Path))
 }

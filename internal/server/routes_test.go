@@ -64,7 +64,7 @@ var routeCalls = map[string][]string{
 		"POST /v1/models/fraud/versions/1:load", "GET /v1/models/fraud/versions/1/drift", "GET /v1/models/fraud/stats", "GET /v1/models/fraud/nothing/here"},
 	"/v1/deployments/": {"GET /v1/deployments/fraud", "PUT /v1/deployments/fraud", "POST /v1/deployments/fraud:rollback",
 		"GET /v1/deployments/fraud/history", "GET /v1/deployments/fraud/rollout", "POST /v1/deployments/fraud/rollout",
-		"POST /v1/deployments/fraud/rollout:pause"},
+		"POST /v1/deployments/fraud/rollout:pause", "GET /v1/deployments/fraud/experiment", "POST /v1/deployments/fraud/experiment:stop"},
 	"/v1/jobs":     {"GET /v1/jobs", "POST /v1/jobs", "GET /v1/jobs?state=running"},
 	"/v1/jobs/":    {"GET /v1/jobs/job-1", "POST /v1/jobs/job-1:cancel", "GET /v1/jobs/job-1/nothing"},
 	"/v1/outcomes": {"POST /v1/outcomes", "GET /v1/outcomes"},

@@ -97,6 +97,9 @@ type Config struct {
 	// Events is the change feed GET /v1/events streams (nil: that route
 	// answers 404). Its streams end when the server starts draining.
 	Events *events.Hub
+	// Lab runs the experiments of /v1/deployments/{model}/experiment and
+	// PUT /v1/deployments/{model} with "experiment" (nil: outcomes_off).
+	Lab *outcomes.Lab
 }
 
 // Server serves the public API.

@@ -32,3 +32,26 @@ func TestPostgresConformance(t *testing.T) {
 		return s
 	})
 }
+
+func TestSQLiteExperiments(t *testing.T) {
+	outcomestest.RunExperiments(t, func(t *testing.T) outcomes.ExperimentStore {
+		s, err := outcomesdb.Open(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}
+
+func TestPostgresExperiments(t *testing.T) {
+	pgtest.Server(t)
+	outcomestest.RunExperiments(t, func(t *testing.T) outcomes.ExperimentStore {
+		s, err := outcomesdb.OpenPostgres(context.Background(), pgtest.URL(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}

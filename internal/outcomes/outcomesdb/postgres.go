@@ -53,6 +53,7 @@ CREATE TABLE outcomes (
 CREATE INDEX outcomes_model ON outcomes (model, name, created);
 CREATE INDEX outcomes_created ON outcomes (created);
 `},
+	{Version: 2, SQL: experimentsSQL + `CREATE SEQUENCE experiment_ids START 1;`},
 }
 
 // OpenPostgres connects to url and applies the outcomes' migrations.

@@ -60,7 +60,7 @@ CREATE TABLE IF NOT EXISTS outcomes (
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS outcomes_model ON outcomes (model, name, created);
 CREATE INDEX IF NOT EXISTS outcomes_created ON outcomes (created);
-`
+` + experimentsSQL
 
 // Open opens (creating) dir/outcomes.db.
 func Open(dir string) (*SQLite, error) {

@@ -4,12 +4,14 @@ package outcomestest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
 	"testing"
 	"time"
 
+	"github.com/sluiceml/sluice/internal/api"
 	"github.com/sluiceml/sluice/internal/outcomes"
 )
 
@@ -148,6 +150,76 @@ func Run(t *testing.T, open func(t *testing.T) outcomes.Store) {
 		got, _ := s.Joins(ctx, []string{"r1", "r4"})
 		if len(got) != 1 || got[0].RequestID != "r4" {
 			t.Fatalf("after retention Joins = %+v, want r4 only", got)
+		}
+	})
+}
+
+// RunExperiments runs the suite of outcomes.ExperimentStore.
+func RunExperiments(t *testing.T, open func(t *testing.T) outcomes.ExperimentStore) {
+	ctx := context.Background()
+	spec := api.ExperimentSpec{A: 1, B: 2, Split: 50, Metric: "converted", MinEffect: 0.01}
+	t.Run("OneRunningPerModel", func(t *testing.T) {
+		s := open(t)
+		e, err := s.StartExperiment(ctx, outcomes.Experiment{Model: "fraud", Spec: spec, Started: t0, Actor: "ops", Reason: "try", PValue: 1})
+		if err != nil || e.ID == 0 {
+			t.Fatalf("StartExperiment = %+v, %v", e, err)
+		}
+		if _, err := s.StartExperiment(ctx, outcomes.Experiment{Model: "fraud", Spec: spec, Started: t0, PValue: 1}); !errors.Is(err, outcomes.ErrRunning) {
+			t.Fatalf("a second running experiment: %v, want ErrRunning", err)
+		}
+		other, err := s.StartExperiment(ctx, outcomes.Experiment{Model: "churn", Spec: spec, Started: t0, PValue: 1})
+		if err != nil || other.ID == e.ID {
+			t.Fatalf("another model's: %+v, %v", other, err)
+		}
+		run, err := s.RunningExperiments(ctx)
+		if err != nil || len(run) != 2 {
+			t.Fatalf("RunningExperiments = %+v, %v", run, err)
+		}
+		got, err := s.LatestExperiment(ctx, "fraud")
+		if err != nil || got == nil || !reflect.DeepEqual(*got, e) {
+			t.Fatalf("LatestExperiment = %+v, %v; want %+v", got, err, e)
+		}
+		if err := s.StopExperiment(ctx, e.ID, t0.Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		got, _ = s.LatestExperiment(ctx, "fraud")
+		if got.Running() || !got.Stopped.Equal(t0.Add(time.Hour)) {
+			t.Fatalf("after stop: %+v", got)
+		}
+		again, err := s.StartExperiment(ctx, outcomes.Experiment{Model: "fraud", Spec: spec, Started: t0.Add(2 * time.Hour), PValue: 1})
+		if err != nil || again.ID == e.ID {
+			t.Fatalf("a new experiment after stop: %+v, %v", again, err)
+		}
+		if got, _ = s.LatestExperiment(ctx, "fraud"); got.ID != again.ID {
+			t.Fatalf("latest = %d, want %d", got.ID, again.ID)
+		}
+		if got, err = s.LatestExperiment(ctx, "none"); got != nil || err != nil {
+			t.Fatalf("LatestExperiment(none) = %+v, %v", got, err)
+		}
+	})
+	t.Run("History", func(t *testing.T) {
+		s := open(t)
+		e, err := s.StartExperiment(ctx, outcomes.Experiment{Model: "fraud", Spec: spec, Started: t0, PValue: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range outcomes.MaxHistory + 5 {
+			if err := s.SaveSnapshot(ctx, e.ID, outcomes.Snapshot{At: t0.Add(time.Duration(i) * time.Minute), PValue: 1 / float64(i+1), Body: []byte(fmt.Sprintf(`{"n":%d}`, i))}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, _ := s.LatestExperiment(ctx, "fraud")
+		last := outcomes.MaxHistory + 4
+		if got.PValue != 1/float64(last+1) || string(got.Last) != fmt.Sprintf(`{"n":%d}`, last) {
+			t.Fatalf("after the snapshots: pvalue %v last %s", got.PValue, got.Last)
+		}
+		h, err := s.History(ctx, e.ID, 3)
+		if err != nil || len(h) != 3 || string(h[0].Body) != fmt.Sprintf(`{"n":%d}`, last) || !h[2].At.Equal(t0.Add(time.Duration(last-2)*time.Minute)) {
+			t.Fatalf("History(3) = %+v, %v", h, err)
+		}
+		all, _ := s.History(ctx, e.ID, 10*outcomes.MaxHistory)
+		if len(all) != outcomes.MaxHistory {
+			t.Fatalf("history keeps %d snapshots, want MaxHistory %d", len(all), outcomes.MaxHistory)
 		}
 	})
 }
