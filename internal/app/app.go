@@ -101,16 +101,16 @@ type Config struct {
 	FeaturesRedis    string // --features-redis
 	FeaturesPostgres string // --features-postgres
 
-	NoRecords   bool          // --no-records
-	Durable     bool          // --records-durability durable
-	Retention   time.Duration // --records-retention
+	NoRecords bool          // --no-records
+	Durable   bool          // --records-durability durable
+	Retention time.Duration // --records-retention
 	// ExperimentsEvery is how often running experiments are refreshed
 	// (--experiments-every; 0: 15 s).
 	ExperimentsEvery time.Duration
-	NoMetrics   bool          // --no-metrics
-	NoDrift     bool          // --no-drift
-	DeleteQuiet time.Duration // --delete-quiet
-	Grace       time.Duration // --grace
+	NoMetrics        bool          // --no-metrics
+	NoDrift          bool          // --no-drift
+	DeleteQuiet      time.Duration // --delete-quiet
+	Grace            time.Duration // --grace
 
 	GCFloor    int64         // --gc-floor, bytes (0: off)
 	ModelCPUs  int           // --model-cpus (in-process replicas)
