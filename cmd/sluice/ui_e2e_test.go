@@ -246,20 +246,40 @@ next:
 	}
 }
 
-// click clicks a link or button, waiting for it to be there.
+// click clicks a link or button, waiting for it to be there. A live page
+// may draw the element again between the lookup and the click (an event
+// arrived): then it is looked up again.
 func (b *browser) click(sel string) {
 	b.t.Helper()
-	b.run("click "+sel, chromedp.WaitVisible(chromedp.CSS(sel)), chromedp.Click(chromedp.CSS(sel)))
+	b.retry("click "+sel, chromedp.WaitVisible(chromedp.CSS(sel)), chromedp.Click(chromedp.CSS(sel)))
 }
 
 func (b *browser) set(sel, value string) {
 	b.t.Helper()
-	b.run("set "+sel, chromedp.WaitVisible(chromedp.CSS(sel)), chromedp.SetValue(chromedp.CSS(sel), value))
+	b.retry("set "+sel, chromedp.WaitVisible(chromedp.CSS(sel)), chromedp.SetValue(chromedp.CSS(sel), value))
 }
 
 func (b *browser) typeInto(sel, text string) {
 	b.t.Helper()
-	b.run("type into "+sel, chromedp.WaitVisible(chromedp.CSS(sel)), chromedp.SendKeys(chromedp.CSS(sel), text))
+	b.retry("type into "+sel, chromedp.WaitVisible(chromedp.CSS(sel)), chromedp.SendKeys(chromedp.CSS(sel), text))
+}
+
+// retry runs actions, again when the node they found was replaced
+// meanwhile, within one deadline.
+func (b *browser) retry(what string, actions ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 60*time.Second)
+	defer cancel()
+	for {
+		err := chromedp.Do(ctx, actions...)
+		if err != nil && ctx.Err() == nil && (strings.Contains(err.Error(), "Could not find node") || strings.Contains(err.Error(), "Cannot find context") || strings.Contains(err.Error(), "could not set value") || strings.Contains(err.Error(), "No node")) {
+			continue
+		}
+		if err != nil {
+			b.fail(what, err)
+		}
+		return
+	}
 }
 
 // act goes through an action dialog: fill (set by the caller before),
@@ -354,6 +374,7 @@ func TestUI(t *testing.T) {
 		if _, err := chromedp.Call(b.ctx, network.SetCacheDisabled, network.SetCacheDisabledParams{CacheDisabled: false}); err != nil {
 			t.Fatal(err)
 		}
+		b.waitJS("the event stream", `document.getElementById("live").className === "on"`) // GET /v1/events is read: changes arrive live
 		b.waitJS("syn's weights", `!!document.querySelector("#row-syn .c-weights .chip")`)
 		b.waitJS("syn's rate", `/^[0-9]/.test(document.querySelector("#row-syn .c-rps").textContent)`)
 		rows := eval[int](b, `document.querySelectorAll("main tbody tr").length`)
@@ -441,6 +462,7 @@ func TestUI(t *testing.T) {
 			t.Errorf("the page showed no canary step after resuming: %v", seen)
 		}
 		t.Logf("the open page showed %v", seen)
+		b.waitJS("charts of the last hour", `document.querySelectorAll("svg.chart path.line").length >= 4 && document.querySelector(".charts").innerText.includes("(last minute)")`)
 		b.shot("promoted")
 	}) {
 		return

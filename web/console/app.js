@@ -396,7 +396,7 @@ function mount(page) {
     ctl.pending = setTimeout(refresh, 150);
   }
   ctl.unsub = onEvent((kind, data) => {
-    if (page.events && page.events(kind, data)) soon();
+    if (kind === "reset" || (page.events && page.events(kind, data))) soon(); // reset: events were missed, read everything again
   });
   const tick = () => {
     if (ctl.stopped) return;
@@ -624,7 +624,8 @@ function lineChart(title, unit, series, fmtV) {
   const all = series.flatMap((x) => x.points);
   const fig = h("figure", null, h("figcaption", null, title));
   if (!all.length) { fig.append(h("p", { class: "muted" }, "No traffic in the last hour.")); return fig; }
-  const t0 = Math.min(...all.map((p) => p[0])), t1 = Math.max(...all.map((p) => p[0]), t0 + 60000);
+  // The last hour, ending now (or at the newest point, if the server's clock is ahead).
+  const t1 = Math.max(Date.now(), ...all.map((p) => p[0])), t0 = Math.min(t1 - 3600e3, ...all.map((p) => p[0]));
   const vmax = Math.max(...all.map((p) => p[1]).filter(isFinite), 0) || 1;
   const x = (t) => L + ((t - t0) / (t1 - t0)) * (W - L - R), y = (v) => T + (1 - v / vmax) * (H - T - B);
   const svg = s("svg", { class: "chart", viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": `${title}: ${series.map((x) => x.name).join(", ")}` });
@@ -883,10 +884,10 @@ function auditPage() {
         h("select", { id, onchange: (ev) => { f[key] = ev.target.value; apply(); current.refresh(); } },
           h("option", { value: "" }, "any"), opts.map((o) => h("option", { value: o, selected: o === f[key] }, o))));
       return h("div", null, h("h1", null, "Audit trail"),
-        h("form", { class: "filters", role: "search", onsubmit: (ev) => { ev.preventDefault(); f.model = ev.target.elements.model.value.trim(); f.text = ev.target.elements.q.value.trim(); apply(); current.refresh(); } },
-          h("div", null, h("label", { for: "f-model" }, "Model"), h("input", { id: "f-model", name: "model", value: f.model, placeholder: "all models" })),
+        h("form", { class: "filters", role: "search", onsubmit: (ev) => { ev.preventDefault(); f.model = ev.target.elements.model.value.trim(); f.text = ev.target.elements.q.value.trim(); f.modelTyped = f.textTyped = undefined; apply(); current.refresh(); } },
+          h("div", null, h("label", { for: "f-model" }, "Model"), h("input", { id: "f-model", name: "model", value: f.modelTyped ?? f.model, placeholder: "all models", oninput: (ev) => { f.modelTyped = ev.target.value; } })),
           sel("f-actor", "Actor", "actor", actors), sel("f-action", "Action", "action", actions),
-          h("div", null, h("label", { for: "f-q" }, "Text"), h("input", { id: "f-q", name: "q", type: "search", value: f.text })),
+          h("div", null, h("label", { for: "f-q" }, "Text"), h("input", { id: "f-q", name: "q", type: "search", value: f.textTyped ?? f.text, oninput: (ev) => { f.textTyped = ev.target.value; } })),
           h("button", { type: "submit" }, "Filter")),
         h("p", { class: "muted", id: "audit-count" }, `${shown.length} of ${all.length} events, newest first${shown.length > 500 ? " (the first 500 shown)" : ""}.`),
         shown.length ? auditTable(shown.slice(0, 500)) : h("p", null, "No event matches."));
