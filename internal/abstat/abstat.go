@@ -412,9 +412,12 @@ func logLambda(theta, v, tau2 float64) float64 {
 	return 0.5*math.Log(v/(v+tau2)) + theta*theta*tau2/(2*v*(v+tau2))
 }
 
-// msprtP is 1/Λ capped at 1.
+// msprtP is 1/Λ capped at 1, and floored at the smallest positive
+// float64: overwhelming evidence (log Λ > 745) would underflow to 0, and
+// a caller may take a stored 0 for "unset" and restart the running
+// minimum at 1.
 func msprtP(theta, v, tau2 float64) float64 {
-	return math.Min(1, math.Exp(-logLambda(theta, v, tau2)))
+	return math.Max(math.SmallestNonzeroFloat64, math.Min(1, math.Exp(-logLambda(theta, v, tau2))))
 }
 
 // seqHalfWidth is the half-width of the mSPRT's confidence sequence: the

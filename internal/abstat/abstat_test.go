@@ -334,3 +334,12 @@ func FuzzEvaluate(f *testing.F) {
 		Decide(r, Gate{MinLift: minEffect, MinSamples: na})
 	})
 }
+
+// Overwhelming evidence does not underflow the p-value to 0 (which a
+// caller could take for "unset").
+func TestPValueNeverZero(t *testing.T) {
+	r := Evaluate(conv(1000000, 100000), conv(1000000, 200000), Config{}, 1)
+	if !(r.PValue > 0) || r.Decision != BBetter {
+		t.Errorf("p = %g decision %s, want a tiny positive p and b_better", r.PValue, r.Decision)
+	}
+}
