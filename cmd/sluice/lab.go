@@ -28,6 +28,7 @@ func newLabCmd() *cobra.Command {
 		models      int
 		manyFor     time.Duration
 		rates       string
+		render      string
 	)
 	cmd := &cobra.Command{
 		Use:   "lab",
@@ -96,16 +97,27 @@ script) and its raw numbers as CSV and JSON beside it. --quick takes under
 					}
 				}
 			}
-			bin, err := os.Executable()
-			if err != nil {
-				return fmt.Errorf("lab: find this binary (the servers run it): %v", err)
-			}
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			r, err := lab.Run(ctx, lab.Config{Binary: bin, Out: out, Scratch: scratch, Plan: plan, Note: note, Version: version,
-				Command: "sluice " + strings.Join(os.Args[1:], " "), Log: cmd.ErrOrStderr()})
-			if err != nil {
-				return err
+			var r *lab.Report
+			if render != "" {
+				var err error
+				if r, err = lab.ReadJSON(render); err != nil {
+					return fmt.Errorf("--render: %v", err)
+				}
+				r.Stem = strings.TrimSuffix(filepath.Base(out), filepath.Ext(out))
+				if err := lab.Write(out, r); err != nil {
+					return err
+				}
+			} else {
+				bin, err := os.Executable()
+				if err != nil {
+					return fmt.Errorf("lab: find this binary (the servers run it): %v", err)
+				}
+				ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+				defer stop()
+				if r, err = lab.Run(ctx, lab.Config{Binary: bin, Out: out, Scratch: scratch, Plan: plan, Note: note, Version: version,
+					Command: "sluice " + strings.Join(os.Args[1:], " "), Log: cmd.ErrOrStderr()}); err != nil {
+					return err
+				}
 			}
 			if publish != "" {
 				dst := lab.PublishedPath(publish)
@@ -130,6 +142,7 @@ script) and its raw numbers as CSV and JSON beside it. --quick takes under
 	f.DurationVar(&point, "point", 0, "how long each load point of experiments 1 and 2 runs (default: 3s quick, 6s/10s full)")
 	f.IntVar(&models, "models", 300, "models of the many-models experiment")
 	f.DurationVar(&manyFor, "many-duration", 0, "how long the many-models load runs (default: 75s quick, 8m full)")
+	f.StringVar(&render, "render", "", "run nothing: write the report (and its CSV and JSON) again from a report's JSON FILE, with this binary's page and findings; the numbers, machine and command stay as measured")
 	f.StringVar(&rates, "rates", "", "experiment 1's offered rates, comma-separated requests/s (default: 100..1500 quick, 100..2500 full)")
 	return cmd
 }

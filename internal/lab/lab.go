@@ -13,6 +13,7 @@ package lab
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -402,13 +403,30 @@ func joinF(xs []float64) string {
 	return strings.Join(s, ", ")
 }
 
+// ReadJSON reads a report's JSON (STEM.json), e.g. to render it again
+// with Write after the page's code changed: the numbers stay as measured.
+func ReadJSON(path string) (*Report, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: not a sluice lab report's JSON: %v", path, err)
+	}
+	if r.Batching == nil && r.Overload == nil && r.Many == nil {
+		return nil, fmt.Errorf("%s: a report's JSON holds at least one experiment; this one none", path)
+	}
+	return &r, nil
+}
+
 // PublishedPath is where a server with --data dataDir looks for the last
 // report by default: dataDir/lab/report.html.
 func PublishedPath(dataDir string) string { return filepath.Join(dataDir, "lab", "report.html") }
 
 // capIn is the closed loop's requests in flight when capacity is
 // measured: enough to keep every copy's replica busy.
-const capIn = 32
+const capIn = 64
 
 // closedLoop keeps n requests to model in flight for d, each sent when
 // the last one answered, and reports 2xx answers per second and their p99

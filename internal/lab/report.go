@@ -257,6 +257,17 @@ func (o *Overload) Findings() string {
 			s.WriteString("Goodput was about the same either way at this load. ")
 		}
 	}
+	// A goodput above the capacity says the measurement fell short.
+	best := OverloadPoint{}
+	for _, p := range o.Points {
+		if p.Goodput > best.Goodput {
+			best = p
+		}
+	}
+	if best.Goodput > 1.1*o.Capacity {
+		fmt.Fprintf(&s, "Goodput reached %s/s (at %sx, admission %s), %sx the measured capacity: the closed loop fell short of what the server can do, so the offered loads were %sx lower than their labels say. ",
+			fmtF(best.Goodput), fmtF(best.Factor), onOff(best.Admission), fmtF(best.Goodput/o.Capacity), fmtF(best.Goodput/o.Capacity))
+	}
 	// Where the run without admission fell apart.
 	var fell []string
 	for _, p := range o.Points {
@@ -332,6 +343,13 @@ func fmtF(v float64) string {
 }
 
 func fmtNum(n Num) string { return fmtF(float64(n)) }
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
 
 // Files beside the report, by what they hold.
 const (

@@ -3,7 +3,6 @@ package lab
 import (
 	"bytes"
 	"encoding/csv"
-	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -86,6 +85,13 @@ func TestFindings(t *testing.T) {
 	o.Points = []OverloadPoint{{Admission: true, Factor: 2, OfferedRate: 800, Goodput: 100}, {Admission: false, Factor: 2, OfferedRate: 800, Goodput: 390}}
 	if f := o.Findings(); !strings.Contains(f, "Here admission cost goodput") || !strings.Contains(f, "never fell under half") {
 		t.Errorf("findings for admission losing: %s", f)
+	}
+	if strings.Contains(r.Overload.Findings(), "fell short") {
+		t.Errorf("goodput under capacity, yet the findings say the capacity fell short: %s", r.Overload.Findings())
+	}
+	o.Points = append(o.Points, OverloadPoint{Admission: true, Factor: 3, OfferedRate: 1200, Goodput: 600})
+	if f := o.Findings(); !strings.Contains(f, "Goodput reached 600/s (at 3.00x, admission on), 1.50x the measured capacity") {
+		t.Errorf("findings for a goodput above the capacity: %s", f)
 	}
 	if f := (&Overload{}).Findings(); !strings.Contains(f, "No capacity") {
 		t.Errorf("findings without a capacity: %s", f)
@@ -170,13 +176,19 @@ func TestWrite(t *testing.T) {
 	if rs := rows("lab-many.csv"); len(rs) != 5 || rs[4][4] != "" || rs[2][4] != "0.8" {
 		t.Errorf("many.csv: %v", rs)
 	}
-	b, err := os.ReadFile(filepath.Join(dir, "lab.json"))
+	back, err := ReadJSON(filepath.Join(dir, "lab.json"))
 	if err != nil {
-		t.Fatal(err)
-	}
-	var back Report
-	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatalf("lab.json: %v", err)
+	}
+	// Rendered again from its JSON, the page is the same.
+	first, _ := os.ReadFile(filepath.Join(dir, "lab.html"))
+	back.Stem = "lab"
+	var again bytes.Buffer
+	if err := WriteHTML(&again, back); err != nil || again.String() != string(first) {
+		t.Errorf("the page rendered from lab.json differs from the first (%v)", err)
+	}
+	if _, err := ReadJSON(filepath.Join(dir, "lab-many.csv")); err == nil {
+		t.Error("ReadJSON took a CSV file")
 	}
 	if back.Overload == nil || back.Overload.Capacity != 400 || len(back.Many.Windows) != 4 || !math.IsNaN(float64(back.Many.Windows[3].HitRatio)) {
 		t.Errorf("lab.json read back: %+v", back.Overload)
