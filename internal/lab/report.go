@@ -103,7 +103,7 @@ type OverloadPoint struct {
 // whose memory budget holds a share of them.
 type Many struct {
 	Setup
-	Models    int          `json:"models"`
+	Models    int          `json:"modelCount"` // (Setup.Models is the text)
 	Workers   int          `json:"workers"`
 	ZipfS     float64      `json:"zipfS"`
 	Rate      float64      `json:"rate"`
@@ -265,8 +265,8 @@ func (o *Overload) Findings() string {
 		}
 	}
 	if best.Goodput > 1.1*o.Capacity {
-		fmt.Fprintf(&s, "Goodput reached %s/s (at %sx, admission %s), %sx the measured capacity: the closed loop fell short of what the server can do, so the offered loads were %sx lower than their labels say. ",
-			fmtF(best.Goodput), fmtF(best.Factor), onOff(best.Admission), fmtF(best.Goodput/o.Capacity), fmtF(best.Goodput/o.Capacity))
+		fmt.Fprintf(&s, "Goodput reached %s/s (at %sx, admission %s), %sx the measured capacity: the closed loop fell short of what the server can do, and every label (0.5x, 1x, …) overstates its load by up to that factor. ",
+			fmtF(best.Goodput), fmtF(best.Factor), onOff(best.Admission), fmtF(best.Goodput/o.Capacity))
 	}
 	// Where the run without admission fell apart.
 	var fell []string
@@ -309,6 +309,9 @@ func (m *Many) Findings() string {
 	if mins > 0 {
 		fmt.Fprintf(&s, "The workers made %s loads and %s evictions (%s and %s a minute). ", fmtF(m.Loads), fmtF(m.Evictions), fmtF(m.Loads/mins), fmtF(m.Evictions/mins))
 	}
+	if b := Bursts(m.Windows, 0.8); b != "" {
+		s.WriteString(b)
+	}
 	if m.All.Sent > 0 {
 		fmt.Fprintf(&s, "%s%% of all requests were refused cold_start. ", fmtF(100*float64(m.All.ByCode["cold_start"])/float64(m.All.Sent)))
 	}
@@ -326,11 +329,55 @@ func (m *Many) Findings() string {
 	return s.String()
 }
 
+// Bursts says whether the loads came in bursts: when the fewest windows
+// holding share of them (the busiest first) are at most a quarter of
+// the windows, it names them; else "".
+func Bursts(ws []ManyWindow, share float64) string {
+	total := 0.0
+	idx := make([]int, 0, len(ws))
+	for i, w := range ws {
+		total += w.Loads
+		idx = append(idx, i)
+	}
+	if total <= 0 || len(ws) < 4 {
+		return ""
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmpDesc(ws[a].Loads, ws[b].Loads) })
+	sum, k := 0.0, 0
+	for sum < share*total {
+		sum += ws[idx[k]].Loads
+		k++
+	}
+	if k > len(ws)/4 {
+		return ""
+	}
+	at := slices.Clone(idx[:k])
+	slices.Sort(at)
+	var ts []string
+	for _, i := range at {
+		ts = append(ts, fmtF(ws[i].FromS))
+	}
+	return fmt.Sprintf("Loads came in bursts: %s%% of them in %d of the %d windows (from %s s), with little loading between. ",
+		fmtF(100*sum/total), k, len(ws), strings.Join(ts, ", "))
+}
+
+func cmpDesc(a, b float64) int {
+	switch {
+	case a > b:
+		return -1
+	case a < b:
+		return 1
+	}
+	return 0
+}
+
 // fmtF renders a figure with about three significant digits.
 func fmtF(v float64) string {
 	switch a := math.Abs(v); {
 	case math.IsNaN(v) || math.IsInf(v, 0):
 		return "–"
+	case v == 0:
+		return "0"
 	case a >= 100:
 		return strconv.FormatFloat(math.Round(v), 'f', 0, 64)
 	case a >= 10:

@@ -31,7 +31,7 @@ func sampleReport() *Report {
 			{Admission: true, Factor: 3, OfferedRate: 1200, Goodput: 380, Tally: Tally{Sent: 12000, OK: 3900, Good: 3800, Refused: 8000, P99Ms: 45, RefusedP99Ms: 2}},
 			{Admission: false, Factor: 3, OfferedRate: 1200, Goodput: 20, Tally: Tally{Sent: 12000, OK: 9000, Good: 200, NoAnswer: 3000, P99Ms: 9000, RefusedP99Ms: nan}},
 		}},
-		Many: &Many{Models: 300, Workers: 2, ZipfS: 1.1, Rate: 200, DurationS: 120, TotalMiB: 4000, BudgetMiB: 400, HotModels: 10, HotShare: 0.54, WarmupS: 20, WindowS: 10,
+		Many: &Many{Setup: Setup{Models: "300 synthetic models", Load: "zipf"}, Models: 300, Workers: 2, ZipfS: 1.1, Rate: 200, DurationS: 120, TotalMiB: 4000, BudgetMiB: 400, HotModels: 10, HotShare: 0.54, WarmupS: 20, WindowS: 10,
 			HitRatio: 0.75, Loads: 60, Evictions: 40,
 			All:   Tally{Sent: 24000, ByCode: map[string]int{"cold_start": 6000}},
 			Hot:   Tally{Sent: 10000, OK: 10000, P50Ms: 2.5, P99Ms: 8},
@@ -98,6 +98,30 @@ func TestFindings(t *testing.T) {
 	}
 	if f := (&Batching{BoundMs: 50}).Findings(); f != "No point was measured." {
 		t.Errorf("findings without points: %s", f)
+	}
+}
+
+func TestBursts(t *testing.T) {
+	win := func(loads ...float64) []ManyWindow {
+		ws := make([]ManyWindow, len(loads))
+		for i, l := range loads {
+			ws[i] = ManyWindow{FromS: float64(10 * i), Loads: l}
+		}
+		return ws
+	}
+	for _, c := range []struct {
+		loads []float64
+		want  string
+	}{
+		{[]float64{46, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 78, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12, 96, 0, 1}, "88.7% of them in 3 of the 27 windows (from 0, 120, 240 s)"},
+		{[]float64{5, 5, 5, 5, 5, 5, 5, 5}, ""}, // steady loading is no burst
+		{[]float64{0, 0, 0, 0}, ""},
+		{[]float64{9, 1}, ""}, // too few windows to say
+	} {
+		got := Bursts(win(c.loads...), 0.8)
+		if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
+			t.Errorf("Bursts(%v) = %q, want %q", c.loads, got, c.want)
+		}
 	}
 }
 
@@ -189,6 +213,9 @@ func TestWrite(t *testing.T) {
 	}
 	if _, err := ReadJSON(filepath.Join(dir, "lab-many.csv")); err == nil {
 		t.Error("ReadJSON took a CSV file")
+	}
+	if back.Many.Setup.Models != "300 synthetic models" || back.Many.Models != 300 {
+		t.Errorf("lab.json read back: many models %q, %d", back.Many.Setup.Models, back.Many.Models)
 	}
 	if back.Overload == nil || back.Overload.Capacity != 400 || len(back.Many.Windows) != 4 || !math.IsNaN(float64(back.Many.Windows[3].HitRatio)) {
 		t.Errorf("lab.json read back: %+v", back.Overload)
