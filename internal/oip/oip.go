@@ -13,15 +13,15 @@
 //
 // Tensor layout per model kind:
 //   - tabular: one tensor per model.yaml input field, named as the field,
-//     shape [n] or [n,1]; FP32, FP64, INT32 or INT64 for float fields,
-//     INT32 or INT64 for int fields (FP32/FP64 holding integers are taken,
-//     as /v1 takes 3.0), BOOL for bool fields, BYTES (strings) for category
-//     fields. An optional field's tensor may be left out.
-//   - sequence: one INT64 (or INT32) tensor per sequence field (one for
-//     token ids; input_ids and attention_mask for a model of two inputs),
-//     named as the field, shape [n,L]: row i is instance i's values,
-//     right-padded with -1 to the longest row (-1 is never a token id nor
-//     a mask value). A -1 before a value is an error.
+//     shape [n] or [n,1]; any numeric datatype (INT8..INT64, UINT8..UINT64,
+//     FP16, BF16, FP32, FP64: datatype.go) for float and int fields (floats
+//     holding integers are taken for an int field, as /v1 takes 3.0), BOOL
+//     for bool fields, BYTES (strings) for category fields. An optional
+//     field's tensor may be left out.
+//   - sequence: one integer tensor named as the sequence field, shape
+//     [n,L]: row i is instance i's token ids, right-padded with -1 to the
+//     longest row (-1 is never a token id). A -1 before a token id is an
+//     error.
 //   - outputs: one FP32 tensor per model.yaml output field, shape [n].
 package oip
 
