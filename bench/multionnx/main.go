@@ -61,6 +61,7 @@ var (
 	maxLen    = flag.Int("max", 128, "longest row (tokens)")
 	vocab     = flag.Int("vocab", 1000, "token ids are drawn from 1..vocab-1")
 	seed      = flag.Uint64("seed", 23, "seed of the rows")
+	deadline  = flag.Int("deadline-ms", 60000, "deadlineMs of every call: long, so that calls wait rather than fail and rows/s is throughput")
 )
 
 var hc = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024, MaxConnsPerHost: 1024}, Timeout: 60 * time.Second}
@@ -114,7 +115,7 @@ func bodies(n, rows int, rng *rand.Rand) ([][]byte, float64) {
 			}
 			insts[r] = map[string][]int{"input_ids": ids, "attention_mask": mask}
 		}
-		out[b], _ = json.Marshal(map[string]any{"instances": insts})
+		out[b], _ = json.Marshal(map[string]any{"instances": insts, "deadlineMs": *deadline})
 	}
 	return out, float64(total) / float64(n*rows)
 }
@@ -140,9 +141,10 @@ func predict(url string, body []byte) ([]map[string]float64, error) {
 }
 
 // closedLoop keeps -conc calls in flight for d and returns rows/s and the
-// calls that failed.
+// calls that failed (the first failure is logged).
 func closedLoop(url string, bs [][]byte, rows int, d time.Duration) (float64, int64) {
 	var ok, failed atomic.Int64
+	var once sync.Once
 	var next atomic.Int64
 	stop := time.Now().Add(d)
 	var wg sync.WaitGroup
@@ -155,6 +157,7 @@ func closedLoop(url string, bs [][]byte, rows int, d time.Duration) (float64, in
 				b := bs[int(next.Add(1))%len(bs)]
 				if _, err := predict(url, b); err != nil {
 					failed.Add(1)
+					once.Do(func() { log.Printf("%s: a call failed: %.300v", url, err) })
 					continue
 				}
 				ok.Add(int64(rows))
