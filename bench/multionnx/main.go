@@ -168,6 +168,20 @@ func closedLoop(url string, bs [][]byte, rows int, d time.Duration) (float64, in
 	return float64(ok.Load()) / time.Since(start).Seconds(), failed.Load()
 }
 
+// cpuSeconds is the user + system CPU time of process pid and its threads
+// so far (/proc/PID/stat utime and stime, in clock ticks of 1/100 s).
+func cpuSeconds(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return math.NaN()
+	}
+	// The command may hold spaces: the fields after it follow the last ')'.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return (ut + st) / 100
+}
+
 func loadavg() string {
 	b, err := os.ReadFile("/proc/loadavg")
 	if err != nil {
@@ -199,8 +213,11 @@ type window1 struct {
 	Rows    int     `json:"rowsPerRequest"`
 	Round   int     `json:"round"`
 	RowsPS  float64 `json:"rowsPerSecond"`
-	Failed  int64   `json:"failedCalls"`
-	Load    string  `json:"loadavgBefore"`
+	// RowsPerCPU is rows per CPU-second of the server: what one core of
+	// its own would serve, whatever else runs on the machine.
+	RowsPerCPU float64 `json:"rowsPerServerCPUSecond"`
+	Failed     int64   `json:"failedCalls"`
+	Load       string  `json:"loadavgBefore"`
 }
 
 func main() {
@@ -286,41 +303,49 @@ func main() {
 			for _, pkg := range order {
 				closedLoop(url(pkg), s.bodies, s.rows, *warm)
 				w := window1{Package: pkg, Rows: s.rows, Round: r, Load: loadavg()}
+				c0, t0 := cpuSeconds(cmd.Process.Pid), time.Now()
 				w.RowsPS, w.Failed = closedLoop(url(pkg), s.bodies, s.rows, *window)
-				log.Printf("round %d rows/request %d %-8s %9.0f rows/s (%d failed calls; loadavg before %s)", r, s.rows, pkg, w.RowsPS, w.Failed, w.Load)
+				cpu := cpuSeconds(cmd.Process.Pid) - c0
+				w.RowsPerCPU = w.RowsPS * time.Since(t0).Seconds() / cpu
+				log.Printf("round %d rows/request %d %-8s %9.0f rows/s, %9.0f rows per server CPU-second (server CPU %.0f %%; %d failed calls; loadavg before %s)",
+					r, s.rows, pkg, w.RowsPS, w.RowsPerCPU, 100*cpu/time.Since(t0).Seconds(), w.Failed, w.Load)
 				all = append(all, w)
 			}
 		}
 	}
 	fmt.Printf("\nmulti-input batching, examples/text, rows of %d-%d tokens, %d calls in flight, server on cpus %s, %d rounds of %v\n\n",
 		*minLen, *maxLen, *conc, *serverCPU, *rounds, *window)
-	fmt.Println("| rows per request | mean tokens | batching off rows/s (median) | batching on rows/s (median) | on / off |")
-	fmt.Println("|---|---|---|---|---|")
+	fmt.Println("| rows per request | mean tokens | batching off rows/s (median) | batching on rows/s (median) | on / off | off, rows per server CPU-s | on, rows per server CPU-s | on / off |")
+	fmt.Println("|---|---|---|---|---|---|---|---|")
 	type summary struct {
-		Rows    int     `json:"rowsPerRequest"`
-		MeanLen float64 `json:"meanTokens"`
-		Off, On float64 `json:"-"`
-		OffMed  float64 `json:"offMedianRowsPerSecond"`
-		OnMed   float64 `json:"onMedianRowsPerSecond"`
-		Ratio   float64 `json:"ratio"`
+		Rows     int     `json:"rowsPerRequest"`
+		MeanLen  float64 `json:"meanTokens"`
+		Off, On  float64 `json:"-"`
+		OffMed   float64 `json:"offMedianRowsPerSecond"`
+		OnMed    float64 `json:"onMedianRowsPerSecond"`
+		Ratio    float64 `json:"ratio"`
+		OffCPU   float64 `json:"offMedianRowsPerServerCPUSecond"`
+		OnCPU    float64 `json:"onMedianRowsPerServerCPUSecond"`
+		RatioCPU float64 `json:"ratioPerServerCPUSecond"`
 	}
 	var sums []summary
 	for _, s := range sets {
-		var on, off []float64
+		var on, off, onC, offC []float64
 		for _, w := range all {
 			if w.Rows != s.rows {
 				continue
 			}
 			if w.Package == "text-on" {
-				on = append(on, w.RowsPS)
+				on, onC = append(on, w.RowsPS), append(onC, w.RowsPerCPU)
 			} else {
-				off = append(off, w.RowsPS)
+				off, offC = append(off, w.RowsPS), append(offC, w.RowsPerCPU)
 			}
 		}
-		sm := summary{Rows: s.rows, MeanLen: s.meanLen, OffMed: median(off), OnMed: median(on)}
-		sm.Ratio = sm.OnMed / sm.OffMed
+		sm := summary{Rows: s.rows, MeanLen: s.meanLen, OffMed: median(off), OnMed: median(on), OffCPU: median(offC), OnCPU: median(onC)}
+		sm.Ratio, sm.RatioCPU = sm.OnMed/sm.OffMed, sm.OnCPU/sm.OffCPU
 		sums = append(sums, sm)
-		fmt.Printf("| %d | %.1f | %.0f (%s) | %.0f (%s) | %.2fx |\n", s.rows, s.meanLen, sm.OffMed, list(off), sm.OnMed, list(on), sm.Ratio)
+		fmt.Printf("| %d | %.1f | %.0f (%s) | %.0f (%s) | %.2fx | %.0f (%s) | %.0f (%s) | %.2fx |\n", s.rows, s.meanLen,
+			sm.OffMed, list(off), sm.OnMed, list(on), sm.Ratio, sm.OffCPU, list(offC), sm.OnCPU, list(onC), sm.RatioCPU)
 	}
 	out, _ := json.MarshalIndent(map[string]any{"windows": all, "summary": sums, "conc": *conc, "window": window.String(), "rounds": *rounds}, "", " ")
 	must(os.WriteFile(filepath.Join(*outDir, "results.json"), out, 0o644))

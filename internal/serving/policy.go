@@ -107,9 +107,13 @@ func retryAfter(d time.Duration) time.Duration {
 // BatchInput is what the batcher knows when deciding whether to close the
 // batch it is forming.
 type BatchInput struct {
-	Now           time.Time
-	Rows          int       // instances gathered so far (> 0)
-	QueuedMore    bool      // more instances are waiting in the queue right now
+	Now  time.Time
+	Rows int // instances gathered so far (> 0)
+	// QueuedMore: instances of the batch's class are queued that this
+	// batch did not take (rows of another length bucket, or a request
+	// that does not fit its room): waiting for more rows would idle the
+	// replica while they wait, so the batch runs now.
+	QueuedMore    bool
 	OldestArrival time.Time // enqueue time of the batch's oldest request
 	EarliestDue   time.Time // earliest deadline in the batch (zero: none)
 	MaxBatch      int
@@ -125,9 +129,12 @@ type BatchInput struct {
 // returns the time at which it must run even if no more rows arrive: the
 // earlier of its oldest request's arrival + maxBatchDelay and the latest
 // start its tightest deadline allows. maxBatchDelay 0 is opportunistic:
-// run with whatever is queued, never wait.
+// run with whatever is queued, never wait. A batch that cannot take the
+// work still queued (QueuedMore) runs now too: the batcher is work
+// conserving, so a bucket's short batch never holds the replica while
+// another bucket's rows wait.
 func CloseBatch(in BatchInput) (now bool, until time.Time) {
-	if in.Rows >= in.MaxBatch || in.MaxBatchDelay <= 0 || in.Yield {
+	if in.Rows >= in.MaxBatch || in.MaxBatchDelay <= 0 || in.Yield || in.QueuedMore {
 		return true, time.Time{}
 	}
 	until = in.OldestArrival.Add(in.MaxBatchDelay)

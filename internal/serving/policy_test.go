@@ -95,6 +95,8 @@ func TestCloseBatch(t *testing.T) {
 		{"deadline closes early", with(func(in *BatchInput) { in.EarliestDue = t0.Add(2500 * time.Microsecond) }), false, t0.Add(1500 * time.Microsecond)},
 		{"deadline already forces it", with(func(in *BatchInput) { in.EarliestDue = t0.Add(ms / 2) }), true, time.Time{}},
 		{"far deadline leaves the delay", with(func(in *BatchInput) { in.EarliestDue = t0.Add(time.Second) }), false, t0.Add(3 * ms)},
+		// Work it cannot take (another bucket's rows) waits: run now.
+		{"queued work it cannot take", with(func(in *BatchInput) { in.QueuedMore = true }), true, time.Time{}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -893,6 +893,13 @@ func (s *Server) nextBatch(r *replica) ([]piece, bool) {
 		if rows > 0 {
 			ci := closeInput(now, batch, rows, s.cfg, s.cost)
 			ci.Yield = holdsBatch(batch) && s.foregroundQueuedLocked() > 0
+			// takeLocked took every row of the batch's class it could:
+			// what is still queued of that class, it will not take.
+			if holdsBatch(batch) {
+				ci.QueuedMore = s.classQ[BatchJob] > 0
+			} else {
+				ci.QueuedMore = s.foregroundQueuedLocked() > 0
+			}
 			closeNow, until := CloseBatch(ci)
 			if closeNow || s.closing {
 				return batch, true

@@ -227,3 +227,56 @@ func BenchmarkTextPredict(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkTextServing serves single-row requests of text.onnx (rows of
+// 8..128 tokens, 32 in flight) through a serving.Server with batching off
+// (maxBatchSize 1) and on (maxBatchSize 32, maxBatchDelay 2ms, buckets
+// 16/32/64/128): the batcher and the model without HTTP (docs/benchmarks.md,
+// issue 23).
+//
+//	taskset -c 1 go test -run '^$' -bench TextServing -benchtime 20000x ./internal/runtime/onnx/
+func BenchmarkTextServing(b *testing.B) {
+	rng := rand.New(rand.NewPCG(23, 2))
+	rows := make([][]int64, 4096)
+	for i := range rows {
+		l := 8 + rng.IntN(121)
+		r := make([]int64, 2*l)
+		for j := range l {
+			r[j], r[l+j] = 1+rng.Int64N(999), 1
+		}
+		rows[i] = r
+	}
+	for _, c := range []struct {
+		name    string
+		batch   int
+		buckets []int
+	}{{"off", 1, nil}, {"on", 32, []int{16, 32, 64, 128}}} {
+		b.Run(c.name, func(b *testing.B) {
+			m := loadText(b, textFields(0))
+			srv := serving.New(serving.Config{Name: "text@1", MaxBatchSize: c.batch, MaxBatchDelay: 2 * time.Millisecond, MaxQueueInstances: 100000,
+				LengthBuckets: c.buckets, SeqInputs: 2, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, []runtime.Model{m})
+			defer srv.Close(context.Background())
+			sem := make(chan struct{}, 32)
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				sem <- struct{}{}
+				wg.Add(1)
+				go func() {
+					defer func() { <-sem; wg.Done() }()
+					if _, err := srv.Submit(context.Background(), serving.Work{Rows: runtime.Batch{Rows: 1, Tokens: [][]int64{rows[i%len(rows)]}}}); err != nil {
+						b.Error(err)
+					}
+				}()
+			}
+			wg.Wait()
+			b.StopTimer()
+			st := srv.Stats()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+			b.ReportMetric(float64(st.Rows)/float64(st.Batches), "rows/batch")
+			if st.PaddedBatches > 0 {
+				b.ReportMetric(st.PaddingRatioSum/float64(st.PaddedBatches), "padding-ratio")
+			}
+		})
+	}
+}
