@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -309,4 +310,56 @@ func TestABExperimentsE2E(t *testing.T) {
 			t.Errorf("ab status does not flag the split:\n%s", out)
 		}
 	})
+}
+
+// TestRolloutOutcomeGateE2E: a rollout gated on an outcome (release
+// gates.metric) rolls back a candidate that converts worse: traffic back
+// to the baseline, the numbers in the audit trail.
+func TestRolloutOutcomeGateE2E(t *testing.T) {
+	srv := startServer(t, "--data", t.TempDir(), "--models", t.TempDir(), "--experiments-every", "1s")
+	defer srv.stop(t)
+	pushTwo(t, srv, "gate")
+	planFile := filepath.Join(t.TempDir(), "plan.yaml")
+	os.WriteFile(planFile, []byte("steps: [50, 100]\nbake: 0s\nminSamples: 10\ngates:\n  metric: converted\n  minSamples: 300\n"), 0o644)
+	if out, stderr, err := sluice(t, "deploy", "gate@2", "--plan", planFile, "--server", srv.url); err != nil {
+		t.Fatalf("deploy: %v %s %s", err, out, stderr)
+	}
+	// At its first step (50 %) the rollout waits: the last step needs the
+	// outcome gate to say promote.
+	rollout := func() api.Rollout {
+		var ro api.Rollout
+		r, err := http.Get(srv.url + "/v1/deployments/gate/rollout")
+		if err == nil {
+			json.NewDecoder(r.Body).Decode(&ro)
+			r.Body.Close()
+		}
+		return ro
+	}
+	testwait.Until(t, 30*time.Second, func() bool { ro := rollout(); return ro.Phase == "canary" && ro.Percent == 50 })
+	per := simulate(t, srv, "gate", 2000, map[int]float64{1: 0.30, 2: 0.15}, 0, 0, 4)
+	t.Logf("answers per version: %v", per)
+	testwait.Until(t, 30*time.Second, func() bool { return rollout().Phase == "rolled_back" })
+	ro := rollout()
+	if !strings.Contains(ro.Reason, "converted: the candidate is significantly worse") {
+		t.Errorf("reason %q", ro.Reason)
+	}
+	d, _, err := sluice(t, "history", "gate", "--server", srv.url)
+	if err != nil || !strings.Contains(d, "significantly worse") || !strings.Contains(d, "p =") {
+		t.Errorf("the audit trail lacks the gate's numbers: %v\n%s", err, d)
+	}
+	if p := predictAt(t, srv, "gate"); p != "gate@1" {
+		t.Errorf("after the rollback %s answered, want gate@1", p)
+	}
+}
+
+// predictAt is the version that answers one call to model.
+func predictAt(t *testing.T, srv *proc, model string) string {
+	t.Helper()
+	a, err := postRaw(t, srv.url+"/v1/models/"+model+":predict", `{"instances":[{"x":1,"z":1}],"routingKey":"someone"}`, nil)
+	if err != nil || a.status != 200 {
+		t.Fatalf("predict: %v %d %s", err, a.status, a.body)
+	}
+	var pr api.PredictResponse
+	json.Unmarshal(a.body, &pr)
+	return pr.ModelVersion
 }

@@ -523,7 +523,7 @@ func (a *app) startController(context.Context) error {
 	// at once, so nothing is set on the controller after.
 	ctl := control.New(control.Config{Store: a.store, Host: host, Logger: a.log, Metrics: a.counting(),
 		NoDrift: a.cfg.NoDrift, DeleteQuiet: a.cfg.DeleteQuiet, Unrouted: a.caches.Drop,
-		CheckSpec: a.checkSpec, Changed: a.changed})
+		CheckSpec: a.checkSpec, Changed: a.changed, Outcomes: a.outcomeSource()})
 	a.ctl.Store(ctl)
 	a.metrics.SetVersionSource(ctl.LiveState)
 	if ch, ok := a.store.(registry.Changes); ok {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sluiceml/sluice/internal/abstat"
+	"github.com/sluiceml/sluice/internal/control"
 	"github.com/sluiceml/sluice/internal/outcomes"
 	"github.com/sluiceml/sluice/internal/outcomes/outcomesdb"
 )
@@ -77,3 +79,15 @@ func (a *app) newLab(context.Context) error {
 }
 
 func (a *app) runLab() error { return a.lab.Run(a.labCtx) }
+
+// outcomeSource is the controller's view of the outcomes for rollout
+// gates on a metric (nil without an outcome store).
+func (a *app) outcomeSource() control.OutcomeSource {
+	if a.lab == nil {
+		return nil
+	}
+	lab := a.lab
+	return func(ctx context.Context, model, metric, direction string, baseline, candidate int, since time.Time, prevP float64) (abstat.Result, error) {
+		return lab.Compare(ctx, model, metric, direction, baseline, candidate, since, prevP)
+	}
+}

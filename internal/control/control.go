@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluiceml/sluice/internal/abstat"
 	"github.com/sluiceml/sluice/internal/drift"
 	"github.com/sluiceml/sluice/internal/errs"
 	"github.com/sluiceml/sluice/internal/modelpkg"
@@ -63,7 +64,16 @@ type Config struct {
 	// locks held, so it must be quick, must not block and must not call
 	// the controller (events.Hub.Publish is so).
 	Changed func(Change)
+	// Outcomes (nil: none) compares a rollout's candidate with its
+	// baseline on an outcome metric for a plan with gates.metric:
+	// outcomes of predictions made since since, the always-valid p-value's
+	// running minimum carried in prevP. The driver calls it at most once
+	// a second, without its locks.
+	Outcomes OutcomeSource
 }
+
+// OutcomeSource is Config.Outcomes.
+type OutcomeSource func(ctx context.Context, model, metric, direction string, baseline, candidate int, since time.Time, prevP float64) (abstat.Result, error)
 
 // Change is one change Config.Changed is told of. Kind says which fields
 // are set: "deployment" Policy (Adopted: read from the store, made by
@@ -131,6 +141,7 @@ type Controller struct {
 	unrouted    func(id string)
 	checkSpec   func(*modelpkg.Spec) error
 	onChange    func(Change)
+	outcomes    OutcomeSource
 
 	born    time.Time              // when the controller was made: traffic before it is unknown
 	tmu     sync.Mutex             // guards traffic
@@ -186,7 +197,7 @@ func New(cfg Config) *Controller {
 	}
 	return &Controller{store: store, host: host, log: log, Table: &routing.Holder{}, ctx: ctx, cancel: cancel,
 		sem: make(chan struct{}, 2), versions: map[string]*Loaded{}, Stats: &vstats.Set{},
-		metrics: cfg.Metrics, noDrift: cfg.NoDrift, deleteQuiet: cfg.DeleteQuiet, unrouted: cfg.Unrouted, checkSpec: cfg.CheckSpec, onChange: cfg.Changed,
+		metrics: cfg.Metrics, noDrift: cfg.NoDrift, deleteQuiet: cfg.DeleteQuiet, unrouted: cfg.Unrouted, checkSpec: cfg.CheckSpec, onChange: cfg.Changed, outcomes: cfg.Outcomes,
 		policies: map[string]registry.Policy{}, dirty: map[string]*Loaded{},
 		rollouts: map[string]*Rollout{}, wake: make(chan struct{}),
 		invalid: map[string]PackageProblem{}, born: time.Now().UTC(), traffic: map[string]trafficSeen{}}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluiceml/sluice/internal/abstat"
 	"github.com/sluiceml/sluice/internal/errs"
 	"github.com/sluiceml/sluice/internal/modelpkg"
 	"github.com/sluiceml/sluice/internal/registry"
@@ -502,7 +503,9 @@ func (c *Controller) drive(model string) {
 	defer tick.Stop()
 	var stepStart time.Time
 	var base Window
+	var og outcomeGauge
 	for {
+		og.refresh(c, model)
 		c.rmu.Lock()
 		r := c.rollouts[model]
 		if r == nil || !r.Phase.Active() || r.Phase == PhasePaused {
@@ -525,7 +528,7 @@ func (c *Controller) drive(model string) {
 		wake := c.wake
 		c.mu.Unlock()
 		in := Input{Now: time.Now().UTC(), CandidateState: st, CandidateReason: why,
-			Window: Window{Candidate: cand.Snapshot().Sub(base.Candidate), Baseline: basev.Snapshot().Sub(base.Baseline)}}
+			Window: Window{Candidate: cand.Snapshot().Sub(base.Candidate), Baseline: basev.Snapshot().Sub(base.Baseline)}, Outcome: og.result(r)}
 		next, d := Advance(*r, in)
 		if d.Targets != nil || d.Event != "" {
 			if err := c.applyLocked(c.ctx, &next, d, SystemActor, ""); err != nil {
@@ -572,4 +575,56 @@ func (c *Controller) ReleaseChanged(ctx context.Context, pubs []Published) error
 // ShadowFigures returns the shadow comparison figures of model@n.
 func (c *Controller) ShadowFigures(model string, n int) vstats.Snapshot {
 	return c.Stats.Get(key(model, n)).Snapshot()
+}
+
+// outcomeGauge is a rollout driver's view of its outcome gate: the
+// comparison of candidate and baseline on gates.metric, read at most
+// once a second through Config.Outcomes, outside the driver's locks.
+type outcomeGauge struct {
+	last      time.Time
+	key       string // the rollout it was read for (model, candidate, start)
+	res       *abstat.Result
+	prevP     float64
+	errLogged bool
+}
+
+func (g *outcomeGauge) refresh(c *Controller, model string) {
+	if c.outcomes == nil || time.Since(g.last) < time.Second {
+		return
+	}
+	c.rmu.Lock()
+	r := c.rollouts[model]
+	var cp Rollout
+	if r != nil {
+		cp = *r
+	}
+	c.rmu.Unlock()
+	if r == nil || cp.Plan.Gates.Metric == "" || cp.Phase != PhaseCanary {
+		return
+	}
+	g.last = time.Now()
+	k := fmt.Sprintf("%d/%d", cp.Candidate, cp.Started.UnixNano())
+	if k != g.key {
+		g.key, g.res, g.prevP = k, nil, 1
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
+	defer cancel()
+	res, err := c.outcomes(ctx, model, cp.Plan.Gates.Metric, cp.Plan.Gates.Direction, cp.Baseline, cp.Candidate, cp.Started, g.prevP)
+	if err != nil {
+		if !g.errLogged {
+			c.log.Warn("rollout: outcome gate not read; it waits", "model", model, "metric", cp.Plan.Gates.Metric, "err", err)
+			g.errLogged = true
+		}
+		return
+	}
+	g.errLogged = false
+	g.res, g.prevP = &res, res.PValue
+}
+
+// result is the last comparison for r (nil: none yet, or another rollout's).
+func (g *outcomeGauge) result(r *Rollout) *abstat.Result {
+	if g.res == nil || g.key != fmt.Sprintf("%d/%d", r.Candidate, r.Started.UnixNano()) {
+		return nil
+	}
+	return g.res
 }

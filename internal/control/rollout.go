@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sluiceml/sluice/internal/abstat"
 	"github.com/sluiceml/sluice/internal/modelpkg"
 	"github.com/sluiceml/sluice/internal/registry"
 	"github.com/sluiceml/sluice/internal/vstats"
@@ -67,6 +68,9 @@ type Input struct {
 	CandidateState  registry.State
 	CandidateReason string
 	Window          Window
+	// Outcome compares candidate (B) and baseline (A) on the plan's
+	// gates.metric since the rollout started (nil: no figures yet).
+	Outcome *abstat.Result
 }
 
 // Decision tells the driver what to do after a transition.
@@ -123,10 +127,26 @@ func Advance(r Rollout, in Input) (Rollout, Decision) {
 		if failed := failing(r.Gates); failed != "" {
 			return fail(r, failed)
 		}
-		if !allReady(r.Gates) || in.Now.Sub(r.StepStart) < r.Plan.Bake.Duration {
+		ready := allReady(r.Gates)
+		og, action, why := outcomeGate(r.Plan, in.Outcome)
+		if og != nil {
+			r.Gates = append(r.Gates, *og)
+		}
+		if action == abstat.Abort {
+			return fail(r, why)
+		}
+		if !ready || in.Now.Sub(r.StepStart) < r.Plan.Bake.Duration {
 			return r, Decision{}
 		}
-		return enterStep(r, r.Step+1, in.Now)
+		last := r.Step+1 >= len(r.Plan.Steps) || r.Plan.Steps[r.Step+1] >= 100
+		if og != nil && last && action != abstat.Promote {
+			return r, Decision{} // promoted only when the outcome gate holds
+		}
+		next, d := enterStep(r, r.Step+1, in.Now)
+		if og != nil && next.Phase == PhasePromoted {
+			d.Event += ": " + why
+		}
+		return next, d
 	}
 	return r, Decision{}
 }
@@ -234,6 +254,29 @@ func canaryGates(p modelpkg.Release, w Window) []GateResult {
 		{Name: "p99_ratio", Observed: ratio, Limit: *p.Gates.MaxP99Ratio, Samples: c.Requests, Ready: ready,
 			Pass: ratio <= *p.Gates.MaxP99Ratio || cp-bp <= p.Gates.P99Slack.Duration},
 	}
+}
+
+// outcomeGate evaluates the plan's outcome gate (nil, "": the plan has
+// none): its result for the status, abstat.Decide's action and why (the
+// numbers, for the audit trail).
+func outcomeGate(p modelpkg.Release, res *abstat.Result) (*GateResult, string, string) {
+	gs := p.Gates
+	if gs.Metric == "" {
+		return nil, "", ""
+	}
+	minLift := 0.0
+	if gs.MinLift != nil {
+		minLift = *gs.MinLift
+	}
+	g := GateResult{Name: "outcome_" + gs.Metric, Limit: minLift}
+	if res == nil {
+		return &g, abstat.Wait, gs.Metric + ": no outcome figures yet"
+	}
+	action, why := abstat.Decide(*res, abstat.Gate{Metric: gs.Metric, MinLift: minLift, MinSamples: gs.MinSamples})
+	g.Observed, g.Samples = res.RelLift, min(res.A.N, res.B.N)
+	g.Ready = g.Samples >= gs.MinSamples || action != abstat.Wait
+	g.Pass = action != abstat.Abort
+	return &g, action, why
 }
 
 // failing names the first gate that has enough samples and fails.

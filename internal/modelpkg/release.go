@@ -34,7 +34,19 @@ type Gates struct {
 	MaxP99Ratio     *float64  `yaml:"maxP99Ratio,omitempty" json:"maxP99Ratio,omitempty"`         // candidate p99 / baseline p99 (default 2)
 	P99Slack        *Duration `yaml:"p99Slack,omitempty" json:"p99Slack,omitempty"`               // a p99 within this of the baseline's passes whatever the ratio (default 5ms)
 	MaxDisagreement *float64  `yaml:"maxDisagreement,omitempty" json:"maxDisagreement,omitempty"` // shadow label flips / rows (default 0.05)
+	// Metric gates the rollout on an outcome (POST /v1/outcomes name):
+	// the candidate is rolled back when it is significantly worse than
+	// the baseline on it (always-valid test), and promoted only when its
+	// relative improvement is known to be above MinLift with MinSamples
+	// outcomes on each side ("": no outcome gate).
+	Metric     string   `yaml:"metric,omitempty" json:"metric,omitempty"`
+	MinLift    *float64 `yaml:"minLift,omitempty" json:"minLift,omitempty"`       // relative: 0 = significantly better, -0.01 = at most 1 % worse (default 0)
+	MinSamples int64    `yaml:"minSamples,omitempty" json:"minSamples,omitempty"` // outcomes on each side before a promotion (default 1000)
+	Direction  string   `yaml:"direction,omitempty" json:"direction,omitempty"`   // increase (default) or decrease: which way is better
 }
+
+// DefaultOutcomeSamples is gates.minSamples when a metric is set.
+const DefaultOutcomeSamples = 1000
 
 // Release defaults.
 const (
@@ -71,6 +83,15 @@ func (r *Release) Defaults() {
 	if r.OnFail == "" {
 		r.OnFail = "rollback"
 	}
+	if r.Gates.Metric != "" {
+		set(&r.Gates.MinLift, 0)
+		if r.Gates.MinSamples == 0 {
+			r.Gates.MinSamples = DefaultOutcomeSamples
+		}
+		if r.Gates.Direction == "" {
+			r.Gates.Direction = "increase"
+		}
+	}
 	if r.KeepWarm.Duration == 0 {
 		r.KeepWarm.Duration = DefaultKeepWarm
 	}
@@ -95,6 +116,22 @@ func (r *Release) Check(prefix string) []Problem {
 	}
 	if r.Shadow != nil && (r.Shadow.Requests < 1 || r.Shadow.Requests > 10_000_000) {
 		add(".shadow.requests", "must be between 1 and 10000000, got %d", r.Shadow.Requests)
+	}
+	if g := r.Gates; g.Metric != "" || g.MinLift != nil || g.MinSamples != 0 || g.Direction != "" {
+		if g.Metric == "" {
+			add(".gates.metric", "is required with minLift, minSamples or direction: the outcome name the gate compares")
+		} else if !validMetric(g.Metric) {
+			add(".gates.metric", "%q is not an outcome name (a letter, then letters, digits, '_', '.', '-'; at most 64)", g.Metric)
+		}
+		if g.MinLift != nil && (*g.MinLift < -1 || *g.MinLift > 10) {
+			add(".gates.minLift", "must be a relative lift between -1 and 10 (0.02 = 2 %% better), got %v", *g.MinLift)
+		}
+		if g.MinSamples < 0 || g.MinSamples > 1_000_000_000 {
+			add(".gates.minSamples", "must be between 1 and 1000000000 outcomes per side, got %d", g.MinSamples)
+		}
+		if g.Direction != "" && g.Direction != "increase" && g.Direction != "decrease" {
+			add(".gates.direction", "must be increase or decrease, got %q", g.Direction)
+		}
 	}
 	if r.Bake.Duration < 0 || r.Bake.Duration > 24*time.Hour {
 		add(".bake", "must be between 0 and 24h, got %s", r.Bake)
@@ -163,4 +200,19 @@ func ParsePlan(file string, data []byte) (*Release, error) {
 		return nil, &Error{File: file, Problems: probs}
 	}
 	return &r, nil
+}
+
+// validMetric says whether name is an outcome name (outcomes.CheckName's
+// rule).
+func validMetric(name string) bool {
+	if name == "" || len(name) > 64 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || (i > 0 && (c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-'))) {
+			return false
+		}
+	}
+	return true
 }

@@ -283,11 +283,13 @@ func (l *Lab) Status(ctx context.Context, model string, history int) (api.Experi
 	return out, nil
 }
 
-// Compare evaluates versions a and b of model on metric over predictions
-// since since, for a rollout's gate: the same statistics as an
-// experiment's, without storing anything (prevP carries the running
-// minimum between calls).
-func (l *Lab) Compare(ctx context.Context, model, metric string, a, b, shareB int, since time.Time, prevP float64) (abstat.Result, error) {
+// Compare evaluates versions a (baseline) and b (candidate) of model on
+// metric over predictions made since since, for a rollout's gate: the
+// statistics of an experiment, nothing stored (prevP carries the running
+// minimum between calls). A rollout's split changes by step, so the
+// expected share is the one observed: the sample-ratio check does not
+// apply to it.
+func (l *Lab) Compare(ctx context.Context, model, metric, direction string, a, b int, since time.Time, prevP float64) (abstat.Result, error) {
 	arms, err := l.Store.Arms(ctx, Query{Model: model, Name: metric, Since: since})
 	if err != nil {
 		return abstat.Result{}, err
@@ -301,10 +303,14 @@ func (l *Lab) Compare(ctx context.Context, model, metric string, a, b, shareB in
 			y = abstat.Arm{Units: r.Units, N: r.N, Sum: r.Sum, SumSq: r.SumSq}
 		}
 	}
+	share := 0.5
+	if x.Units > 0 && y.Units > 0 {
+		share = float64(y.Units) / float64(x.Units+y.Units)
+	}
 	if prevP <= 0 || prevP > 1 {
 		prevP = 1
 	}
-	return abstat.Evaluate(x, y, abstat.Config{ShareB: float64(shareB) / 100}, prevP), nil
+	return abstat.Evaluate(x, y, abstat.Config{ShareB: share, Direction: direction}, prevP), nil
 }
 
 // refresh evaluates e now and stores the snapshot.
