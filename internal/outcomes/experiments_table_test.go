@@ -189,7 +189,8 @@ func (s *armsStore) Arms(_ context.Context, q Query) ([]Arm, error) {
 }
 
 // Compare (a rollout gate's statistics): versions a and b picked from
-// the sums, the split as B's share, prevP carried or restarted.
+// the sums, the expected share the observed one (a rollout's split moves
+// by step), the direction passed on, prevP carried or restarted.
 func TestCompareTable(t *testing.T) {
 	since := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
 	st := &armsStore{arms: []Arm{
@@ -198,23 +199,26 @@ func TestCompareTable(t *testing.T) {
 		{Version: 6, Units: 50, N: 50, Sum: 50, SumSq: 50},
 	}}
 	l := &Lab{Store: st}
+	canary := func(dir string) float64 {
+		return abstat.Evaluate(abstat.Arm{Units: 9000, N: 9000, Sum: 900, SumSq: 900}, abstat.Arm{Units: 1000, N: 1000, Sum: 130, SumSq: 130}, abstat.Config{ShareB: 0.1, Direction: dir}, 1).PValue
+	}
 	for _, c := range []struct {
-		name   string
-		a, b   int
-		share  int
-		prevP  float64
-		wantP  float64 // < 0: as abstat.Evaluate from 1
-		srm    bool
-		unitsA int64
+		name      string
+		a, b      int
+		direction string
+		prevP     float64
+		wantP     float64
+		share     float64
+		srm       bool
 	}{
-		{"a 10 % canary", 4, 5, 10, 1, -1, false, 9000},
-		{"the same split read as 50 %: mismatch", 4, 5, 50, 1, -1, true, 9000},
-		{"the running minimum carried", 4, 5, 10, 1e-4, 1e-4, false, 9000},
-		{"prevP above 1 restarts", 4, 5, 10, 3, -1, false, 9000},
-		{"a version without sums", 4, 7, 10, 1, 1, true, 9000},
+		{"a 10 % canary: its observed share, no mismatch", 4, 5, "", 1, canary(""), 0.1, false},
+		{"lower is better", 4, 5, "decrease", 1, canary("decrease"), 0.1, false},
+		{"the running minimum carried", 4, 5, "", 1e-4, 1e-4, 0.1, false},
+		{"prevP above 1 restarts", 4, 5, "", 3, canary(""), 0.1, false},
+		{"a version without sums: half, and nothing to test", 4, 7, "", 1, 1, 0.5, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			r, err := l.Compare(context.Background(), "fraud", "converted", c.a, c.b, c.share, since, c.prevP)
+			r, err := l.Compare(context.Background(), "fraud", "converted", c.direction, c.a, c.b, since, c.prevP)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -222,15 +226,15 @@ func TestCompareTable(t *testing.T) {
 			if q.Model != "fraud" || q.Name != "converted" || !q.Since.Equal(since) {
 				t.Errorf("query %+v", q)
 			}
-			if r.A.Units != c.unitsA || r.ShareB != float64(c.share)/100 || r.SRM != c.srm {
-				t.Errorf("A units %d shareB %v SRM %v (p %g), want %d, %v, %v", r.A.Units, r.ShareB, r.SRM, r.SRMPValue, c.unitsA, float64(c.share)/100, c.srm)
+			wantDir := c.direction
+			if wantDir == "" {
+				wantDir = abstat.Increase
 			}
-			wantP := c.wantP
-			if wantP < 0 {
-				wantP = abstat.Evaluate(abstat.Arm{Units: 9000, N: 9000, Sum: 900, SumSq: 900}, abstat.Arm{Units: 1000, N: 1000, Sum: 130, SumSq: 130}, abstat.Config{ShareB: float64(c.share) / 100}, 1).PValue
+			if r.A.Units != 9000 || r.ShareB != c.share || r.SRM != c.srm || r.Direction != wantDir {
+				t.Errorf("A units %d shareB %v SRM %v (p %g) direction %q, want 9000, %v, %v, %q", r.A.Units, r.ShareB, r.SRM, r.SRMPValue, r.Direction, c.share, c.srm, wantDir)
 			}
-			if r.PValue != wantP {
-				t.Errorf("p %g, want %g", r.PValue, wantP)
+			if r.PValue != c.wantP {
+				t.Errorf("p %g, want %g", r.PValue, c.wantP)
 			}
 		})
 	}
