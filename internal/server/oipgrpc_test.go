@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/sluiceml/sluice/examples"
@@ -196,5 +197,46 @@ func TestOIPGRPCRejects(t *testing.T) {
 				t.Fatalf("got %v %q, want %v containing %q", st.Code(), st.Message(), tc.code, tc.want)
 			}
 		})
+	}
+}
+
+// TestOIPGRPCEnvelope: an unknown model is not ready (OK), the request id
+// is echoed and never an idempotency key, idempotency_key replays, and a
+// timeout parameter (Triton's microseconds) is the deadline.
+func TestOIPGRPCEnvelope(t *testing.T) {
+	c, _, _ := newGRPC(t)
+	ctx := context.Background()
+	if r, err := c.ModelReady(ctx, &pb.ModelReadyRequest{Name: "nope"}); err != nil || r.Ready {
+		t.Fatalf("unknown model: %v %v, want OK and ready false", r, err)
+	}
+	if r, err := c.ModelReady(ctx, &pb.ModelReadyRequest{Name: "churn", Version: "9"}); err != nil || r.Ready {
+		t.Fatalf("unknown version: %v %v, want OK and ready false", r, err)
+	}
+	req := func(id string, tenure float32, params map[string]*pb.InferParameter) *pb.ModelInferRequest {
+		return &pb.ModelInferRequest{ModelName: "churn", Id: id, Parameters: params, Inputs: []*in{
+			{Name: "tenureMonths", Datatype: "FP32", Shape: []int64{1}}, {Name: "supportTickets", Datatype: "INT64", Shape: []int64{1}},
+			{Name: "plan", Datatype: "BYTES", Shape: []int64{1}}}, RawInputContents: [][]byte{fp32Raw(tenure), i64Raw(4), bytesRaw("basic")}}
+	}
+	var md metadata.MD
+	for _, tenure := range []float32{3, 5} { // the same id, other rows: two requests
+		r, err := c.ModelInfer(ctx, req("1", tenure, nil), grpc.Header(&md))
+		if err != nil || r.Id != "1" || len(md.Get("idempotent-replay")) != 0 || md.Get("x-request-id")[0] == "1" {
+			t.Fatalf("id 1, tenure %v: %v %v %v", tenure, r, err, md)
+		}
+	}
+	key := map[string]*pb.InferParameter{"idempotency_key": {ParameterChoice: &pb.InferParameter_StringParam{StringParam: "g-key"}}}
+	for i := range 2 {
+		r, err := c.ModelInfer(ctx, req("", 3, key), grpc.Header(&md))
+		if err != nil || r.Id != "g-key" || md.Get("x-request-id")[0] != "g-key" || (i == 1) != (len(md.Get("idempotent-replay")) == 1) {
+			t.Fatalf("idempotency_key try %d: %v %v %v", i, r, err, md)
+		}
+	}
+	if _, err := c.ModelInfer(ctx, req("", 4, key)); status.Code(err) != codes.AlreadyExists || !strings.Contains(err.Error(), "parameters.idempotency_key") {
+		t.Fatalf("idempotency_key with other rows: %v", err)
+	}
+	// A timeout of 1µs cannot be met: refused at admission, not computed.
+	tiny := map[string]*pb.InferParameter{"timeout": {ParameterChoice: &pb.InferParameter_Int64Param{Int64Param: 1}}}
+	if _, err := c.ModelInfer(ctx, req("", 3, tiny)); status.Code(err) == codes.OK {
+		t.Fatalf("timeout 1µs: answered")
 	}
 }

@@ -54,3 +54,42 @@ func TestPriorityHeader(t *testing.T) {
 		})
 	}
 }
+
+// TestOIPPriority: on OIP REST the sluice_priority parameter is the
+// Sluice-Priority header's "batch"; Triton's numeric priority is accepted
+// and served online.
+func TestOIPPriority(t *testing.T) {
+	ts, ctl := newTestServerFS(t, Config{}, examples.FS)
+	served := func() (online, batch int64) {
+		for _, v := range ctl.Versions() {
+			if v.Version.Model == "churn" && v.Stats != nil && len(v.Stats.Classes) > int(serving.BatchJob) {
+				online += v.Stats.Classes[serving.Online].Served
+				batch += v.Stats.Classes[serving.BatchJob].Served
+			}
+		}
+		return
+	}
+	inputs := `"inputs":[{"name":"tenureMonths","shape":[2],"datatype":"FP32","data":[3,1]},{"name":"supportTickets","shape":[2],"datatype":"INT64","data":[4,0]},{"name":"plan","shape":[2],"datatype":"BYTES","data":["basic","pro"]}]`
+	for _, c := range []struct {
+		name, params  string
+		status        int
+		online, batch int64
+	}{
+		{"none", `{}`, 200, 2, 0},
+		{"Triton's priority", `{"priority":1}`, 200, 2, 0},
+		{"sluice_priority batch", `{"sluice_priority":"batch"}`, 200, 0, 2},
+		{"sluice_priority other", `{"sluice_priority":"online"}`, 400, 0, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			on0, b0 := served()
+			r := postOIP(t, ts.URL+"/v2/models/churn/infer", `{"parameters":`+c.params+`,`+inputs+`}`)
+			if r.status != c.status {
+				t.Fatalf("got %d (%s), want %d", r.status, r.body, c.status)
+			}
+			on1, b1 := served()
+			if on1-on0 != c.online || b1-b0 != c.batch {
+				t.Fatalf("online +%d batch +%d, want +%d +%d", on1-on0, b1-b0, c.online, c.batch)
+			}
+		})
+	}
+}
