@@ -99,6 +99,10 @@ type conn struct {
 	once sync.Once
 }
 
+// NetConn is the connection it wraps (as tls.Conn's NetConn): the
+// server's event streams set its socket's send buffer.
+func (c *conn) NetConn() net.Conn { return c.Conn }
+
 func (c *conn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(func() {

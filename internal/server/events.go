@@ -1,9 +1,11 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -64,6 +66,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 	}
 	defer sub.Close()
 
+	boundSendBuffer(r)
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Time{}) // the request is read: its read timeout must not end the stream
 	h := w.Header()
@@ -125,6 +128,40 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 		case <-s.drainc:
 			return nil
 		}
+	}
+}
+
+// eventsSendBuffer bounds the kernel's send buffer of an HTTP/1.1
+// connection that carries an event stream (Linux doubles it): what a
+// reader that does not read holds in the kernel, instead of the several
+// MB TCP autotuning allows, so that it falls behind and is dropped.
+const eventsSendBuffer = 32 << 10
+
+type connKey struct{}
+
+// withConn keeps the connection in its requests' context (http.Server's
+// ConnContext).
+func withConn(ctx context.Context, c net.Conn) context.Context {
+	return context.WithValue(ctx, connKey{}, c)
+}
+
+// boundSendBuffer sets the send buffer of r's connection to
+// eventsSendBuffer (an HTTP/1.1 one: an HTTP/2 connection carries other
+// streams too, and its flow control bounds each stream already).
+func boundSendBuffer(r *http.Request) {
+	c, _ := r.Context().Value(connKey{}).(net.Conn)
+	if r.ProtoMajor != 1 || c == nil {
+		return
+	}
+	for { // through the TLS and connection-limit wrappers
+		u, ok := c.(interface{ NetConn() net.Conn })
+		if !ok {
+			break
+		}
+		c = u.NetConn()
+	}
+	if tcp, ok := c.(*net.TCPConn); ok {
+		_ = tcp.SetWriteBuffer(eventsSendBuffer)
 	}
 }
 

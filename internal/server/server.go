@@ -256,6 +256,7 @@ func (s *Server) HTTPServer() *http.Server {
 		MaxHeaderBytes:    64 << 10,
 		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: 100},
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		ConnContext:       withConn, // an event stream bounds its connection's send buffer (events.go)
 	}
 }
 
