@@ -624,7 +624,7 @@ func TestUIReadOnly(t *testing.T) {
 
 // TestUIManyModels times the models page with 500 models: from the
 // navigation's start to the table's 500 rows (the first render) and to
-// every row's deployment (one GET each, 8 at once), as the browser's
+// every row's deployment (one GET /v1/deployments), as the browser's
 // performance marks say. Reported in docs/benchmarks.md, not asserted.
 func TestUIManyModels(t *testing.T) {
 	models := t.TempDir()

@@ -195,6 +195,12 @@ type Deployment struct {
 	Shadows       []ShadowReport `json:"shadows,omitempty"`
 }
 
+// DeploymentList is GET /v1/deployments: the deployment of every model
+// the caller may read that has one, by model name.
+type DeploymentList struct {
+	Deployments []Deployment `json:"deployments"`
+}
+
 // SetTraffic is the body of PUT /v1/deployments/{model}.
 type SetTraffic struct {
 	Targets []Target `json:"targets"`

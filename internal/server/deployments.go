@@ -139,14 +139,65 @@ func targetsJSON(model string, ts []registry.Target, state func(string, int) str
 func itoa(n int) string { return strconv.Itoa(n) }
 
 func (s *Server) getDeployment(w http.ResponseWriter, model string) error {
+	d, err := s.deploymentJSON(model, s.stateOf)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, d)
+	return nil
+}
+
+// listDeployments is GET /v1/deployments: every deployment the tenant
+// may read, by model name (models with no deployment yet are left out),
+// so a page of many models needs one call, not one per model.
+func (s *Server) listDeployments(w http.ResponseWriter, r *http.Request) error {
+	tn, err := s.authenticate(r)
+	if err != nil {
+		return err
+	}
+	if len(r.URL.RawQuery) > 0 {
+		return errs.Field(errs.InvalidArgument, "query", "GET /v1/deployments takes no parameters, got %q", errs.Clip(r.URL.RawQuery))
+	}
+	// Every version's state from one read (stateOf reads them all for
+	// each target: 500 models would read them 500 times).
+	type key struct {
+		model string
+		n     int
+	}
+	states := map[key]string{}
+	for _, st := range s.ctl.Versions() {
+		states[key{st.Version.Model, st.Version.N}] = string(st.State)
+	}
+	state := func(model string, n int) string {
+		if st, ok := states[key{model, n}]; ok {
+			return st
+		}
+		return "unknown"
+	}
+	out := api.DeploymentList{Deployments: []api.Deployment{}}
+	for _, m := range s.modelsJSON() {
+		if !tn.Allowed(m.Name) {
+			continue
+		}
+		if d, err := s.deploymentJSON(m.Name, state); err == nil {
+			out.Deployments = append(out.Deployments, d)
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// deploymentJSON is the model's deployment as GET /v1/deployments/{model}
+// answers it; state gives a target's load state.
+func (s *Server) deploymentJSON(model string, state func(string, int) string) (api.Deployment, error) {
 	p, ok := s.ctl.Policy(model)
 	if !ok {
 		if _, known := s.ctl.Table.Load().Models[model]; !known {
-			return errs.New(errs.NotFound, "model %q not found", model)
+			return api.Deployment{}, errs.New(errs.NotFound, "model %q not found", model)
 		}
-		return errs.New(errs.NotFound, "model %s has no deployment yet (its first ready version gets one)", model)
+		return api.Deployment{}, errs.New(errs.NotFound, "model %s has no deployment yet (its first ready version gets one)", model)
 	}
-	d := api.Deployment{Model: model, PolicyVersion: p.Version, Targets: targetsJSON(model, p.Targets, s.stateOf),
+	d := api.Deployment{Model: model, PolicyVersion: p.Version, Targets: targetsJSON(model, p.Targets, state),
 		UpdatedAt: p.CreatedAt, Actor: p.Actor, Reason: p.Reason, Diff: p.Diff}
 	if ro := s.ctl.RolloutStatus(model); ro != nil {
 		j := rolloutJSON(ro)
@@ -171,8 +222,7 @@ func (s *Server) getDeployment(w http.ResponseWriter, model string) error {
 			d.Shadows = append(d.Shadows, rep)
 		}
 	}
-	writeJSON(w, http.StatusOK, d)
-	return nil
+	return d, nil
 }
 
 func shadowReport(v int, sn vstats.Snapshot) api.ShadowReport {

@@ -62,6 +62,7 @@ var routeCalls = map[string][]string{
 	"/v1/models/": {"GET /v1/models/fraud", "DELETE /v1/models/fraud", "POST /v1/models/fraud:predict", "POST /v1/models/fraud/versions",
 		"GET /v1/models/fraud/versions/1", "POST /v1/models/fraud/versions/1:predict", "POST /v1/models/fraud/versions/1:archive",
 		"POST /v1/models/fraud/versions/1:load", "GET /v1/models/fraud/versions/1/drift", "GET /v1/models/fraud/stats", "GET /v1/models/fraud/nothing/here"},
+	"/v1/deployments": {"GET /v1/deployments"},
 	"/v1/deployments/": {"GET /v1/deployments/fraud", "PUT /v1/deployments/fraud", "POST /v1/deployments/fraud:rollback",
 		"GET /v1/deployments/fraud/history", "GET /v1/deployments/fraud/rollout", "POST /v1/deployments/fraud/rollout",
 		"POST /v1/deployments/fraud/rollout:pause", "GET /v1/deployments/fraud/experiment", "POST /v1/deployments/fraud/experiment:stop"},

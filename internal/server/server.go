@@ -167,6 +167,7 @@ func New(cfg Config, ctl *control.Controller) *Server {
 	s.handle("/v1/events", Key, s.wrap(onlyGet(s.streamEvents)))
 	s.handle("/v1/workers", Admin, s.wrap(onlyGet(s.listWorkers)))
 	s.handle("/v1/models/", Key, s.wrap(s.models))
+	s.handle("/v1/deployments", Key, s.wrap(onlyGet(s.listDeployments)))
 	s.handle("/v1/deployments/", Key, s.wrap(s.deployments))
 	s.handle("/v1/jobs", Key, s.wrap(s.jobsRoot))
 	s.handle("/v1/jobs/", Key, s.wrap(s.jobsOne))

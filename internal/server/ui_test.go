@@ -1,11 +1,15 @@
 package server
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/sluiceml/sluice/examples"
+	"github.com/sluiceml/sluice/internal/api"
 )
 
 // TestConsoleFiles: /ui/ serves the embedded console: each file with its
@@ -57,5 +61,54 @@ func TestConsoleFiles(t *testing.T) {
 	}
 	if r := get("POST", "/ui/"); r.StatusCode != http.StatusMethodNotAllowed || r.Header.Get("Allow") != "GET" {
 		t.Errorf("POST /ui/: %d", r.StatusCode)
+	}
+}
+
+// TestListDeployments: GET /v1/deployments answers every deployment the
+// tenant may read, by model name, each as GET /v1/deployments/{model}
+// answers it; it takes no parameters.
+func TestListDeployments(t *testing.T) {
+	set, acme, _, root := routeTenants(t)
+	ts, _, _ := newTestServerAll(t, Config{Tenants: set}, examples.FS)
+	get := func(path, key string) (int, []byte) {
+		req, _ := http.NewRequest("GET", ts.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b
+	}
+	names := func(key string) []string {
+		st, b := get("/v1/deployments", key)
+		if st != 200 {
+			t.Fatalf("GET /v1/deployments: %d %s", st, b)
+		}
+		var l api.DeploymentList
+		if err := json.Unmarshal(b, &l); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, d := range l.Deployments {
+			_, one := get("/v1/deployments/"+d.Model, key)
+			var want api.Deployment
+			json.Unmarshal(one, &want)
+			if want.PolicyVersion != d.PolicyVersion || len(want.Targets) != len(d.Targets) {
+				t.Errorf("%s in the list %+v, alone %+v", d.Model, d, want)
+			}
+			out = append(out, d.Model)
+		}
+		return out
+	}
+	if got := strings.Join(names(root), ","); got != "churn,fraud,iris" {
+		t.Errorf("root sees %s, want churn,fraud,iris", got)
+	}
+	if got := strings.Join(names(acme), ","); got != "fraud,iris" {
+		t.Errorf("acme (fraud, iris*) sees %s, want fraud,iris", got)
+	}
+	if st, b := get("/v1/deployments?limit=3", root); st != 400 || !strings.Contains(string(b), "takes no parameters") {
+		t.Errorf("with a parameter: %d %s", st, b)
 	}
 }

@@ -427,17 +427,20 @@ function modelsPage() {
   const deps = new Map(); // model → deployment (or Error), filled after the first render
   let models = [], filter = new URLSearchParams(location.search).get("q") || "";
   let depsPromise = null;
+  // One GET /v1/deployments for every row (after the table is drawn);
+  // a model missing from it has no deployment yet.
   function loadDeps() {
-    depsPromise = mapLimit(models.map((m) => m.name), 8, async (name) => {
-      let d;
-      try { d = await api(`/v1/deployments/${encodeURIComponent(name)}`); } catch (e) { d = e; }
-      deps.set(name, d);
-      const row = document.getElementById("row-" + name);
-      if (row) fillDeploymentCells(row, name);
-    }).then(() => {
+    depsPromise = api("/v1/deployments").then((l) => {
+      deps.clear();
+      for (const d of l.deployments) deps.set(d.model, d);
+      for (const m of models) {
+        if (!deps.has(m.name)) deps.set(m.name, new APIError(404, null));
+        const row = document.getElementById("row-" + m.name);
+        if (row) fillDeploymentCells(row, m.name);
+      }
       main.dataset.deployments = String(Date.now());
       if (!performance.getEntriesByName("models-deployments").length) performance.mark("models-deployments");
-    });
+    }).catch((e) => toast("deployments: " + e.message));
   }
   function fillDeploymentCells(row, name) {
     const d = deps.get(name);
@@ -463,6 +466,7 @@ function modelsPage() {
     async load() {
       const [list] = await Promise.all([api("/v1/models"), scrapeMetrics()]);
       models = list.models;
+      depsPromise = null; // read again after this render
       return list;
     },
     render(list) {
@@ -489,16 +493,10 @@ function modelsPage() {
     },
     after() {
       if (!performance.getEntriesByName("models-rendered").length) performance.mark("models-rendered");
-      if (!depsPromise || deps.size >= models.length) loadDeps();
-      else for (const m of models) { const row = document.getElementById("row-" + m.name); if (row && deps.has(m.name)) fillDeploymentCells(row, m.name); }
+      if (!depsPromise) loadDeps();
     },
     events(kind, data) {
-      if (kind === "deployment" || kind === "rollout") {
-        if (data && data.model) deps.delete(data.model);
-        depsPromise = null;
-        return true;
-      }
-      return kind === "version";
+      return kind === "deployment" || kind === "rollout" || kind === "version";
     },
   };
   // A second scrape soon after the first gives rates at once.
