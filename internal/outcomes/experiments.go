@@ -310,7 +310,12 @@ func (l *Lab) Compare(ctx context.Context, model, metric, direction string, a, b
 	if prevP <= 0 || prevP > 1 {
 		prevP = 1
 	}
-	return abstat.Evaluate(x, y, abstat.Config{ShareB: share, Direction: direction}, prevP), nil
+	r := abstat.Evaluate(x, y, abstat.Config{ShareB: share, Direction: direction}, prevP)
+	// No sample-ratio check for a rollout (its split moves by step, and a
+	// candidate's first units come after the baseline's): Decide must not
+	// abort on it.
+	r.SRM, r.SRMPValue = false, 1
+	return r, nil
 }
 
 // refresh evaluates e now and stores the snapshot.

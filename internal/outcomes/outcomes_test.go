@@ -2,6 +2,8 @@ package outcomes
 
 import (
 	"context"
+
+	"github.com/sluiceml/sluice/internal/api"
 	"math"
 	"strings"
 	"testing"
@@ -141,4 +143,25 @@ func TestJoinerBounded(t *testing.T) {
 	if len(st.joins) != 3 || w.Written() != 3 {
 		t.Fatalf("wrote %d joins, want 3", len(st.joins))
 	}
+}
+
+// TestEvaluateSplit: the goal row "broken split (60/40 for 50/50 at 10k
+// units): flagged", and a 50/50 split of the same size not flagged.
+func TestEvaluateSplit(t *testing.T) {
+	e := Experiment{ID: 1, Model: "fraud", Spec: apiSpec(), PValue: 1}
+	for _, tc := range []struct {
+		ua, ub int64
+		srm    bool
+	}{{6000, 4000, true}, {5030, 4970, false}} {
+		arms := []Arm{{Version: 1, Units: tc.ua, N: tc.ua, Sum: float64(tc.ua) / 10, SumSq: float64(tc.ua) / 10}, {Version: 2, Units: tc.ub, N: tc.ub, Sum: float64(tc.ub) / 10, SumSq: float64(tc.ub) / 10}}
+		got := Evaluate(e, arms, nil, time.Unix(0, 0))
+		if got.SRM != tc.srm {
+			t.Errorf("units %d/%d: srm %v (p %v), want %v", tc.ua, tc.ub, got.SRM, got.SRMPValue, tc.srm)
+		}
+		t.Logf("units %d/%d: SRM p = %.3g, flagged %v", tc.ua, tc.ub, got.SRMPValue, got.SRM)
+	}
+}
+
+func apiSpec() api.ExperimentSpec {
+	return api.ExperimentSpec{A: 1, B: 2, Split: 50, Metric: "converted"}
 }
