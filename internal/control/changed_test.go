@@ -14,7 +14,7 @@ import (
 
 // changes records what Config.Changed is told.
 type changes struct {
-	mu sync.Mutex // guards got
+	mu  sync.Mutex // guards got
 	got []Change
 }
 
@@ -58,7 +58,9 @@ func TestChangedHearsLocalAndAdoptedChanges(t *testing.T) {
 		if c, ok := seen.find(func(c Change) bool { return c.Kind == "deployment" && c.Policy.Reason == "here" }); !ok || c.Adopted || c.Policy.Actor != "alice" {
 			t.Errorf("local policy change: %+v, %v", c, ok)
 		}
-		if _, ok := seen.find(func(c Change) bool { return c.Kind == "audit" && c.Audit.Action == "policy" && c.Audit.Reason == "here" }); !ok {
+		if _, ok := seen.find(func(c Change) bool {
+			return c.Kind == "audit" && c.Audit.Action == "policy" && c.Audit.Reason == "here"
+		}); !ok {
 			t.Error("no audit change for the local policy")
 		}
 
