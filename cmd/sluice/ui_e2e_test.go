@@ -339,7 +339,8 @@ var allowed404s = []string{"/v1/events", "/stats?window=", "/v1/experiments", "/
 // two worker processes.
 func TestUI(t *testing.T) {
 	pkgs := t.TempDir()
-	srv := startServer(t, "--data", t.TempDir(), "--models", uiModels(t), "--workers", "2", "--jobs-dir", pkgs)
+	data := t.TempDir()
+	srv := startServer(t, "--data", data, "--models", uiModels(t), "--workers", "2", "--jobs-dir", pkgs)
 	for _, v := range []string{"v1", "v2"} {
 		if out, stderr, err := sluice(t, "push", synPackage(t, filepath.Join(pkgs, v), fast, "description: build "+v+"\n"), "--server", srv.url); err != nil {
 			t.Fatalf("push syn %s: %v %s %s", v, err, out, stderr)
@@ -527,7 +528,21 @@ func TestUI(t *testing.T) {
 		b.click(`a[data-nav="experiments"]`)
 		b.waitJS("experiments", `document.querySelector("main h1")?.textContent === "Experiments" && document.querySelectorAll("main p").length > 0`)
 		b.click(`a[data-nav="lab"]`)
-		b.waitJS("lab", `!!document.getElementById("lab-none") || !!document.querySelector("iframe.report, main pre")`)
+		b.waitJS("no lab report yet", `!!document.getElementById("lab-none")`)
+		// A report published where sluice lab --publish puts it: shown in
+		// its sandboxed frame, its inline styles and SVG allowed, no script.
+		if err := os.MkdirAll(filepath.Join(data, "lab"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		report, err := os.ReadFile("../../docs/lab/report.html") // the full run checked in (docs/lab.md)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(data, "lab", "report.html"), report, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		b.run("open the lab", chromedp.Navigate(srv.url+"/ui/lab"))
+		b.waitJS("the report's frame", `!!document.querySelector("iframe.report") && document.querySelector("iframe.report").srcdoc.includes("Model Serving Lab")`)
 		b.shot("lab")
 	}) {
 		return

@@ -950,7 +950,10 @@ function labPage() {
       }
       // The report is a self-contained HTML page: shown in a sandboxed frame
       // (no script runs, nothing it links is fetched beyond this server).
-      return h("div", null, head, h("iframe", { class: "report", title: "The last Lab report", sandbox: "", srcdoc: x.body }));
+      // Its links (the CSV and JSON beside it) resolve under /v1/lab/.
+      const body = x.body.replace(/<head([^>]*)>/i, '<head$1><base href="/v1/lab/">');
+      return h("div", null, head, h("p", { class: "hint" }, "The report as GET /v1/lab/report serves it; sluice lab --publish DATA_DIR replaces it (docs/lab.md)."),
+        h("iframe", { class: "report", title: "The last Lab report", sandbox: "", srcdoc: body }));
     },
   };
 }
