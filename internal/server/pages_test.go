@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -188,7 +190,10 @@ func TestSlowReaderIsCut(t *testing.T) {
 	defer conn.Close()
 	conn.(*net.TCPConn).SetReadBuffer(4 << 10)
 	fmt.Fprintf(conn, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-	if _, err := bufio.NewReader(conn).Peek(1); err != nil { // the answer started; now stop reading
+	// The answer starts (now stop reading), or on a busy machine the 1 ms
+	// deadline passed before its first byte left and the server already
+	// closed the connection (EOF): either way the server must close it.
+	if _, err := bufio.NewReader(conn).Peek(1); err != nil && !errors.Is(err, io.EOF) {
 		t.Fatal(err)
 	}
 	select {
