@@ -377,7 +377,7 @@ func TestUI(t *testing.T) {
 		}
 		b.waitJS("the event stream", `document.getElementById("live").className === "on"`) // GET /v1/events is read: changes arrive live
 		b.waitJS("syn's weights", `!!document.querySelector("#row-syn .c-weights .chip")`)
-		b.waitJS("syn's rate", `/^[0-9]/.test(document.querySelector("#row-syn .c-rps").textContent)`)
+		b.waitJS("syn's rate", `parseFloat(document.querySelector("#row-syn .c-rps").textContent) > 0 && /ms$/.test(document.querySelector("#row-syn .c-p99").textContent)`) // under the load started above
 		rows := eval[int](b, `document.querySelectorAll("main tbody tr").length`)
 		if rows != 4 {
 			t.Errorf("%d model rows, want 4 (churn, fraud, iris, syn)", rows)

@@ -338,7 +338,7 @@ async function scrapeMetrics() {
     text = await r.text();
   } catch { return scrape.rates; }
   const cur = parseMetrics(text), now = performance.now();
-  if (scrape.prev && now - scrape.prevAt > 500) scrape.rates = rates(scrape.prev, cur, (now - scrape.prevAt) / 1000);
+  if (scrape.prev && now - scrape.prevAt > 500) { scrape.rates = rates(scrape.prev, cur, (now - scrape.prevAt) / 1000); scrape.ready = true; }
   scrape.prev = cur; scrape.prevAt = now;
   return scrape.rates;
 }
@@ -456,7 +456,7 @@ function modelsPage() {
       if (isFinite(r.errRate)) { errs += r.errRate * r.rps; n += r.rps; }
       if (isFinite(r.p99)) p99 = isFinite(p99) ? Math.max(p99, r.p99) : r.p99;
     }
-    row.querySelector(".c-rps").textContent = scrape.prev ? fmt.rate(rps) : "–";
+    row.querySelector(".c-rps").textContent = scrape.ready ? fmt.rate(rps) : "–"; // two scrapes make a rate
     row.querySelector(".c-p99").textContent = fmt.ms(p99);
     row.querySelector(".c-err").textContent = n ? fmt.pct(errs / n) : "–";
   }
