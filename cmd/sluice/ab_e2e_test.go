@@ -85,6 +85,22 @@ func TestOutcomesE2E(t *testing.T) {
 	if status, _, body = post("", `{"outcomes":[]}`); status != 401 {
 		t.Errorf("no key: %d %s, want 401", status, body)
 	}
+	// Records keep the answer the caller got.
+	rec, err := http.NewRequest(http.MethodGet, srv.url+"/v1/records?model=calc&limit=1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Header.Set("Authorization", "Bearer acme-key")
+	testwait.Until(t, 10*time.Second, func() bool {
+		resp, err := http.DefaultClient.Do(rec)
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		var rs api.Records
+		json.NewDecoder(resp.Body).Decode(&rs)
+		return len(rs.Records) == 1 && string(rs.Records[0].Outputs) == `[{"y":5.5},{"y":6.5}]`
+	})
 	// The CLI posts a file of JSON lines in batches.
 	var lines strings.Builder
 	for i := 2; i < 20; i++ {

@@ -319,6 +319,10 @@ type Record struct {
 	// Features is the request's enrichment (model.yaml features:): per
 	// instance its entity, the filled values and where each came from.
 	Features json.RawMessage `json:"features,omitempty"`
+	// Outputs is the answer the caller got: per instance its outputs by
+	// name (absent: a failed call, logging: outputs: false, or an answer
+	// over 64 KiB).
+	Outputs json.RawMessage `json:"outputs,omitempty"`
 }
 
 // Records is GET /v1/records.

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"net/http"
+	"strconv"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -359,6 +361,9 @@ func (p *predictCall) succeeded(res *Response, n int) {
 	p.a.Cache = res.Cache.header()
 	p.rec.Cached = res.Cache.Hits
 	p.policy = res.Policy
+	if lg := m.Logging; lg == nil || lg.Outputs == nil || *lg.Outputs {
+		p.rec.Outputs = p.a.Prediction.recordOutputs()
+	}
 	if p.span.IsRecording() {
 		p.span.SetAttributes(attribute.Int("sluice.instances", n),
 			attribute.Float64("sluice.preprocess_ms", ms(res.Preprocess)), attribute.Float64("sluice.queue_ms", ms(res.Timing.Queue)),
@@ -415,6 +420,43 @@ func (p *predictCall) commit() {
 		p.a.Prediction = nil
 		p.rec.Outcome = string(p.a.Err.Code)
 	}
+}
+
+// recordOutputs is the answer as a record keeps it: per instance the
+// outputs by name, a labelled one as its label, canonical JSON; nil over
+// records.MaxOutputBytes.
+func (p *Prediction) recordOutputs() []byte {
+	out, cols := p.Out, p.Out.Cols
+	if cols == 0 || len(p.Outputs) != cols {
+		return nil
+	}
+	b := make([]byte, 0, 32*len(out.Data)+2)
+	b = append(b, '[')
+	for i := 0; i < len(out.Data)/cols; i++ {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '{')
+		for j, name := range p.Outputs {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendQuote(b, name)
+			b = append(b, ':')
+			if l, ok := p.Label(i, j); ok {
+				b = strconv.AppendQuote(b, l)
+			} else if v := float64(out.Data[i*cols+j]); math.IsNaN(v) || math.IsInf(v, 0) {
+				b = append(b, "null"...)
+			} else {
+				b = strconv.AppendFloat(b, v, 'g', -1, 32)
+			}
+		}
+		b = append(b, '}')
+		if len(b) > records.MaxOutputBytes {
+			return nil
+		}
+	}
+	return append(b, ']')
 }
 
 // join leaves the answered call's join for its outcomes: the version,

@@ -152,6 +152,9 @@ type Drift struct {
 type Logging struct {
 	SampleRate float64  `yaml:"sampleRate"` // fraction of requests whose inputs are stored, 0..1
 	Fields     []string `yaml:"fields"`     // the input fields stored; others are left out
+	// Outputs: false keeps the answers out of the prediction records
+	// (default: every answered record holds the outputs the caller got).
+	Outputs *bool `yaml:"outputs,omitempty"`
 }
 
 // Serving defaults.

@@ -142,7 +142,9 @@ func checkLogging(ps *problems, lg *Logging, inputs []schema.Field) {
 	if !(lg.SampleRate >= 0 && lg.SampleRate <= 1) {
 		ps.add("logging.sampleRate", "must be between 0 and 1, got %v", lg.SampleRate)
 	}
-	if len(lg.Fields) == 0 {
+	if len(lg.Fields) == 0 && (lg.SampleRate > 0 || lg.Outputs == nil) {
+		// (logging: {outputs: false} alone only keeps answers out of the
+		// records: no input is stored, so no field is named.)
 		ps.add("logging.fields", "must name the input fields to store (only named fields are ever stored)")
 	}
 	declared := map[string]bool{}

@@ -35,6 +35,11 @@ type Record struct {
 	// where each came from (request, memory, redis, database, default,
 	// stale); nil for a model without features.
 	Features []byte
+	// Outputs is the answer the caller got, per instance its outputs by
+	// name (a labelled output as its label), as canonical JSON; nil for a
+	// failed call, a model whose logging: sets outputs: false, or an
+	// answer over MaxOutputBytes.
+	Outputs []byte
 	// Saved, when set, is stored beside the record (in the same
 	// transaction) so that a retry is answered from the store; an insert
 	// with one needs its Row (the Writer assigns rows). List does not
@@ -56,6 +61,10 @@ type Record struct {
 // 63), and the Writer cuts anything longer, so no caller's text is kept
 // beyond it (issue 18, finding 12).
 const MaxTextBytes = 256
+
+// MaxOutputBytes bounds a record's Outputs: a larger answer is not kept
+// in its record.
+const MaxOutputBytes = 64 << 10
 
 // bound cuts r's texts to MaxTextBytes.
 func (r *Record) bound() {
@@ -111,7 +120,7 @@ const MaxPageBytes = 8 << 20
 // Bytes is about what r takes in a listing: its texts (the model twice,
 // as "model" and "modelVersion"), its input and the rest's JSON.
 func (r *Record) Bytes() int64 {
-	return int64(192 + len(r.RequestID) + len(r.Tenant) + 2*len(r.Model) + len(r.Outcome) + len(r.InputHash) + len(r.Input) + len(r.Features))
+	return int64(192 + len(r.RequestID) + len(r.Tenant) + 2*len(r.Model) + len(r.Outcome) + len(r.InputHash) + len(r.Input) + len(r.Features) + len(r.Outputs))
 }
 
 // MaxBytesOf is f.MaxBytes, or MaxPageBytes when unset.

@@ -109,7 +109,7 @@ func (s *Server) listRecords(w http.ResponseWriter, r *http.Request) error {
 	}
 	for _, rc := range rs {
 		ar := api.Record{RequestID: rc.RequestID, Tenant: rc.Tenant, Model: rc.Model, Version: rc.Version, LatencyMs: rc.LatencyMs,
-			Outcome: rc.Outcome, InputHash: rc.InputHash, CreatedAt: rc.CreatedAt, Attempts: rc.Attempts, Input: rc.Input, Cached: rc.Cached, Features: rc.Features}
+			Outcome: rc.Outcome, InputHash: rc.InputHash, CreatedAt: rc.CreatedAt, Attempts: rc.Attempts, Input: rc.Input, Cached: rc.Cached, Features: rc.Features, Outputs: rc.Outputs}
 		if rc.Version > 0 {
 			ar.ModelVersion = rc.Model + "@" + strconv.Itoa(rc.Version)
 		}

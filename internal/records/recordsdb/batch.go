@@ -29,7 +29,10 @@ import (
 // strings: the next index brings a new one, written after it. Strings are
 // a uvarint length and the bytes. Bytes are what a batch costs: SQLite
 // writes each twice (WAL, checkpoint).
-const batchVersion = 3
+const batchVersion = 4
+
+// batchV3 is the encoding before Record.Outputs (read, never written).
+const batchV3 = 3
 
 // batchV1 is the encoding before Record.Cached (read, never written).
 const batchV1 = 1
@@ -159,6 +162,11 @@ func (e *batchEncoder) add(row int64, r *records.Record, created int64, attempts
 	} else {
 		b = append(binary.AppendUvarint(b, uint64(len(r.Features))+1), r.Features...)
 	}
+	if r.Outputs == nil {
+		b = append(b, 0)
+	} else {
+		b = append(binary.AppendUvarint(b, uint64(len(r.Outputs))+1), r.Outputs...)
+	}
 	e.prevRow, e.prevAt = row, created
 	e.buf = b
 	if e.n == 0 || row < e.minRow {
@@ -209,6 +217,8 @@ type recordView struct {
 	cached    uint64
 	features  []byte
 	hasFeat   bool
+	outputs   []byte
+	hasOut    bool
 }
 
 // id is the request id.
@@ -241,6 +251,9 @@ func (v *recordView) record() records.Record {
 	}
 	if v.hasInput {
 		r.Input = append([]byte{}, v.input...)
+	}
+	if v.hasOut {
+		r.Outputs = append([]byte{}, v.outputs...)
 	}
 	return r
 }
@@ -290,7 +303,7 @@ func (r *batchReader) hexOrStr() (b []byte, packed bool) {
 
 func newBatchReader(blob []byte) *batchReader {
 	r := &batchReader{b: blob}
-	if len(blob) == 0 || blob[0] != batchVersion && blob[0] != batchV1 && blob[0] != batchV2 {
+	if len(blob) == 0 || blob[0] != batchVersion && blob[0] != batchV1 && blob[0] != batchV2 && blob[0] != batchV3 {
 		r.err = errDamaged
 		return r
 	}
@@ -382,6 +395,12 @@ func (r *batchReader) next(v *recordView) bool {
 	if r.version >= 3 {
 		if n := r.uvarint(); n > 0 {
 			v.features, v.hasFeat = r.bytes(n-1), true
+		}
+	}
+	v.outputs, v.hasOut = nil, false
+	if r.version >= 4 {
+		if n := r.uvarint(); n > 0 {
+			v.outputs, v.hasOut = r.bytes(n-1), true
 		}
 	}
 	return r.err == nil

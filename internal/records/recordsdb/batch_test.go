@@ -223,9 +223,10 @@ func FuzzBatchReader(f *testing.F) {
 	})
 }
 
-// Batches written before Record.Cached (encoding 1) and before
-// Record.Features (encoding 2) still read, with cached 0 and no features;
-// one written now keeps both.
+// Batches written before Record.Cached (encoding 1), before
+// Record.Features (encoding 2) and before Record.Outputs (encoding 3)
+// still read, with cached 0, no features, no outputs; one written now
+// keeps them all.
 func TestBatchVersions(t *testing.T) {
 	r := records.Record{RequestID: "abcd", Tenant: "acme", Model: "fraud", Version: 3, Outcome: "ok", InputHash: "h", Attempts: 2, Cached: 7}
 	var e batchEncoder
@@ -241,8 +242,20 @@ func TestBatchVersions(t *testing.T) {
 	if rd := newBatchReader(ef.blob(nil)); !rd.next(&v) || string(v.record().Features) != `[{"entity":"c"}]` {
 		t.Fatalf("version %d with features: %+v (err %v)", batchVersion, v.record(), rd.err)
 	}
-	// The same record in encoding 2: no features after cached.
-	v2 := append([]byte{batchV2}, blob[1:len(blob)-1]...)
+	r.Outputs = []byte(`[{"y":1}]`)
+	var eo batchEncoder
+	eo.add(5, &r, 1000, 2)
+	if rd := newBatchReader(eo.blob(nil)); !rd.next(&v) || string(v.record().Outputs) != `[{"y":1}]` || string(v.record().Features) != `[{"entity":"c"}]` {
+		t.Fatalf("version %d with outputs: %+v (err %v)", batchVersion, v.record(), rd.err)
+	}
+	// The same record in encoding 3: no outputs after the features.
+	v3 := append([]byte{batchV3}, blob[1:len(blob)-1]...)
+	rd3 := newBatchReader(v3)
+	if !rd3.next(&v) || v.record().Cached != 7 || v.record().Outputs != nil || rd3.next(&v) || rd3.err != nil {
+		t.Fatalf("version 3: %+v (err %v)", v.record(), rd3.err)
+	}
+	// In encoding 2: no features after cached.
+	v2 := append([]byte{batchV2}, blob[1:len(blob)-2]...)
 	rd := newBatchReader(v2)
 	if !rd.next(&v) || v.record().Cached != 7 || v.record().Features != nil {
 		t.Fatalf("version 2: %+v (err %v)", v.record(), rd.err)
@@ -251,7 +264,7 @@ func TestBatchVersions(t *testing.T) {
 		t.Fatalf("version 2: a second record or an error: %v", rd.err)
 	}
 	// In encoding 1: no cached field after the input either.
-	old := append([]byte{batchV1}, blob[1:len(blob)-2]...)
+	old := append([]byte{batchV1}, blob[1:len(blob)-3]...)
 	rd = newBatchReader(old)
 	if !rd.next(&v) || v.record().Cached != 0 || v.record().RequestID != "abcd" || v.record().Attempts != 2 {
 		t.Fatalf("version 1: %+v (err %v)", v.record(), rd.err)

@@ -73,6 +73,8 @@ CREATE SEQUENCE records_writer_range START 1;
 	// 2: the instances answered from the prediction cache (issue 19).
 	{Version: 2, SQL: `ALTER TABLE records ADD COLUMN cached INTEGER NOT NULL DEFAULT 0;`},
 	{Version: 3, SQL: `ALTER TABLE records ADD COLUMN features BYTEA;`},
+	// 4: the answer the caller got (issue 22).
+	{Version: 4, SQL: `ALTER TABLE records ADD COLUMN outputs BYTEA;`},
 }
 
 // PostgresMigrations is how many records schema versions this binary
@@ -185,7 +187,7 @@ func (s *Postgres) insertRun(ctx context.Context, tx pgx.Tx, run []records.Op, p
 		versions, attempts, cached      = make([]int32, n), make([]int32, n), make([]int32, n)
 		lat                             = make([]float64, n)
 		created                         = make([]int64, n)
-		inputs, feats                   = make([][]byte, n), make([][]byte, n)
+		inputs, feats, outs             = make([][]byte, n), make([][]byte, n), make([][]byte, n)
 	)
 	seen := map[string]bool{}
 	var newModels []string
@@ -210,15 +212,15 @@ func (s *Postgres) insertRun(ctx context.Context, tx pgx.Tx, run []records.Op, p
 		ids[k], reqs[k], tenants[k], models[k], outcomes[k], hashes[k] = id, r.RequestID, r.Tenant, r.Model, r.Outcome, r.InputHash
 		versions[k], attempts[k], lat[k], created[k], inputs[k] = int32(r.Version), int32(at), r.LatencyMs, c.UnixMicro(), r.Input
 		cached[k] = int32(min(max(r.Cached, 0), 1<<31-1))
-		feats[k] = r.Features
+		feats[k], outs[k] = r.Features, r.Outputs
 		if !seen[r.Model] {
 			seen[r.Model] = true
 			newModels = append(newModels, r.Model)
 		}
 	}
-	if _, err := tx.Exec(ctx, `INSERT INTO records (id, request_id, tenant, model, version, latency_ms, outcome, input_hash, created_at, attempts, input, cached, features)
-		SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::int[], $6::float8[], $7::text[], $8::text[], $9::bigint[], $10::int[], $11::bytea[], $12::int[], $13::bytea[])`,
-		ids, reqs, tenants, models, versions, lat, outcomes, hashes, created, attempts, inputs, cached, feats); err != nil {
+	if _, err := tx.Exec(ctx, `INSERT INTO records (id, request_id, tenant, model, version, latency_ms, outcome, input_hash, created_at, attempts, input, cached, features, outputs)
+		SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::int[], $6::float8[], $7::text[], $8::text[], $9::bigint[], $10::int[], $11::bytea[], $12::int[], $13::bytea[], $14::bytea[])`,
+		ids, reqs, tenants, models, versions, lat, outcomes, hashes, created, attempts, inputs, cached, feats, outs); err != nil {
 		return fmt.Errorf("records: insert %s: %w", run[0].Record.RequestID, err)
 	}
 	if _, err := tx.Exec(ctx, `INSERT INTO record_models (model) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING`, newModels); err != nil {
@@ -293,7 +295,7 @@ func (s *Postgres) List(ctx context.Context, f records.Filter) ([]records.Record
 	if limit > records.MaxLimit {
 		limit = records.MaxLimit
 	}
-	q := `SELECT id, request_id, tenant, model, version, latency_ms, outcome, input_hash, created_at, attempts, input, cached, features FROM records`
+	q := `SELECT id, request_id, tenant, model, version, latency_ms, outcome, input_hash, created_at, attempts, input, cached, features, outputs FROM records`
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
@@ -309,7 +311,7 @@ func (s *Postgres) List(ctx context.Context, f records.Filter) ([]records.Record
 	for rows.Next() {
 		var r records.Record
 		var created int64
-		if err := rows.Scan(&r.Row, &r.RequestID, &r.Tenant, &r.Model, &r.Version, &r.LatencyMs, &r.Outcome, &r.InputHash, &created, &r.Attempts, &r.Input, &r.Cached, &r.Features); err != nil {
+		if err := rows.Scan(&r.Row, &r.RequestID, &r.Tenant, &r.Model, &r.Version, &r.LatencyMs, &r.Outcome, &r.InputHash, &created, &r.Attempts, &r.Input, &r.Cached, &r.Features, &r.Outputs); err != nil {
 			return nil, fmt.Errorf("records: list: %w", err)
 		}
 		r.CreatedAt = time.UnixMicro(created).UTC()

@@ -277,6 +277,34 @@ func Run(t *testing.T, open func(t *testing.T) records.Store) {
 		}
 	})
 
+	t.Run("Outputs", func(t *testing.T) {
+		// Record.Outputs (the answer the caller got) round trips, with
+		// features beside it, and a bump keeps it; a record without is nil.
+		s := open(t)
+		outs := []byte(`[{"riskScore":0.8455931,"label":"fraud"}]`)
+		write(t, s, []records.Op{
+			{Row: 1, Record: records.Record{RequestID: "none", Tenant: "acme", CreatedAt: t0}},
+			{Row: 2, Record: records.Record{RequestID: "some", Tenant: "acme", CreatedAt: t0, Outputs: outs, Features: []byte(`[]`)}},
+		})
+		write(t, s, []records.Op{{Bump: true, Row: 2}})
+		got := list(t, s, records.Filter{})
+		if len(got) != 2 {
+			t.Fatalf("listed %d records, want 2", len(got))
+		}
+		for _, r := range got {
+			want := []byte(nil)
+			if r.RequestID == "some" {
+				want = outs
+				if string(r.Features) != "[]" || r.Attempts != 2 {
+					t.Errorf("some: features %q attempts %d", r.Features, r.Attempts)
+				}
+			}
+			if string(r.Outputs) != string(want) || (want == nil) != (r.Outputs == nil) {
+				t.Errorf("%s: outputs %q, want %q", r.RequestID, r.Outputs, want)
+			}
+		}
+	})
+
 	t.Run("Rows", func(t *testing.T) {
 		s := open(t)
 		if n, err := s.MaxRow(ctx); err != nil || n != 0 {
