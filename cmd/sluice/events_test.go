@@ -3,7 +3,7 @@ package main
 import (
 	"testing"
 
-	"github.com/sluiceml/sluice/internal/client"
+	"github.com/sluiceml/sluice/client"
 )
 
 func TestEventLine(t *testing.T) {

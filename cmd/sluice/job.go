@@ -16,8 +16,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sluiceml/sluice/client"
 	"github.com/sluiceml/sluice/internal/api"
-	"github.com/sluiceml/sluice/internal/client"
 	"github.com/sluiceml/sluice/internal/top"
 )
 

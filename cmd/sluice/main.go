@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sluiceml/sluice/internal/client"
+	"github.com/sluiceml/sluice/client"
 	_ "github.com/sluiceml/sluice/internal/runtime/linear"
 	_ "github.com/sluiceml/sluice/internal/runtime/oip"
 	_ "github.com/sluiceml/sluice/internal/runtime/onnx"

@@ -13,10 +13,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sluiceml/sluice/client"
 	"github.com/sluiceml/sluice/internal/api"
 	"github.com/sluiceml/sluice/internal/autoscale"
 	"github.com/sluiceml/sluice/internal/bench"
-	"github.com/sluiceml/sluice/internal/client"
 	"github.com/sluiceml/sluice/internal/control"
 	"github.com/sluiceml/sluice/internal/serving"
 )

@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sluiceml/sluice/internal/client"
+	"github.com/sluiceml/sluice/client"
 )
 
 func newPredictCmd() *cobra.Command {

@@ -23,7 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/sluiceml/sluice/internal/client"
+	"github.com/sluiceml/sluice/client"
 )
 
 // AnnotationSpec holds the hash of the spec the controller last applied

@@ -34,8 +34,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluiceml/sluice/client"
 	"github.com/sluiceml/sluice/internal/api"
-	"github.com/sluiceml/sluice/internal/client"
 	"github.com/sluiceml/sluice/internal/errs"
 	"github.com/sluiceml/sluice/internal/jobs"
 	"github.com/sluiceml/sluice/internal/jobs/jobgw"

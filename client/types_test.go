@@ -16,10 +16,7 @@ import (
 func TestEveryWireTypeAliased(t *testing.T) {
 	_, self, _, _ := runtime.Caller(0)
 	here := filepath.Dir(self)
-	apiDir := filepath.Join(here, "..", "internal", "api") // client/ → internal/api
-	if m, _ := filepath.Glob(filepath.Join(apiDir, "*.go")); len(m) == 0 {
-		apiDir = filepath.Join(here, "..", "api") // while the package is internal/client
-	}
+	apiDir := filepath.Join(here, "..", "internal", "api")
 	exported := func(dir string, alias bool) map[string]bool {
 		fset := token.NewFileSet()
 		out := map[string]bool{}

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/sluiceml/sluice/internal/client"
+	"github.com/sluiceml/sluice/client"
 )
 
 // A client for a server, one prediction.

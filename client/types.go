@@ -25,6 +25,7 @@ type (
 	Readiness       = api.Readiness
 	Target          = api.Target
 	Deployment      = api.Deployment
+	DeploymentList  = api.DeploymentList
 	SetTraffic      = api.SetTraffic
 	Policy          = api.Policy
 	Event           = api.Event
@@ -60,6 +61,11 @@ type (
 	OutcomeBatch    = api.OutcomeBatch
 	Outcome         = api.Outcome
 	OutcomeResult   = api.OutcomeResult
+	ExperimentSpec  = api.ExperimentSpec
+	ExperimentArm   = api.ExperimentArm
+	QualityFigure   = api.QualityFigure
+	Experiment      = api.Experiment
+	ExperimentPoint = api.ExperimentPoint
 	WorkerList      = api.WorkerList
 	WorkerDemand    = api.WorkerDemand
 	Worker          = api.Worker
