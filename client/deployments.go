@@ -34,6 +34,16 @@ func (c *Client) sendJSONStatus(ctx context.Context, method, path string, body, 
 
 func depPath(model string) string { return "/v1/deployments/" + url.PathEscape(model) }
 
+// Deployments returns every deployment the caller may read, by model
+// name (GET /v1/deployments).
+func (c *Client) Deployments(ctx context.Context) ([]api.Deployment, error) {
+	var l api.DeploymentList
+	if err := c.getJSON(ctx, "/v1/deployments", &l); err != nil {
+		return nil, err
+	}
+	return l.Deployments, nil
+}
+
 // Deployment returns model's deployment.
 func (c *Client) Deployment(ctx context.Context, model string) (*api.Deployment, error) {
 	var d api.Deployment

@@ -381,6 +381,10 @@ func TestEndToEnd(t *testing.T) {
 	if out, _, err = sluice(t, "traffic", "calc", "calc@2=100", "--reason", "v2 checked", "--server", srv.url); err != nil || !targetRE("calc@2", "100%").MatchString(out) {
 		t.Fatalf("traffic: %v %q", err, out)
 	}
+	// Without a model: every model's deployment (GET /v1/deployments).
+	if out, _, err = sluice(t, "traffic", "--server", srv.url); err != nil || !strings.Contains(out, "calc  policy v") || !targetRE("calc@2", "100%").MatchString(out) || strings.Contains(out, "calc@1  100%") {
+		t.Fatalf("traffic of every model: %v %q", err, out)
+	}
 	if p := predict(t, srv.url, `{"x":1,"z":2}`); p.ModelVersion != "calc@2" || p.Predictions[0]["y"] != 6.5 {
 		t.Fatalf("predict v2: %+v", p)
 	}

@@ -147,11 +147,20 @@ func newDeployCmd() *cobra.Command {
 func newTrafficCmd() *cobra.Command {
 	var server, reason string
 	cmd := &cobra.Command{
-		Use:   "traffic MODEL [MODEL@V=WEIGHT ...]",
-		Short: "Show or set a model's traffic split: sluice traffic fraud fraud@17=90 fraud@18=10",
-		Args:  cobra.MinimumNArgs(1),
+		Use:   "traffic [MODEL [MODEL@V=WEIGHT ...]]",
+		Short: "Show or set a model's traffic split: sluice traffic fraud fraud@17=90 fraud@18=10 (no model: every model's)",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c := apiClient(cmd, server)
+			if len(args) == 0 {
+				ds, err := c.Deployments(cmd.Context())
+				if err != nil {
+					return err
+				}
+				for i := range ds {
+					printDeployment(cmd.OutOrStdout(), &ds[i])
+				}
+				return nil
+			}
 			if len(args) == 1 {
 				d, err := c.Deployment(cmd.Context(), args[0])
 				if err != nil {
