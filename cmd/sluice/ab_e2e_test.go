@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -189,6 +190,7 @@ func simulate(t *testing.T, srv *proc, model string, units int, p map[int]float6
 		calls = append(calls, call{fmt.Sprintf("%s-%d-pin-%d", model, seed, i), fmt.Sprintf("/v1/models/%s/versions/%d:predict", model, pinB), fmt.Sprintf(`{"instances":[{"x":1,"z":1}],"routingKey":"pin-%d"}`, i)})
 	}
 	answered := make([]int, len(calls))
+	ys := make([]float64, len(calls))
 	work := make(chan int)
 	var wg sync.WaitGroup
 	var failed atomic.Value
@@ -206,6 +208,9 @@ func simulate(t *testing.T, srv *proc, model string, units int, p map[int]float6
 				json.Unmarshal(a.body, &pr)
 				_, v, _ := strings.Cut(pr.ModelVersion, "@")
 				answered[i], _ = strconv.Atoi(v)
+				if len(pr.Predictions) == 1 {
+					ys[i] = pr.Predictions[0]["y"]
+				}
 			}
 		}()
 	}
@@ -227,6 +232,13 @@ func simulate(t *testing.T, srv *proc, model string, units int, p map[int]float6
 			val = 1
 		}
 		fmt.Fprintf(&lines, `{"requestId":%q,"name":"converted","value":%d}`+"\n", c.id, val)
+		// A label: the true value, which version 2 misses by 1 and
+		// version 1 by 0.25 (model quality per arm: MAE 1 against 0.25).
+		miss := 0.25
+		if v == 2 {
+			miss = 1
+		}
+		fmt.Fprintf(&lines, `{"requestId":%q,"name":"label","value":%g}`+"\n", c.id, ys[i]+miss)
 	}
 	f := filepath.Join(t.TempDir(), "outcomes.jsonl")
 	os.WriteFile(f, []byte(lines.String()), 0o644)
@@ -274,7 +286,7 @@ func TestABExperimentsE2E(t *testing.T) {
 	}
 
 	t.Run("KnownLift", func(t *testing.T) {
-		start("lift", "--min-effect", "0.05")
+		start("lift", "--min-effect", "0.05", "--label", "label")
 		// A second experiment on the model is refused while one runs.
 		if _, stderr, err := sluice(t, "ab", "start", "lift", "--a", "1", "--b", "2", "--metric", "converted", "--server", srv.url); err == nil || !strings.Contains(stderr, "running") {
 			t.Errorf("second start: %v %s", err, stderr)
@@ -284,6 +296,11 @@ func TestABExperimentsE2E(t *testing.T) {
 		ex := abStatus(t, srv, "lift", func(ex api.Experiment) bool { return ex.A.Outcomes+ex.B.Outcomes == 4000 })
 		if ex.Decision != "b_better" || !ex.Significant || ex.SRM {
 			t.Fatalf("lift: decision %s significant %v srm %v p %v, want b_better: %+v", ex.Decision, ex.Significant, ex.SRM, ex.PValue, ex)
+		}
+		// Model quality per arm from the label outcomes (a regressor's
+		// labels: MAE and RMSE).
+		if qa, qb := ex.A.Quality["mae"], ex.B.Quality["mae"]; math.Abs(qa.Value-0.25) > 1e-3 || math.Abs(qb.Value-1) > 1e-3 || ex.B.Quality["rmse"].N != int(ex.B.Outcomes) {
+			t.Errorf("model quality: A %+v B %+v, want MAE 0.25 and 1 over every label", ex.A.Quality, ex.B.Quality)
 		}
 		if ex.A.Units+ex.B.Units != 4000 || ex.A.Units < 1800 || ex.B.Units < 1800 {
 			t.Errorf("units %d / %d: want about 2000 each of 4000", ex.A.Units, ex.B.Units)
