@@ -38,6 +38,16 @@ func (c *Client) Experiment(ctx context.Context, model string, history int) (*ap
 	return &out, nil
 }
 
+// Experiments returns every running experiment the caller may read, by
+// model name (GET /v1/experiments).
+func (c *Client) Experiments(ctx context.Context) ([]api.Experiment, error) {
+	var l api.ExperimentList
+	if err := c.getJSON(ctx, "/v1/experiments", &l); err != nil {
+		return nil, err
+	}
+	return l.Experiments, nil
+}
+
 // StopExperiment stops model's running experiment.
 func (c *Client) StopExperiment(ctx context.Context, model string) (*api.Experiment, error) {
 	var out api.Experiment

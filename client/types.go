@@ -26,6 +26,7 @@ type (
 	Target          = api.Target
 	Deployment      = api.Deployment
 	DeploymentList  = api.DeploymentList
+	ExperimentList  = api.ExperimentList
 	SetTraffic      = api.SetTraffic
 	Policy          = api.Policy
 	Event           = api.Event

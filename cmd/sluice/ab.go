@@ -13,7 +13,7 @@ import (
 
 func newABCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "ab", Short: "A/B experiments: a sticky split of two versions compared on an outcome (docs/experiments.md)"}
-	cmd.AddCommand(newABStartCmd(), newABStatusCmd(), newABStopCmd())
+	cmd.AddCommand(newABStartCmd(), newABStatusCmd(), newABStopCmd(), newABListCmd())
 	return cmd
 }
 
@@ -75,6 +75,42 @@ func newABStatusCmd() *cobra.Command {
 	serverFlag(cmd, &server)
 	cmd.Flags().IntVar(&history, "history", 5, "earlier refreshes to show")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the experiment as JSON")
+	return cmd
+}
+
+func newABListCmd() *cobra.Command {
+	var server string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "Every running experiment: its arms, units, lift, always-valid p-value, split check and decision",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			list, err := apiClient(cmd, server).Experiments(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(api.ExperimentList{Experiments: list})
+			}
+			w := cmd.OutOrStdout()
+			if len(list) == 0 {
+				fmt.Fprintln(w, "no running experiments (start one: sluice ab start MODEL --a V --b V --metric NAME)")
+				return nil
+			}
+			fmt.Fprintf(w, "%-20s %-12s %-14s %-14s %9s %9s %9s %10s %-5s %s\n", "MODEL", "METRIC", "A", "B", "UNITS A", "UNITS B", "LIFT", "P-VALUE", "SRM", "DECISION")
+			for _, ex := range list {
+				srm := "ok"
+				if ex.SRM {
+					srm = "BAD"
+				}
+				fmt.Fprintf(w, "%-20s %-12s %-14s %-14s %9d %9d %8.2f%% %10.3g %-5s %s\n", ex.Model, ex.Spec.Metric, ex.A.ID, ex.B.ID, ex.A.Units, ex.B.Units, 100*ex.RelLift, ex.PValue, srm, ex.Decision)
+			}
+			return nil
+		},
+	}
+	serverFlag(cmd, &server)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the list as JSON")
 	return cmd
 }
 

@@ -312,6 +312,21 @@ func TestABExperimentsE2E(t *testing.T) {
 		if err != nil || !strings.Contains(out, "decision: b_better") || !strings.Contains(out, "lift@2") || !strings.Contains(out, "history (newest first):") {
 			t.Errorf("ab status: %v\n%s", err, out)
 		}
+		// GET /v1/experiments lists it with the same figures.
+		out, _, err = sluice(t, "ab", "list", "--json", "--server", srv.url)
+		var l api.ExperimentList
+		if err != nil || json.Unmarshal([]byte(out), &l) != nil {
+			t.Fatalf("ab list: %v %s", err, out)
+		}
+		found := false
+		for _, e := range l.Experiments {
+			if e.Model == "lift" {
+				found = e.State == "running" && e.Decision == "b_better" && e.B.ID == "lift@2"
+			}
+		}
+		if !found {
+			t.Errorf("ab list lacks the running lift experiment: %s", out)
+		}
 		m := getBody(t, srv.url+"/metrics")
 		if !strings.Contains(m, `sluice_experiment_units{model="lift",version="2"}`) || !strings.Contains(m, `sluice_experiment_mean{model="lift",version="1"} 0.`) {
 			t.Errorf("metrics lack the arms:\n%s", grepLines(m, "sluice_experiment"))

@@ -526,7 +526,19 @@ func TestUI(t *testing.T) {
 		b.waitJS("jobs table", `document.querySelector("main").innerText.includes("syn@1") && document.querySelector("main").innerText.includes("succeeded")`)
 		b.shot("jobs")
 		b.click(`a[data-nav="experiments"]`)
-		b.waitJS("experiments", `document.querySelector("main h1")?.textContent === "Experiments" && document.querySelectorAll("main p").length > 0`)
+		b.waitJS("no experiments", `!!document.getElementById("experiments-none")`)
+		// An A/B experiment started from the CLI is listed (GET
+		// /v1/experiments) with its arms and decision.
+		if out, stderr, err := sluice(t, "ab", "start", "syn", "--a", "1", "--b", "2", "--metric", "converted", "--reason", "console e2e", "--server", srv.url); err != nil {
+			t.Fatalf("ab start: %v %s %s", err, out, stderr)
+		}
+		if out, stderr, err := sluice(t, "ab", "list", "--server", srv.url); err != nil || !strings.Contains(out, "syn@1") || !strings.Contains(out, "running") {
+			t.Fatalf("ab list: %v %q %s", err, out, stderr)
+		}
+		b.click(`a[data-nav="jobs"]`)
+		b.click(`a[data-nav="experiments"]`)
+		b.waitJS("experiments table", `(document.querySelector('tr[data-experiment="syn"]')?.innerText || "").includes("syn@2") && document.querySelector('tr[data-experiment="syn"] .decision')?.textContent === "running"`)
+		b.shot("experiments")
 		b.click(`a[data-nav="lab"]`)
 		b.waitJS("no lab report yet", `!!document.getElementById("lab-none")`)
 		// A report published where sluice lab --publish puts it: shown in

@@ -94,6 +94,12 @@ type Experiment struct {
 	History []ExperimentPoint `json:"history,omitempty"`
 }
 
+// ExperimentList is GET /v1/experiments: every running experiment the
+// caller may read, at its last refresh, by model name.
+type ExperimentList struct {
+	Experiments []Experiment `json:"experiments"`
+}
+
 // ExperimentPoint is one refresh of the history.
 type ExperimentPoint struct {
 	At       time.Time `json:"at"`

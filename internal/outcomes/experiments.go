@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sluiceml/sluice/internal/abstat"
@@ -245,6 +247,30 @@ func (l *Lab) Stop(ctx context.Context, model string) (api.Experiment, error) {
 		l.Metrics.ExperimentEnded(model)
 	}
 	return l.refresh(ctx, *e)
+}
+
+// List is every running experiment for which allowed(model) holds, at
+// its last refresh (refreshed now if it has none), by model name.
+func (l *Lab) List(ctx context.Context, allowed func(model string) bool) ([]api.Experiment, error) {
+	es, err := l.Exps.RunningExperiments(ctx)
+	if err != nil {
+		return nil, errs.Wrap(errs.Unavailable, err, "read the experiments")
+	}
+	out := []api.Experiment{}
+	for _, e := range es {
+		if !allowed(e.Model) {
+			continue
+		}
+		var x api.Experiment
+		if e.Last == nil || json.Unmarshal(e.Last, &x) != nil {
+			if x, err = l.refresh(ctx, e); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, x)
+	}
+	slices.SortFunc(out, func(a, b api.Experiment) int { return strings.Compare(a.Model, b.Model) })
+	return out, nil
 }
 
 // Status is model's latest experiment at its last refresh, with up to

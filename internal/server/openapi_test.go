@@ -168,7 +168,7 @@ func jsonString(v any) string {
 // packages encode.
 var goTypes = []any{
 	api.ErrorBody{}, api.ErrorDetail{}, api.PredictResponse{}, api.Field{}, api.Input{}, api.Enrichment{}, api.Output{},
-	api.Timings{}, api.Serving{}, api.Version{}, api.VersionSummary{}, api.Model{}, api.InvalidPackage{}, api.ModelList{}, api.DeploymentList{},
+	api.Timings{}, api.Serving{}, api.Version{}, api.VersionSummary{}, api.Model{}, api.InvalidPackage{}, api.ModelList{}, api.DeploymentList{}, api.ExperimentList{},
 	api.PublishResponse{}, api.Readiness{}, api.Target{}, api.Deployment{}, api.SetTraffic{}, api.Policy{}, api.Event{},
 	api.History{}, api.StartRollout{}, api.Gate{}, api.Rollout{}, api.RolloutAction{}, api.ShadowReport{}, api.Record{},
 	api.Records{}, api.Change{}, api.DeletedModel{}, api.JobIO{}, api.JobSubmit{}, api.JobSpec{}, api.JobRowError{},

@@ -106,6 +106,27 @@ func (s *Server) startExperiment(w http.ResponseWriter, r *http.Request, tn *ten
 	return nil
 }
 
+// listExperiments is GET /v1/experiments: every running experiment the
+// tenant may read, so a page of them needs one call, not one per model.
+func (s *Server) listExperiments(w http.ResponseWriter, r *http.Request) error {
+	tn, err := s.authenticate(r)
+	if err != nil {
+		return err
+	}
+	if len(r.URL.RawQuery) > 0 {
+		return errs.Field(errs.InvalidArgument, "query", "GET /v1/experiments takes no parameters, got %q", errs.Clip(r.URL.RawQuery))
+	}
+	if s.cfg.Lab == nil {
+		return outcomesOff()
+	}
+	list, err := s.cfg.Lab.List(r.Context(), tn.Allowed)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, api.ExperimentList{Experiments: list})
+	return nil
+}
+
 // experiment serves GET /v1/deployments/{model}/experiment[?history=N]
 // and POST /v1/deployments/{model}/experiment:stop.
 func (s *Server) experiment(w http.ResponseWriter, r *http.Request, tn *tenant.Tenant, model, action string, need func(string, bool) error) error {

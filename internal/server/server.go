@@ -172,6 +172,7 @@ func New(cfg Config, ctl *control.Controller) *Server {
 	s.handle("/v1/jobs", Key, s.wrap(s.jobsRoot))
 	s.handle("/v1/jobs/", Key, s.wrap(s.jobsOne))
 	s.handle("/v1/outcomes", Key, s.wrap(s.postOutcomes))
+	s.handle("/v1/experiments", Key, s.wrap(onlyGet(s.listExperiments)))
 	s.handle("/v1/lab/", Key, s.wrap(onlyGet(s.labFile)))
 	// /v2 and /v2/health/*: OIP's server metadata and health, public as
 	// /healthz; /v2/models/… needs a key (routeV2).

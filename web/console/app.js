@@ -912,17 +912,27 @@ function jobsPage() {
 }
 
 function experimentsPage() {
+  const iv = (lo, hi, f) => `[${f(lo)}, ${f(hi)}]`;
+  const signed = (v) => (v === undefined || v === null || !isFinite(v) ? "–" : (v > 0 ? "+" : "") + (v * 100).toFixed(2) + " %");
+  const arm = (a) => [h("code", null, a.id), ` ${a.units} units, ${a.outcomes} outcomes, mean ${fmt.num(a.mean)} `, h("span", { class: "hint" }, iv(a.low, a.high, fmt.num))];
   return {
     title: "Experiments",
     poll: 10000,
     load: () => api("/v1/experiments").catch((e) => e),
     render(x) {
       const head = h("h1", null, "Experiments");
-      if (x instanceof Error) return h("div", null, head, h("p", { class: "notice" }, x.status === 404 ? "No experiments API on this server yet (issue 22 adds /v1/experiments): A/B experiments with their arms, lifts and decisions will be listed here." : x.message));
+      if (x instanceof Error) return h("div", null, head, h("p", { class: x.status === 404 ? "notice" : "error" }, x.status === 404 ? "This server has no outcomes store, so no experiments (docs/experiments.md)." : x.message));
       const list = x.experiments || [];
-      if (!list.length) return h("div", null, head, h("p", null, "No experiments."));
-      return h("div", null, head, table(["Experiment", "Model", "State", "Decision"], list.map((e) => h("tr", null,
-        h("th", { scope: "row" }, e.name || e.id), td(e.model || ""), td(e.state || ""), td((e.result && e.result.decision) || e.decision || "")))));
+      if (!list.length) return h("div", null, head, h("p", { id: "experiments-none" }, "No running experiments: start one with ", h("code", null, "sluice ab start MODEL --a V --b V --metric NAME"), " (docs/experiments.md)."));
+      return h("div", null, head,
+        h("p", { class: "hint" }, "Each model's experiment at its last refresh: the always-valid p-value stays valid however often this page is looked at; a broken split (SRM) means no result can be trusted."),
+        table(["Model", "Metric", "Arm A", "Arm B", "Relative lift (95 %)", "p-value", "Split", "Decision", "Refreshed"], list.map((e) => h("tr", { "data-experiment": e.model },
+          h("th", { scope: "row" }, h("a", { href: "/ui/models/" + e.model }, e.model)), td(e.spec.metric + (e.spec.direction === "decrease" ? " (lower is better)" : "")),
+          td(arm(e.armA)), td(arm(e.armB)),
+          td([signed(e.relLift), " ", h("span", { class: "hint" }, iv(e.relLow, e.relHigh, signed))]),
+          num(e.pValue < 0.001 ? e.pValue.toExponential(1) : fmt.num(e.pValue), e.significant ? "good" : ""),
+          td(e.srm ? h("span", { class: "chip state-failed" }, "broken (SRM)") : h("span", { class: "chip state-ready" }, "ok")),
+          td(h("strong", { class: "decision" }, e.decision)), td(fmt.ago(e.refreshed)))), { label: "Running experiments" }));
     },
   };
 }
