@@ -317,3 +317,25 @@ func TestInitGetDummiesToCategory(t *testing.T) {
 		t.Fatalf("init --dummies=false: %v %q %q", err, out, stderr)
 	}
 }
+
+// TestOpenAPICommand: sluice openapi prints the description this binary
+// embeds, and with --server the one the server serves at /openapi.json
+// (JSON, every route: /v1/experiments among them).
+func TestOpenAPICommand(t *testing.T) {
+	out, stderr, err := sluice(t, "openapi")
+	if err != nil || !strings.HasPrefix(out, "openapi: 3.1") || !strings.Contains(out, "/v1/models/{name}:predict") {
+		t.Fatalf("sluice openapi: %v %s %.200s", err, stderr, out)
+	}
+	srv := startServer(t, "--data", t.TempDir())
+	out, stderr, err = sluice(t, "openapi", "--server", srv.url)
+	var spec struct {
+		OpenAPI string                     `json:"openapi"`
+		Paths   map[string]json.RawMessage `json:"paths"`
+	}
+	if err != nil || json.Unmarshal([]byte(out), &spec) != nil || !strings.HasPrefix(spec.OpenAPI, "3.1") || spec.Paths["/v1/experiments"] == nil {
+		t.Fatalf("sluice openapi --server: %v %s %.200s", err, stderr, out)
+	}
+	if _, stderr, err := sluice(t, "openapi", "--server", "http://127.0.0.1:1"); err == nil || !strings.Contains(stderr, "--server http://127.0.0.1:1") {
+		t.Fatalf("an unreachable server: %v %s", err, stderr)
+	}
+}

@@ -30,7 +30,7 @@ func main() {
 		Version:       version,
 	}
 	root.AddCommand(newServeCmd(), newCheckCmd(), newPushCmd(), newModelsCmd(), newPredictCmd(), newBenchCmd(), newTenantCmd(),
-		newDeployCmd(), newTrafficCmd(), newShadowCmd(), newRolloutCmd(), newRollbackCmd(), newHistoryCmd(), newRecordsCmd(), newTopCmd(), newWorkerCmd(), newWorkersCmd(), newEventsCmd(), newStatsCmd(), newDriftCmd(), newVersionCmd(), newInitCmd(), newExportSklearnCmd(),
+		newDeployCmd(), newTrafficCmd(), newShadowCmd(), newRolloutCmd(), newRollbackCmd(), newHistoryCmd(), newRecordsCmd(), newTopCmd(), newWorkerCmd(), newWorkersCmd(), newEventsCmd(), newStatsCmd(), newDriftCmd(), newOpenAPICmd(), newVersionCmd(), newInitCmd(), newExportSklearnCmd(),
 		newArchiveCmd(), newLoadCmd(), newDeleteCmd(), newPlanCmd(), newControllerCmd(), newJobCmd(), newOutcomesCmd(), newLabCmd(), newABCmd())
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "sluice:", err)
